@@ -1,0 +1,149 @@
+# latscope build. `make` builds build/latscope; `make test` and `make demo` install
+# missing Debian packages first (scripts/deps.sh), so each is one command on a fresh machine.
+# SAN=1 builds into build/san with AddressSanitizer + UndefinedBehaviorSanitizer.
+# V=1 shows every command.
+
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := all
+.SUFFIXES:
+
+PREFIX    ?= /usr/local
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= cc
+CLANG     ?= clang
+BPFTOOL   ?= bpftool
+
+ifeq ($(V),1)
+Q :=
+msg := @true
+else
+Q := @
+msg = @printf '  %-8s %s\n'
+endif
+
+ifeq ($(SAN),1)
+BUILD     ?= build/san
+OPT       := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SANLD     := -fsanitize=address,undefined
+else
+BUILD     ?= build
+OPT       := -O2 -g
+SANLD     :=
+endif
+
+# The skeleton and vmlinux.h are generated once, in build/ (shared by the SAN build).
+GEN       := build/gen
+
+CFLAGS    += $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
+             -I$(GEN) -Iuserspace -Ibpf -Igpu -MMD -MP
+LDFLAGS   += $(SANLD) -pthread
+LDLIBS    += -luring -lcurl -lcjson -lbpf -lelf -lz -lssl -lcrypto -lm -ldl
+
+# Every userspace stage is a file; all but main.c go into one archive that tests link too.
+LIB_SRCS  := $(filter-out userspace/main.c,$(wildcard userspace/*.c userspace/sim/*.c userspace/lab/*.c gpu/common/*.c))
+LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+MAIN_OBJ  := $(BUILD)/obj/userspace/main.o
+LIB       := $(BUILD)/liblatscope.a
+BIN       := $(BUILD)/latscope
+
+UNIT_SRCS  := $(wildcard tests/unit/*.c)
+INTEG_SRCS := $(wildcard tests/integration/*.c)
+UNIT_BIN   := $(BUILD)/tests/unit
+INTEG_BIN  := $(BUILD)/tests/integration
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.bpf.o,$(BPF_SRCS))
+SKEL      := $(GEN)/latscope.skel.h
+VMLINUX   := $(GEN)/vmlinux.h
+BPF_ARCH  := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+
+.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu
+all: $(BIN) gpu
+
+deps:
+	$(Q)./scripts/deps.sh
+
+# vmlinux.h from the running kernel's BTF, or the committed copy where there is none.
+$(VMLINUX):
+	$(Q)mkdir -p $(@D)
+	$(msg) GEN $@
+	$(Q)if [ -r /sys/kernel/btf/vmlinux ]; then \
+	  $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@; \
+	else gzip -dc bpf/vmlinux.h.gz > $@; fi
+
+$(GEN)/bpf/%.bpf.o: bpf/%.bpf.c bpf/events.h $(VMLINUX) $(wildcard bpf/*.bpf.h)
+	$(Q)mkdir -p $(@D)
+	$(msg) BPF $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
+	  -I$(GEN) -Ibpf -c $< -o $@
+
+# All probes link into ONE object and one skeleton (DESIGN.md).
+$(GEN)/latscope.bpf.o: $(BPF_OBJS)
+	$(msg) BPFLINK $@
+	$(Q)$(BPFTOOL) gen object $@ $^
+
+$(SKEL): $(GEN)/latscope.bpf.o
+	$(msg) SKEL $@
+	$(Q)$(BPFTOOL) gen skeleton $< name latscope_bpf > $@
+
+$(BUILD)/obj/%.o: %.c | $(SKEL)
+	$(Q)mkdir -p $(@D)
+	$(msg) CC $@
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(msg) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(MAIN_OBJ) $(LIB)
+	$(msg) LD $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(UNIT_BIN): $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRCS)) $(LIB)
+	$(Q)mkdir -p $(@D)
+	$(msg) LD $@
+	$(Q)$(CC) $(LDFLAGS) $^ -lcriterion $(LDLIBS) -o $@
+
+$(INTEG_BIN): $(patsubst %.c,$(BUILD)/obj/%.o,$(INTEG_SRCS)) $(LIB)
+	$(Q)mkdir -p $(@D)
+	$(msg) LD $@
+	$(Q)$(CC) $(LDFLAGS) $^ -lcriterion $(LDLIBS) -o $@
+
+unit-bins: $(UNIT_BIN) $(INTEG_BIN)
+
+# The CUPTI side builds only where the CUDA toolkit is; gpu/gpu.mk owns it.
+ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
+include gpu/gpu.mk
+else
+gpu:
+	@echo "  SKIP     gpu/: no CUDA toolkit at $(CUDA_HOME) (set CUDA_HOME to build the CUPTI library)"
+endif
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all unit-bins
+	$(Q)$(MAKE) --no-print-directory SAN=1 san-bins
+	$(Q)tests/run
+
+# The sanitizer build (build/san): unit tests, and a latscope for the integration tests that use it.
+san-bins: $(BIN) unit-bins
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh
+
+fuzz:
+	$(Q)tests/fuzz/run.sh
+
+bench: all
+	$(Q)tests/perf/run.sh
+
+install: all
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/latscope
+	install -d $(DESTDIR)$(PREFIX)/share/latscope/configs
+	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/latscope/configs/
+	$(if $(wildcard build/gpu/liblatscope_cupti.so),install -D -m 0755 build/gpu/liblatscope_cupti.so $(DESTDIR)$(PREFIX)/lib/latscope/liblatscope_cupti.so)
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

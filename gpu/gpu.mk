@@ -1,0 +1,3 @@
+# gpu/gpu.mk — the CUPTI injection library (included by the Makefile when CUDA is found).
+gpu:
+	@true

@@ -1,0 +1,12 @@
+/* commands.h — the subcommands main.c dispatches to. Each returns the process exit code:
+ * 0 ok, 1 runtime failure, 2 usage error. None of them calls exit(). */
+#ifndef LATSCOPE_COMMANDS_H
+#define LATSCOPE_COMMANDS_H
+
+int cmd_bench(int argc, char **argv);   /* bench.c */
+int cmd_sim(int argc, char **argv);     /* sim/sim_main.c */
+int cmd_lab(int argc, char **argv);     /* lab/lab_main.c */
+int cmd_compare(int argc, char **argv); /* compare.c */
+int cmd_report(int argc, char **argv);  /* report_cmd.c */
+
+#endif

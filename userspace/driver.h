@@ -1,0 +1,52 @@
+/* driver.h — the io_uring + libcurl multi_socket loop that sends a run's requests and
+ * stamps every event of each (DESIGN.md principle 4: the loop is the only place that waits). */
+#ifndef LATSCOPE_DRIVER_H
+#define LATSCOPE_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "record.h"
+#include "backend.h"
+#include "arrival.h"
+
+/* Something else the loop must wait on: the probes' ring buffer fd, a periodic drain. */
+struct ls_loop_hook {
+	int       fd;                 /* polled for POLLIN, or -1 for timer only */
+	uint64_t  period_ns;          /* also called every period (0 = only on fd readiness) */
+	void    (*on_ready)(void *ctx, uint64_t now_ns);
+	void     *ctx;
+};
+
+struct ls_driver_opts {
+	const char *url;                /* base URL + endpoint */
+	enum ls_backend backend;
+	int         per_request_conn;   /* 1: fresh TCP (+TLS) per request; 0: keep-alive pool */
+	int         http2;
+	int         insecure;           /* skip TLS verification */
+	const char *cacert;             /* trust this CA file */
+	uint64_t    request_timeout_ns; /* 0 = none */
+	uint32_t    max_concurrency;    /* 0 = unlimited */
+	struct ls_arrival *arrival;     /* schedule of measured requests */
+	const char *run_tag;            /* X-Request-Id prefix */
+	int         progress;           /* print a progress line to stderr (tty) */
+	const struct ls_loop_hook *hooks;
+	size_t      n_hooks;
+	/* Called once per request as it finishes (record file), in the loop thread. */
+	void      (*on_finish)(void *ctx, const struct ls_request *req);
+	void       *on_finish_ctx;
+	uint64_t    grace_ns;           /* after SIGINT/SIGTERM: wait this long for streams in flight */
+};
+
+struct ls_driver_job {
+	const char *body;               /* JSON body */
+	size_t      body_len;
+	struct ls_request *rec;         /* filled by the driver */
+};
+
+/* Sends every job (in order, paced by opts->arrival and the slot limit) and fills their records.
+ * run->start_ns/end_ns/interrupted are set. Returns 0, 1 when interrupted, or -errno on setup
+ * failure (message on stderr naming what failed). */
+int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs, size_t n_jobs,
+		  struct ls_run *run);
+
+#endif

@@ -1,0 +1,60 @@
+/* main.c — latscope's entry point: picks the subcommand. The only file that may exit(). */
+#include <stdio.h>
+#include <string.h>
+#include "commands.h"
+
+#ifndef LATSCOPE_VERSION
+#define LATSCOPE_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"latscope %s: where the latency of an LLM serving benchmark really goes\n"
+		"\n"
+		"usage: latscope <command> [flags]   (latscope <command> --help for its flags)\n"
+		"\n"
+		"commands:\n"
+		"  bench     drive streaming requests at a server and report TTFT/ITL/E2EL, split into\n"
+		"            client, network, queue and GPU time (flags follow `vllm bench serve`)\n"
+		"  sim       run the engine simulator: an OpenAI/SGLang-compatible streaming server\n"
+		"            with a continuous-batching step model and per-request ground truth\n"
+		"  compare   run one workload under several harness profiles (vllm, sglang, ...)\n"
+		"            and show which rule moved which number\n"
+		"  report    re-derive a profile's metrics from a saved record file\n"
+		"  lab       put real round-trip time between bench and sim (namespaces + delay line)\n"
+		"  version   print the version\n",
+		LATSCOPE_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(int argc, char **argv);
+	} commands[] = {
+		{ "bench", cmd_bench },
+		{ "sim", cmd_sim },
+		{ "compare", cmd_compare },
+		{ "report", cmd_report },
+		{ "lab", cmd_lab },
+	};
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("latscope %s\n", LATSCOPE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "latscope: unknown command '%s' (try: latscope --help)\n", argv[1]);
+	return 2;
+}
