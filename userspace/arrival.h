@@ -19,26 +19,31 @@ enum ls_arrival_kind {
 
 struct ls_arrival {
 	enum ls_arrival_kind kind;
-	double    rate;              /* req/s; inf when <= 0 */
+	double    rate;              /* req/s; inf when <= 0 (or isinf) */
 	double    burstiness;        /* gamma shape; 1 = Poisson */
 	uint64_t  seed;
 	size_t    n;                 /* measured requests */
 	uint64_t *offsets_ns;        /* precomputed offsets from run start (gamma, constant, trace) */
-	uint64_t  rng[2];            /* poisson-yield state */
+	uint64_t  rng[2];            /* poisson-yield state (xoroshiro128++, rng.h) */
 	uint64_t  loop_delay_ns;     /* test-only: added per dispatch (arrival drift experiment) */
 };
 
+/* "gamma" | "poisson-yield" | "constant" | "closed" | "trace" | "inf". 0 or -EINVAL. */
 int ls_arrival_parse_kind(const char *name, enum ls_arrival_kind *out);
 const char *ls_arrival_kind_name(enum ls_arrival_kind kind);
 
-/* trace_offsets_s: per-request timestamps for LS_ARRIVAL_TRACE (else NULL). 0 or -errno. */
+/* trace_offsets_s: per-request timestamps for LS_ARRIVAL_TRACE (else NULL). 0 or -errno
+ * (-EINVAL with a message on stderr for a rate, burstiness or timestamp that cannot work).
+ * gamma/poisson-yield/constant with an infinite rate behave as inf, as in vLLM. */
 int ls_arrival_init(struct ls_arrival *a, enum ls_arrival_kind kind, double rate, double burstiness,
 		    uint64_t seed, size_t n, const double *trace_offsets_s);
 void ls_arrival_free(struct ls_arrival *a);
 
 /* Absolute CLOCK_MONOTONIC deadline for measured request i. Called in order, right after
  * request i-1 was dispatched (now_ns = that moment: poisson-yield draws its sleep from
- * there). Closed and inf return run_start_ns: the concurrency limit paces them. */
+ * there). Closed and inf return run_start_ns: the concurrency limit paces them.
+ * With loop_delay_ns set, no request goes out before now_ns + loop_delay_ns: absolute
+ * schedules (gamma, constant, trace) catch up after it, poisson-yield accumulates it. */
 uint64_t ls_arrival_deadline(struct ls_arrival *a, size_t i, uint64_t run_start_ns, uint64_t now_ns);
 
 #endif

@@ -1,0 +1,244 @@
+/* latscope bench against latscope sim, checked against the simulator's ground truth:
+ * client TTFT and ITL vs the server's frame write times, the gamma schedule end to end, and
+ * the slot wait that vLLM's clock hides. */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "metrics.h"
+#include "record_file.h"
+#include "t_helpers.h"
+
+struct truth {
+	char     id[96];
+	uint64_t first_token_ns;
+	uint64_t *token_ns;
+	size_t   n_token;
+};
+
+/* Token frames of every finished request in the truth file. */
+static struct truth *load_truth(const char *path, size_t *n_out)
+{
+	size_t len = 0;
+	char *text = t_read_file(path, &len);
+	cr_assert_not_null(text, "no truth file %s", path);
+	size_t cap = 1024, n = 0;
+	struct truth *t = calloc(cap, sizeof(*t));
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		cJSON *o = cJSON_Parse(line);
+		cr_assert_not_null(o, "bad truth line: %.80s", line);
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+		const cJSON *frames = cJSON_GetObjectItemCaseSensitive(o, "frames");
+		if (n == cap)
+			t = realloc(t, (cap *= 2) * sizeof(*t));
+		struct truth *e = &t[n++];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->id, sizeof(e->id), "%s", cJSON_IsString(id) ? id->valuestring : "");
+		e->token_ns = calloc((size_t)cJSON_GetArraySize(frames) + 1, sizeof(uint64_t));
+		for (const cJSON *f = frames ? frames->child : NULL; f; f = f->next) {
+			const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+			const cJSON *at = cJSON_GetObjectItemCaseSensitive(f, "t");
+			if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "tokens") || !cJSON_IsNumber(at))
+				continue;
+			e->token_ns[e->n_token++] = (uint64_t)at->valuedouble;
+		}
+		e->first_token_ns = e->n_token ? e->token_ns[0] : 0;
+		cJSON_Delete(o);
+	}
+	free(text);
+	*n_out = n;
+	return t;
+}
+
+static const struct truth *find_truth(const struct truth *t, size_t n, const char *tag, uint64_t id)
+{
+	char want[96];
+	snprintf(want, sizeof(want), "%s-%llu", tag, (unsigned long long)id);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].id, want))
+			return &t[i];
+	return NULL;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return ls_percentile(v, n, 50);
+}
+
+static double json_num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	cr_assert(cJSON_IsNumber(v), "result JSON has no number %s", key);
+	return v->valuedouble;
+}
+
+/* 500 requests at 20 req/s, 10 ms steps, no speculation (about 26 s). */
+Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "10", "--quiet", NULL };
+	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "simulator did not start");
+	char record[256], result_dir[] = "/tmp/latscope-bt-XXXXXX";
+	cr_assert_not_null(mkdtemp(result_dir));
+	snprintf(record, sizeof(record), "%s/rec.jsonl", result_dir);
+	const char *argv[] = { "bench", "--base-url", sim.url, "--model", "latscope-sim", "--dataset-name", "random",
+			       "--random-input-len", "32", "--random-output-len", "16", "--ignore-eos",
+			       "--num-prompts", "500", "--request-rate", "20", "--seed", "3", "--disable-tqdm",
+			       "--record", record, "--save-result", "--result-dir", result_dir,
+			       "--result-filename", "r.json", "--metric-percentiles", "50,99", NULL };
+	char *out = NULL, *err = NULL;
+	int rc = t_run(argv, &out, &err, 90);
+	cr_assert_eq(rc, 0, "bench exited %d\nstdout:\n%s\nstderr:\n%s", rc, out, err);
+	cr_expect(strstr(out, "Successful requests:                     500"), "%s", out);
+
+	struct ls_run run;
+	struct ls_record_meta meta;
+	cr_assert_eq(ls_record_load(record, &run, &meta), 0);
+	cr_assert_eq(run.n_requests, 500);
+	/* The simulator appends a request's truth as it ends: give the last line a moment. */
+	size_t n_truth = 0;
+	struct truth *truth = NULL;
+	for (int tries = 0; tries < 100; tries++) {
+		truth = load_truth(sim.truth, &n_truth);
+		if (n_truth >= 500)
+			break;
+		for (size_t i = 0; i < n_truth; i++)
+			free(truth[i].token_ns);
+		free(truth);
+		usleep(20000);
+	}
+	t_sim_stop(&sim);
+	cr_assert_geq(n_truth, 500);
+
+	double *ttft_client = calloc(500, sizeof(double)), *ttft_truth = calloc(500, sizeof(double));
+	double *itl_client = calloc(500 * 32, sizeof(double)), *itl_truth = calloc(500 * 32, sizeof(double));
+	size_t n_itl_c = 0, n_itl_t = 0;
+	uint64_t last_sched = 0;
+	for (size_t i = 0; i < run.n_requests; i++) {
+		const struct ls_request *r = &run.requests[i];
+		cr_assert_eq(r->fail, LS_OK, "request %llu failed: %s", (unsigned long long)r->id, r->error);
+		const struct truth *t = find_truth(truth, n_truth, meta.run_tag, r->id);
+		cr_assert_not_null(t, "no truth for %s-%llu", meta.run_tag, (unsigned long long)r->id);
+		cr_assert_eq(t->n_token, 16);
+		uint64_t first = 0, prev = 0;
+		for (uint32_t f = 0; f < r->n_frames; f++) {
+			if (!(r->frames[f].flags & LS_FRAME_CHOICES))
+				continue;
+			if (!first)
+				first = r->frames[f].arrived_ns;
+			else
+				itl_client[n_itl_c++] = (double)(r->frames[f].arrived_ns - prev) / 1e6;
+			prev = r->frames[f].arrived_ns;
+		}
+		ttft_client[i] = (double)(first - r->started_ns) / 1e6;
+		ttft_truth[i] = (double)(t->first_token_ns - r->started_ns) / 1e6;
+		for (size_t k = 1; k < t->n_token; k++)
+			itl_truth[n_itl_t++] = (double)(t->token_ns[k] - t->token_ns[k - 1]) / 1e6;
+		if (r->scheduled_ns > last_sched)
+			last_sched = r->scheduled_ns;
+	}
+	double m_ttft_c = median(ttft_client, 500), m_ttft_t = median(ttft_truth, 500);
+	double m_itl_c = median(itl_client, n_itl_c), m_itl_t = median(itl_truth, n_itl_t);
+	fprintf(stderr, "bench_truth: median TTFT client %.4f ms, truth %.4f ms (diff %.4f); median ITL client "
+			"%.4f ms, truth %.4f ms\n", m_ttft_c, m_ttft_t, m_ttft_c - m_ttft_t, m_itl_c, m_itl_t);
+	cr_expect(fabs(m_ttft_c - m_ttft_t) < 0.3, "median TTFT from started %.3f ms vs truth %.3f ms", m_ttft_c,
+		  m_ttft_t);
+	cr_expect(fabs(m_itl_c - m_itl_t) / m_itl_t < 0.02, "median ITL %.3f ms vs truth %.3f ms", m_itl_c, m_itl_t);
+
+	/* The gamma schedule end to end: the last arrival sits at exactly N / rate. */
+	cr_expect_eq(last_sched - run.start_ns, 25000000000ull, "last arrival at %llu ns after start",
+		     (unsigned long long)(last_sched - run.start_ns));
+
+	/* The report's own numbers agree with the records, and realised throughput is on target. */
+	char path[300];
+	snprintf(path, sizeof(path), "%s/r.json", result_dir);
+	char *json = t_read_file(path, NULL);
+	cr_assert_not_null(json, "no result file %s", path);
+	cJSON *res = cJSON_Parse(json);
+	cr_assert_not_null(res);
+	cr_expect(fabs(json_num(res, "median_ttft_ms") - m_ttft_c) < 1e-6);
+	cr_expect(fabs(json_num(res, "median_itl_ms") - m_itl_c) < 1e-6);
+	double thr = json_num(res, "request_throughput");
+	cr_expect(fabs(thr - 20.0) / 20.0 < 0.01, "realised throughput %.3f req/s vs target 20", thr);
+	const cJSON *ls = cJSON_GetObjectItemCaseSensitive(res, "latscope");
+	double realised = json_num(ls, "realised_request_rate");
+	cr_expect(fabs(realised - 20.0) / 20.0 < 0.01, "realised dispatch rate %.3f req/s", realised);
+	fprintf(stderr, "bench_truth: request throughput %.3f req/s, dispatch rate %.3f req/s\n", thr, realised);
+
+	cJSON_Delete(res);
+	free(json);
+	for (size_t i = 0; i < n_truth; i++)
+		free(truth[i].token_ns);
+	free(truth);
+	free(ttft_client);
+	free(ttft_truth);
+	free(itl_client);
+	free(itl_truth);
+	ls_run_free(&run);
+	free(out);
+	free(err);
+	unlink(record);
+	unlink(path);
+	rmdir(result_dir);
+}
+
+/* 4 slots, 60 requests at 50 req/s, ~210 ms each: the server side keeps up with 4 at a time,
+ * so requests queue in the harness. TTFT from started stays at the service time; from
+ * scheduled it grows with the backlog; the slot wait is in the report. (~4 s) */
+Test(bench_truth, slot_wait_is_shown_not_hidden, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "10", "--quiet", NULL };
+	cr_assert_eq(t_sim_start(&sim, 0, extra), 0);
+	char record[] = "/tmp/latscope-bt-slot-XXXXXX";
+	int fd = mkstemp(record);
+	close(fd);
+	const char *argv[] = { "bench", "--base-url", sim.url, "--dataset-name", "random", "--random-input-len", "32",
+			       "--random-output-len", "20", "--ignore-eos", "--num-prompts", "60",
+			       "--request-rate", "50", "--max-concurrency", "4", "--disable-tqdm", "--record", record,
+			       "--metric-percentiles", "50,99", NULL };
+	char *out = NULL, *err = NULL;
+	int rc = t_run(argv, &out, &err, 45);
+	t_sim_stop(&sim);
+	cr_assert_eq(rc, 0, "bench exited %d\n%s\n%s", rc, out, err);
+	cr_expect(strstr(out, "Slot wait, admitted - scheduled (ms):"), "%s", out);
+	cr_expect(strstr(out, "Client-side Queueing"), "vLLM's own client-queue block is printed too");
+
+	struct ls_run run;
+	cr_assert_eq(ls_record_load(record, &run, NULL), 0);
+	struct ls_read_rules rules = { .clock = LS_CLOCK_STARTED, .n_percentiles = 1, .percentiles = { 99 } };
+	struct ls_metrics m;
+	cr_assert_eq(ls_metrics_compute(&run, &rules, NULL, &m), 0);
+	cr_assert_eq(m.completed, 60);
+	double started_med = m.ttft_by_clock[LS_CLOCK_STARTED].median_ms;
+	double sched_max = m.ttft_by_clock[LS_CLOCK_SCHEDULED].max_ms;
+	fprintf(stderr, "bench_truth: 4 slots: median TTFT from started %.2f ms, max from scheduled %.2f ms, "
+			"mean slot wait %.2f ms\n", started_med, sched_max, m.slot_wait.mean_ms);
+	cr_expect_lt(started_med, 30.0, "TTFT from started stays near one step: %.2f ms", started_med);
+	cr_expect_lt(m.ttft_by_clock[LS_CLOCK_STARTED].max_ms, 40.0);
+	cr_expect_gt(sched_max, 1000.0, "TTFT from scheduled grows with the backlog: %.2f ms", sched_max);
+	cr_expect_gt(m.slot_wait.mean_ms, 400.0);
+	cr_expect_leq(m.peak_concurrency, 4);
+	/* grows: the last requests waited longer than the first */
+	double early = 0, late = 0;
+	for (size_t i = 0; i < 10; i++) {
+		early += m.slot_waits_s[i];
+		late += m.slot_waits_s[50 + i];
+	}
+	cr_expect_gt(late, early + 5.0, "slot wait of the last 10 %.2f s vs first 10 %.2f s", late, early);
+	ls_metrics_free(&m);
+	ls_run_free(&run);
+	free(out);
+	free(err);
+	unlink(record);
+}

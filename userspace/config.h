@@ -1,0 +1,101 @@
+/* config.h — `latscope bench` settings: CLI flags named as `vllm bench serve` names them, a
+ * JSON config file (--config FILE) with the same keys, and a profile's defaults.
+ * Precedence: built-in defaults < profile < config file < flags. */
+#ifndef LATSCOPE_CONFIG_H
+#define LATSCOPE_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "arrival.h"
+#include "backend.h"
+#include "dataset.h"
+#include "metrics.h"
+#include "profile.h"
+
+enum ls_dataset_kind {
+	LS_DATASET_RANDOM,
+	LS_DATASET_SHAREGPT,
+	LS_DATASET_JSONL,
+};
+
+enum ls_probes_mode {
+	LS_PROBES_AUTO,
+	LS_PROBES_ON,
+	LS_PROBES_OFF,
+};
+
+/* --percentile-metrics bits */
+enum {
+	LS_PM_TTFT = 1u << 0,
+	LS_PM_TPOT = 1u << 1,
+	LS_PM_ITL  = 1u << 2,
+	LS_PM_E2EL = 1u << 3,
+};
+
+#define LS_DEFAULT_VOCAB 32000
+
+struct ls_config {
+	/* server */
+	enum ls_backend backend;
+	char    *base_url;          /* NULL: http://host:port */
+	char    *host;
+	int      port;
+	char    *endpoint;          /* NULL: the backend's default */
+	char    *model;             /* NULL: the first of GET /v1/models */
+	/* workload */
+	enum ls_dataset_kind dataset;
+	char    *dataset_path;
+	uint32_t random_input_len, random_output_len;
+	double   random_range_ratio;
+	enum ls_range_semantics range_semantics;
+	uint32_t random_vocab_size; /* 0 = auto (ask the server, at most LS_DEFAULT_VOCAB) */
+	uint32_t sharegpt_output_len; /* 0: from the gpt turn */
+	size_t   num_prompts;
+	int      ignore_eos;
+	/* sending */
+	double   request_rate;      /* inf = all at once */
+	double   burstiness;
+	enum ls_arrival_kind arrival;
+	uint32_t max_concurrency;   /* 0 = unlimited */
+	uint32_t num_warmups;
+	enum ls_warmup_shape warmup_shape;
+	uint64_t seed;
+	uint64_t loop_delay_ns;     /* --test-loop-delay-us */
+	int      per_request_conn;
+	int      http2;
+	int      insecure;
+	char    *cacert;
+	double   request_timeout_s; /* 0 = none */
+	double   ready_check_timeout_s;
+	int      disable_tqdm;
+	/* results */
+	unsigned percentile_metrics; /* LS_PM_* */
+	struct ls_goodput goodput;
+	int      save_result;
+	char    *result_dir;
+	char    *result_filename;
+	char    *record_path;
+	/* profile: its read rules, with --metric-percentiles applied, are the headline rules */
+	char    *profile_name;
+	struct ls_profile profile;
+	char    *config_path;
+	/* accepted and stored for the probes and GPU stages */
+	enum ls_probes_mode probes;
+	int      server_pid;        /* 0 = unset */
+	char    *server_comm;
+	char    *trace_path;
+	char    *gpu_dir;
+};
+
+/* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2
+ * after one line on stderr naming the bad flag, value or config key (exit 2). */
+int ls_config_parse(struct ls_config *c, int argc, char **argv);
+void ls_config_free(struct ls_config *c);
+void ls_config_help(FILE *out);
+
+/* base_url + endpoint (malloc'd) and the server root (base_url or http://host:port, malloc'd). */
+char *ls_config_url(const struct ls_config *c);
+char *ls_config_base(const struct ls_config *c);
+const char *ls_dataset_kind_name(enum ls_dataset_kind kind);
+
+#endif

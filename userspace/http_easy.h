@@ -1,0 +1,28 @@
+/* http_easy.h — small blocking HTTP calls outside the measured run (libcurl easy): the ready
+ * check, GET /v1/models, POST /tokenize, the spec-decode counters before and after. Never used
+ * while the driver's loop runs. */
+#ifndef LATSCOPE_HTTP_EASY_H
+#define LATSCOPE_HTTP_EASY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ls_http_opts {
+	int         insecure;
+	const char *cacert;
+	double      timeout_s;   /* whole call; 0 = 10 s */
+};
+
+struct ls_http_resp {
+	long   status;           /* 0 when no HTTP response came */
+	char  *body;             /* malloc'd, NUL-terminated (NULL when none) */
+	size_t len;
+	char   error[256];       /* libcurl's message when status is 0 */
+};
+
+/* GET url (body == NULL) or POST body as application/json. 0 when an HTTP response came
+ * (any status), -1 otherwise (resp->error says why). Bodies are capped at 64 MiB. */
+int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o, struct ls_http_resp *resp);
+void ls_http_resp_free(struct ls_http_resp *resp);
+
+#endif

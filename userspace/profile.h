@@ -1,0 +1,59 @@
+/* profile.h — the rules on which benchmark harnesses disagree, fixed by name (DESIGN.md:
+ * "one run can be reported the way vllm bench serve reports it, the way SGLang's bench_serving
+ * reports it, and the honest way"). Read rules (struct ls_read_rules, metrics.h) turn records
+ * into numbers; send rules are the defaults `latscope bench` uses unless a flag says otherwise.
+ * Built in: vllm, sglang, sglang-oai, honest. A JSON file (configs/NAME.json, or a path) with
+ * the same keys overrides a built-in's fields (see ls_profile_apply_json). */
+#ifndef LATSCOPE_PROFILE_H
+#define LATSCOPE_PROFILE_H
+
+#include <stdint.h>
+#include "arrival.h"
+#include "dataset.h"
+#include "metrics.h"
+
+struct cJSON;
+
+/* How warmup requests are sent. */
+enum ls_warmup_shape {
+	LS_WARMUP_VLLM,   /* num_warmups copies of the first prompt, at once, under the slot limit */
+	LS_WARMUP_SGLANG, /* the first prompt with output capped at 32 tokens, then a 1 s pause */
+};
+#define LS_WARMUP_SGLANG_OUTPUT_CAP 32
+#define LS_WARMUP_SGLANG_PAUSE_NS   1000000000ull
+
+int ls_warmup_shape_parse(const char *s, enum ls_warmup_shape *out); /* "vllm" | "sglang" */
+const char *ls_warmup_shape_name(enum ls_warmup_shape shape);
+
+struct ls_profile {
+	char name[64];
+	char source[256];            /* "built-in", or the file it was read from */
+	struct ls_read_rules read;
+	/* send rules: defaults for bench's flags */
+	enum ls_arrival_kind    arrival;
+	int                     per_request_conn;
+	enum ls_range_semantics range_semantics;
+	enum ls_warmup_shape    warmup_shape;
+	uint32_t                num_warmups;
+	int                     show_both_itl;   /* print chunk and token ITL side by side */
+	int                     show_client_queue; /* print the slot wait and queue-inclusive E2EL */
+	int                     itl_divide_by_accept_len; /* headline ITL / the server's avg_spec_accept_length */
+};
+
+/* Built-in profile by name; 0 or -ENOENT. */
+int ls_profile_builtin(const char *name, struct ls_profile *out);
+
+/* NAME (a built-in, overlaid by NAME.json from $LATSCOPE_CONFIG_DIR, ./configs or
+ * PREFIX/share/latscope/configs when one exists) or a PATH to a JSON profile (keys below,
+ * "base": a built-in to start from, default "vllm"). 0, or -errno with one line on stderr. */
+int ls_profile_load(const char *name_or_path, struct ls_profile *out);
+
+/* Applies a profile JSON object's keys to p: "name", "clock" (scheduled|admitted|started),
+ * "ttft_gate" (choices|text), "itl" (frame|token), "e2el_end" (last_content|done|last_byte),
+ * "failures_in_headline" (bool), "percentiles" ([50, 99]), "arrival", "connection"
+ * (reuse|per-request), "range_semantics" (vllm|sglang), "warmup_shape" (vllm|sglang),
+ * "num_warmups", "show_both_itl", "show_client_queue", "itl_divide_by_accept_len". Unknown keys are an error (a typo must
+ * not silently keep a default). where names the source in messages. 0 or -EINVAL. */
+int ls_profile_apply_json(struct ls_profile *p, const struct cJSON *obj, const char *where);
+
+#endif

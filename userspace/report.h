@@ -1,0 +1,47 @@
+/* report.h — a run's results for people (the text block) and for tools (--save-result JSON).
+ * Both read struct ls_metrics (metrics.h) plus what the run was; neither computes a metric. */
+#ifndef LATSCOPE_REPORT_H
+#define LATSCOPE_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "metrics.h"
+#include "record.h"
+#include "specdecode.h"
+
+/* What the run was (for labels and the JSON's vLLM header keys). Strings may be NULL. */
+struct ls_report_ctx {
+	const char *profile;          /* profile name */
+	const char *profile_source;   /* "built-in" or a path */
+	const char *backend;
+	const char *model;
+	const char *base_url;
+	const char *endpoint;
+	const char *dataset;
+	const char *arrival;
+	const char *date;             /* YYYYmmdd-HHMMSS */
+	const char *run_tag;
+	const char *record_path;
+	double      request_rate;     /* inf when unpaced */
+	double      burstiness;
+	uint32_t    max_concurrency;  /* 0 = unlimited */
+	size_t      num_prompts;
+	unsigned    percentile_metrics; /* LS_PM_* (config.h) */
+	int         show_client_queue;  /* vLLM's client queue blocks (when max_concurrency) */
+	int         interrupted;
+	const struct ls_spec_stats *spec; /* NULL or !has: no spec-decode block */
+};
+
+/* The block `vllm bench serve` prints (same labels where the meaning matches), then
+ * latscope's lines: clocks, slot wait, TTFT/E2EL from every clock, both ITLs, tokens per
+ * frame, failures by reason. */
+void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx);
+
+/* vLLM's result-file keys for the shared metrics plus a "latscope" object; run gives the
+ * per-request error strings. 0 or -errno (message names the path). */
+int ls_report_json_write(const char *path, const struct ls_metrics *m, const struct ls_run *run,
+			 const struct ls_report_ctx *ctx);
+/* The same JSON as a malloc'd string (NULL on ENOMEM). */
+char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx);
+
+#endif
