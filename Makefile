@@ -52,7 +52,10 @@ UNIT_BIN   := $(BUILD)/tests/unit
 INTEG_BIN  := $(BUILD)/tests/integration
 
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
-BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.bpf.o,$(BPF_SRCS))
+# common.bpf.o defines the shared maps; libbpf 1.1's linker needs the definition before any
+# object that declares them extern, so it goes first.
+BPF_OBJS  := $(GEN)/bpf/common.bpf.o \
+             $(filter-out $(GEN)/bpf/common.bpf.o,$(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.bpf.o,$(BPF_SRCS)))
 SKEL      := $(GEN)/latscope.skel.h
 VMLINUX   := $(GEN)/vmlinux.h
 BPF_ARCH  := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')

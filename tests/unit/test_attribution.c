@@ -1,0 +1,486 @@
+/* Attribution on synthetic records and probe events: exact parts on a hand-computed timeline,
+ * missing-event paths, reuse, overflow marking, GPU split, and the sum property at random. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+#include "attribution.h"
+
+#define US 1000ull
+#define C_COOKIE 100
+#define S_COOKIE 200
+
+static void ev(struct ls_evstore *st, uint64_t cookie, uint8_t role, uint16_t kind, uint64_t ts_us,
+	       uint32_t seq, uint32_t len)
+{
+	struct ls_event e = { 0 };
+
+	e.ts_ns = ts_us * US;
+	e.cookie = cookie;
+	e.role = role;
+	e.kind = kind;
+	e.seq = seq;
+	e.len = len;
+	if (kind != LS_EV_CONNECT) {
+		e.lport = role == LS_ROLE_CLIENT ? 40000 : 8000;
+		e.rport = role == LS_ROLE_CLIENT ? 8000 : 40000;
+	}
+	cr_assert_eq(ls_evstore_add(st, &e), 0);
+}
+
+#define CEV(kind, ts, seq, len) ev(st, C_COOKIE, LS_ROLE_CLIENT, kind, ts, seq, len)
+#define SEV(kind, ts, seq, len) ev(st, S_COOKIE, LS_ROLE_SERVER, kind, ts, seq, len)
+
+static void add_frame(struct ls_request *r, uint64_t stamp_us, uint64_t stream_off)
+{
+	struct ls_frame *f = ls_request_add_frame(r);
+
+	cr_assert_not_null(f);
+	f->arrived_ns = stamp_us * US;
+	f->stream_off = stream_off;
+	f->bytes = 50;
+	f->text_len = 5;
+	f->tokens = 1;
+	f->flags = LS_FRAME_CHOICES;
+}
+
+/* The timeline worked out by hand in the comments of each test (times in us). */
+static void scenario_run(struct ls_run *run, struct ls_request *r)
+{
+	memset(run, 0, sizeof(*run));
+	ls_request_reset(r, 0);
+	r->scheduled_ns = 1000 * US;
+	r->admitted_ns = 1500 * US;
+	r->started_ns = 1600 * US;
+	r->connect_ns = 1800 * US;
+	r->new_connection = 1;
+	r->socket_cookie = C_COOKIE;
+	r->finished_ns = 5400 * US;
+	add_frame(r, 3030, 49);
+	add_frame(r, 4030, 99);
+	add_frame(r, 5210, 149);
+	add_frame(r, 5211, 199);
+	run->requests = r;
+	run->n_requests = 1;
+}
+
+static uint64_t g_arrived0_us = 3010; /* kernel arrival of frame 0 */
+
+static void scenario_client(struct ls_evstore *st)
+{
+	CEV(LS_EV_CONNECT, 1700, 0, 0);
+	CEV(LS_EV_ESTABLISHED, 1750, 0, 0);
+	CEV(LS_EV_SEND_START, 1900, 1000, 200);
+	CEV(LS_EV_SEND_END, 1910, 1200, 200);
+	CEV(LS_EV_ARRIVED, 2005, 5100, 0); /* response headers */
+	CEV(LS_EV_READ, 2010, 5100, 100);
+	CEV(LS_EV_ARRIVED, g_arrived0_us, 5160, 0); /* frame 0: 60 bytes on the wire */
+	CEV(LS_EV_READ, 3020, 5160, 60);
+	CEV(LS_EV_ARRIVED, 4010, 5220, 0); /* frame 1 */
+	CEV(LS_EV_READ, 4020, 5220, 60);
+	CEV(LS_EV_ARRIVED, 5010, 5280, 0); /* frame 2 */
+	CEV(LS_EV_ARRIVED, 5110, 5340, 0); /* frame 3 */
+	CEV(LS_EV_READ, 5200, 5340, 120);  /* frames 2 and 3 read at once */
+	CEV(LS_EV_ARRIVED, 5310, 5345, 0); /* chunked terminator */
+	CEV(LS_EV_READ, 5320, 5345, 5);
+}
+
+static void scenario_server(struct ls_evstore *st)
+{
+	SEV(LS_EV_ESTABLISHED, 1760, 0, 0);
+	SEV(LS_EV_ARRIVED, 1905, 1200, 0);
+	SEV(LS_EV_READ, 1950, 1200, 200);
+	SEV(LS_EV_SEND_START, 2000, 5000, 100);
+	SEV(LS_EV_SEND_START, 3000, 5100, 60);
+	SEV(LS_EV_SEND_START, 4000, 5160, 60);
+	SEV(LS_EV_SEND_START, 5000, 5220, 60);
+	SEV(LS_EV_SEND_START, 5100, 5280, 60);
+	SEV(LS_EV_SEND_START, 5300, 5340, 5);
+}
+
+static void assert_sums(const struct ls_attribution *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ls_req_attr *r = &a->req[i];
+		if (r->flags & LS_ATTR_NOT_OK)
+			continue;
+		cr_assert_eq(ls_parts_sum(&r->ttft), r->ttft_ns, "request %zu TTFT parts", i);
+		cr_assert_eq(ls_parts_sum(&r->e2el), r->e2el_ns, "request %zu E2EL parts", i);
+		for (uint32_t g = 0; g < r->n_gaps; g++)
+			cr_assert_eq(ls_parts_sum(&r->gaps[g]), r->gap_ns[g], "request %zu gap %u", i, g);
+	}
+}
+
+#define P(parts, part) ((parts).ns[LS_PART_##part] / US)
+
+Test(attribution, exact_parts_fresh_connection_server_watched)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+
+	scenario_run(&run, &r);
+	scenario_client(st);
+	scenario_server(st);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	cr_assert_not_null(a);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert_eq(q->flags, 0, "flags %#x", q->flags);
+	cr_assert_eq(q->server_cookie, S_COOKIE);
+	cr_assert_eq(q->server_read_ns, 1950 * US);
+	cr_assert_eq(q->server_arrived_ns, 1905 * US);
+	/* TTFT 1000 -> 3030: client 500+100+100 (slot, dispatch, curl setup) + 150 (curl notices)
+	 * + 20 (kernel wait, parse) = 870; network 50 connect + 50 request + 10 frame = 110; server
+	 * 1950 -> 3000 = 1050. */
+	cr_assert_eq(q->ttft_ns, 2030 * US);
+	cr_assert_eq(P(q->ttft, CLIENT), 870);
+	cr_assert_eq(P(q->ttft, NETWORK), 110);
+	cr_assert_eq(P(q->ttft, SERVER), 1050);
+	cr_assert_eq(P(q->ttft, UNATTRIBUTED), 0);
+	cr_assert_eq(q->n_gaps, 3);
+	cr_assert_eq(P(q->gaps[0], SERVER), 970);
+	cr_assert_eq(P(q->gaps[0], NETWORK), 10);
+	cr_assert_eq(P(q->gaps[0], CLIENT), 20);
+	/* Frame 2 shares its read with frame 3: placed back by 50 body bytes + 10 overhead. */
+	cr_assert_eq(q->frames[2].seq_end, 5280);
+	cr_assert_eq(q->frames[2].exact, 0);
+	cr_assert_eq(q->frames[2].kernel_ns, 5010 * US);
+	cr_assert_eq(q->frames[2].server_write_ns, 5000 * US);
+	cr_assert_eq(P(q->gaps[1], SERVER), 970);
+	cr_assert_eq(P(q->gaps[1], NETWORK), 10);
+	cr_assert_eq(P(q->gaps[1], CLIENT), 200);
+	cr_assert_eq(P(q->gaps[2], CLIENT), 1);
+	/* E2EL 1000 -> 5400 with the terminator's tail: server 3079, network 140, client 1181. */
+	cr_assert_eq(q->e2el_ns, 4400 * US);
+	cr_assert_eq(P(q->e2el, SERVER), 3079);
+	cr_assert_eq(P(q->e2el, NETWORK), 140);
+	cr_assert_eq(P(q->e2el, CLIENT), 1181);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+Test(attribution, no_server_events_is_network_plus_server)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+
+	scenario_run(&run, &r);
+	scenario_client(st);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert(q->flags & LS_ATTR_NO_SERVER);
+	cr_assert_eq(P(q->ttft, SERVER), 0);
+	cr_assert_eq(P(q->ttft, NETWORK), 50); /* connect only */
+	cr_assert_eq(P(q->ttft, NETWORK_SERVER), 3010 - 1900);
+	cr_assert_eq(P(q->gaps[0], NETWORK_SERVER), 4010 - 3030);
+	cr_assert(strstr(a->why, "network"), "why: %s", a->why);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+Test(attribution, probes_off_is_unattributed_but_slot_wait_is_client)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+
+	scenario_run(&run, &r);
+	struct ls_attribution *a = ls_attribute(&run, NULL, NULL, 0, NULL, "not root");
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert(q->flags & LS_ATTR_NO_EVENTS);
+	cr_assert_eq(P(q->ttft, CLIENT), 600);
+	cr_assert_eq(P(q->ttft, UNATTRIBUTED), 3030 - 1600);
+	cr_assert(strstr(a->why, "probes off: not root"), "why: %s", a->why);
+	cr_assert_eq(a->have_client, 0);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_request_free(&r);
+}
+
+Test(attribution, reused_connection_has_zero_connect_and_tls)
+{
+	struct ls_run run;
+	struct ls_request rr[2] = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+
+	scenario_run(&run, &rr[0]);
+	scenario_client(st);
+	scenario_server(st);
+	/* Second request on the same socket, from 6000 us. */
+	ls_request_reset(&rr[1], 1);
+	rr[1].scheduled_ns = 6000 * US;
+	rr[1].admitted_ns = 6000 * US;
+	rr[1].started_ns = 6010 * US;
+	rr[1].socket_cookie = C_COOKIE;
+	rr[1].finished_ns = 7100 * US;
+	add_frame(&rr[1], 7050, 49);
+	CEV(LS_EV_SEND_START, 6040, 1200, 200);
+	CEV(LS_EV_SEND_END, 6045, 1400, 200);
+	SEV(LS_EV_READ, 6060, 1400, 200);
+	SEV(LS_EV_SEND_START, 7000, 5345, 160);
+	CEV(LS_EV_ARRIVED, 7010, 5505, 0);
+	CEV(LS_EV_READ, 7040, 5505, 160);
+	run.requests = rr;
+	run.n_requests = 2;
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	const struct ls_req_attr *q = &a->req[1];
+	cr_assert(q->flags & LS_ATTR_REUSED);
+	cr_assert_eq(q->connect_call_ns, 0);
+	cr_assert_eq(q->tls_start_ns, 0);
+	cr_assert_eq(q->request_send_ns, 6040 * US);
+	/* 6000 -> 7050: client 10 + 30 + 30 + 10, network 20 + 10, server 940. */
+	cr_assert_eq(P(q->ttft, CLIENT), 80);
+	cr_assert_eq(P(q->ttft, NETWORK), 30);
+	cr_assert_eq(P(q->ttft, SERVER), 940);
+	cr_assert_eq(q->flags & ~LS_ATTR_REUSED, 0, "flags %#x", q->flags);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	for (int i = 0; i < 2; i++)
+		ls_request_free(&rr[i]);
+}
+
+Test(attribution, tls_handshake_is_network_and_curl_notice_is_client)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+
+	scenario_run(&run, &r);
+	r.tls_ns = 1890 * US;
+	scenario_client(st);
+	scenario_server(st);
+	CEV(LS_EV_TLS_START, 1760, 0, 0);
+	CEV(LS_EV_TLS_END, 1850, 0, 0);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert_eq(q->tls_end_ns, 1850 * US);
+	cr_assert_eq(P(q->ttft, NETWORK), 110 + 90);
+	cr_assert_eq(P(q->ttft, CLIENT), 870 - 90);
+	assert_sums(a);
+	ls_attribution_free(a);
+
+	/* Without the TLS events (no libssl uprobes): the handshake span is unattributed. */
+	ls_evstore_free(st);
+	st = ls_evstore_new();
+	scenario_client(st);
+	scenario_server(st);
+	a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	q = &a->req[0];
+	cr_assert(q->flags & LS_ATTR_NO_TLS_EVENTS);
+	cr_assert_eq(P(q->ttft, UNATTRIBUTED), 1900 - 1750);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+Test(attribution, overflow_marks_the_request_and_says_so)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+	uint64_t lost[LS_EV__COUNT] = { 0 };
+
+	scenario_run(&run, &r);
+	scenario_client(st);
+	scenario_server(st);
+	lost[LS_EV_ARRIVED] = 3;
+	ls_evstore_set_lost_by_kind(st, lost);
+	cr_assert_eq(ls_evstore_set_lost(st, S_COOKIE, 3), 0);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	cr_assert(a->req[0].flags & LS_ATTR_LOST_EVENTS);
+	cr_assert_eq(a->n_lost_requests, 1);
+	cr_assert_eq(a->lost_events, 3);
+	cr_assert(strstr(a->why, "3 probe events lost"), "why: %s", a->why);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+Test(attribution, gpu_steps_split_server_into_queue_and_gpu)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_gpu_step steps[2] = {
+		{ .start_ns = 2500 * US, .end_ns = 2800 * US },
+		{ .start_ns = 2700 * US, .end_ns = 2900 * US }, /* overlaps: union 2500..2900 */
+	};
+
+	scenario_run(&run, &r);
+	scenario_client(st);
+	scenario_server(st);
+	struct ls_attribution *a = ls_attribute(&run, st, steps, 2, NULL, NULL);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert(a->have_gpu);
+	cr_assert_eq(P(q->ttft, SERVER), 0);
+	cr_assert_eq(P(q->ttft, GPU), 400);
+	cr_assert_eq(P(q->ttft, QUEUE), 1050 - 400);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+Test(attribution, out_of_order_stamps_are_flagged_and_still_sum)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+
+	scenario_run(&run, &r);
+	g_arrived0_us = 3025; /* the kernel had it after the read at 3020: impossible */
+	scenario_client(st);
+	g_arrived0_us = 3010;
+	scenario_server(st);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	cr_assert(a->req[0].flags & LS_ATTR_DISORDER);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+Test(attribution, clock_started_excludes_the_slot_wait)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_read_rules rules;
+
+	ls_attr_default_rules(&rules);
+	rules.clock = LS_CLOCK_STARTED;
+	rules.e2el_end = LS_END_LAST_CONTENT;
+	scenario_run(&run, &r);
+	scenario_client(st);
+	scenario_server(st);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, &rules, NULL);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert_eq(q->ttft_ns, (3030 - 1600) * US);
+	cr_assert_eq(P(q->ttft, CLIENT), 870 - 600);
+	cr_assert_eq(q->e2el_ns, (5211 - 1600) * US);
+	assert_sums(a);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+Test(attribution, failed_request_has_no_windows)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+
+	scenario_run(&run, &r);
+	r.fail = LS_FAIL_RESET_MID_STREAM;
+	struct ls_attribution *a = ls_attribute(&run, NULL, NULL, 0, NULL, NULL);
+	cr_assert(a->req[0].flags & LS_ATTR_NOT_OK);
+	cr_assert_eq(a->req[0].n_gaps, 0);
+	ls_attribution_free(a);
+	ls_request_free(&r);
+}
+
+/* Random timelines with events dropped, jittered and garbage added: never a crash, and every
+ * window's parts add up exactly. */
+Test(attribution, parts_always_sum_exactly)
+{
+	unsigned seed = 12345;
+
+	for (int iter = 0; iter < 300; iter++) {
+		struct ls_run run;
+		struct ls_request r = { 0 };
+		struct ls_evstore *st = ls_evstore_new();
+		struct ls_evstore *full = ls_evstore_new();
+
+		scenario_run(&run, &r);
+		scenario_client(full);
+		scenario_server(full);
+		for (size_t i = 0; i < ls_evstore_sockets(full); i++) {
+			const struct ls_sock_events *s = ls_evstore_at(full, i);
+			for (size_t j = 0; j < s->n; j++) {
+				struct ls_event e = s->ev[j];
+				if (rand_r(&seed) % 4 == 0)
+					continue; /* dropped */
+				e.ts_ns += (uint64_t)(rand_r(&seed) % 2000) * US; /* jittered, even past stamps */
+				cr_assert_eq(ls_evstore_add(st, &e), 0);
+			}
+		}
+		for (int k = 0; k < 8; k++) { /* and some garbage: any kind, sequence, time, socket */
+			struct ls_event e = { 0 };
+			e.ts_ns = (uint64_t)(rand_r(&seed) % 8000) * US;
+			e.cookie = rand_r(&seed) % 2 ? C_COOKIE : S_COOKIE;
+			e.kind = (uint16_t)(rand_r(&seed) % (LS_EV__COUNT + 2));
+			e.role = (uint8_t)(rand_r(&seed) % 3);
+			e.seq = (uint32_t)rand_r(&seed);
+			e.len = (uint32_t)rand_r(&seed) % 100000;
+			e.lport = (uint16_t)(rand_r(&seed) % 2 ? 40000 : 8000);
+			e.rport = (uint16_t)(e.lport == 8000 ? 40000 : 8000);
+			cr_assert_eq(ls_evstore_add(st, &e), 0);
+		}
+		for (uint32_t f = 0; f < r.n_frames; f++)
+			r.frames[f].arrived_ns += (uint64_t)(rand_r(&seed) % 500) * US;
+		if (rand_r(&seed) % 2)
+			r.new_connection = 0;
+		struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+		cr_assert_not_null(a);
+		assert_sums(a);
+		ls_attribution_free(a);
+		ls_evstore_free(st);
+		ls_evstore_free(full);
+		ls_request_free(&r);
+	}
+}
+
+Test(attribution, report_and_json)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	scenario_run(&run, &r);
+	scenario_client(st);
+	scenario_server(st);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, NULL, NULL);
+	ls_attribution_print(f, a);
+	fclose(f);
+	cr_assert(strstr(text, "Where the latency went"), "%s", text);
+	cr_assert(strstr(text, "TTFT"));
+	cr_assert(strstr(text, "server"));
+	cr_assert(strstr(text, "E2EL"));
+	cJSON *j = ls_attribution_request_json(a, 0);
+	cr_assert_not_null(j);
+	cJSON *ttft = cJSON_GetObjectItem(j, "ttft");
+	cr_assert_eq(cJSON_GetObjectItem(ttft, "server_ns")->valuedouble, 1050.0 * US);
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "itl")), 3);
+	cJSON_Delete(j);
+
+	char path[] = "/tmp/latscope-trace-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(ls_trace_write(path, &run, a, st, NULL, 0), 0);
+	FILE *tf = fopen(path, "r");
+	char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, tf);
+	fclose(tf);
+	unlink(path);
+	buf[n] = '\0';
+	cJSON *t = cJSON_Parse(buf);
+	cr_assert_not_null(t, "trace is not JSON");
+	cr_assert(cJSON_GetArraySize(cJSON_GetObjectItem(t, "traceEvents")) > 10);
+	cr_assert(strstr(buf, "\"server\""));
+	cr_assert(strstr(buf, "server conn 8000<-40000"));
+	cJSON_Delete(t);
+	free(text);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
