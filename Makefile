@@ -145,6 +145,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/latscope/configs
 	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/latscope/configs/
 	$(if $(wildcard build/gpu/liblatscope_cupti.so),install -D -m 0755 build/gpu/liblatscope_cupti.so $(DESTDIR)$(PREFIX)/lib/latscope/liblatscope_cupti.so)
+	$(if $(wildcard build/gpu/liblatscope_simgpu.so),install -D -m 0755 build/gpu/liblatscope_simgpu.so $(DESTDIR)$(PREFIX)/bin/gpu/liblatscope_simgpu.so)
 
 clean:
 	rm -rf build
