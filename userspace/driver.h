@@ -45,8 +45,23 @@ struct ls_driver_job {
 
 /* Sends every job (in order, paced by opts->arrival and the slot limit) and fills their records.
  * run->start_ns/end_ns/interrupted are set. Returns 0, 1 when interrupted, or -errno on setup
- * failure (message on stderr naming what failed). */
+ * failure (message on stderr naming what failed).
+ * - Records are cleared first, keeping id, warmup, prompt_len and output_len; each request
+ *   carries "X-Request-Id: <run_tag>-<id>". A job the run never sent (interrupted) keeps
+ *   started_ns == 0 and gets no on_finish call.
+ * - scheduled_ns: job i's deadline, asked of opts->arrival when job i-1 passed it (NULL
+ *   arrival: all at run start). admitted_ns: got a slot (max_concurrency). started_ns: just
+ *   before libcurl gets it. A job waiting for a slot does not delay the next arrival.
+ * - SIGINT/SIGTERM are blocked in the calling thread and read through a signalfd for the
+ *   run's length (the mask is restored after); block them in any other thread of the process.
+ *   The first stops sending and waits grace_ns for streams in flight (then LS_FAIL_CANCELLED);
+ *   a second cancels at once. */
 int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs, size_t n_jobs,
 		  struct ls_run *run);
+
+/* In reuse mode the keep-alive pool outlives ls_driver_run: the next run with the same URL and
+ * TLS settings reuses its idle connections (the measured run those of its warmups, as in vLLM).
+ * This closes them; call it when done benchmarking (harmless when there is none). */
+void ls_driver_pool_close(void);
 
 #endif

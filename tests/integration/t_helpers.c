@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -81,6 +82,8 @@ int t_sim_start(struct t_sim *sim, int tls, const char *const *extra)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		/* a test that crashes must not leave its simulator running */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		int fd = open(sim->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		if (fd >= 0) {
 			dup2(fd, 2);
@@ -121,8 +124,10 @@ void t_sim_stop(struct t_sim *sim)
 		}
 		sim->pid = 0;
 	}
-	if (!getenv("T_KEEP"))
+	if (!getenv("T_KEEP")) {
 		unlink(sim->truth);
+		unlink(sim->log);
+	}
 }
 
 static char *slurp_fd(int fd)

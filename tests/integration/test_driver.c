@@ -1,0 +1,262 @@
+/* The request driver against `latscope sim` over real sockets: stream shapes per backend,
+ * stamps, pacing, slots, connection policy (checked against the sim's truth). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "arrival.h"
+#include "clock.h"
+#include "test_driver_common.h"
+
+TestSuite(driver, .fini = td_fini);
+
+/* Every stamp in order, frames monotonic, and the frame count the sim says it wrote. */
+static void check_stream(const struct ls_request *r, const struct td_truth *t, const char *tag,
+			 enum ls_backend backend, uint32_t max_tokens)
+{
+	cr_assert_eq(r->fail, LS_OK, "request %lu failed: %s: %s", (unsigned long)r->id,
+		     ls_fail_name(r->fail), r->error);
+	cr_assert_eq(r->http_status, 200);
+	cr_assert(r->scheduled_ns && r->scheduled_ns <= r->admitted_ns);
+	cr_assert(r->admitted_ns <= r->started_ns);
+	cr_assert(r->started_ns < r->headers_ns, "headers after start");
+	cr_assert(r->sent_ns >= r->started_ns && r->sent_ns <= r->headers_ns);
+	cr_assert(r->headers_ns <= r->frames[0].arrived_ns);
+	cr_assert(r->done_frame_ns && r->done_frame_ns <= r->finished_ns);
+	cr_assert(r->fd >= 0 && r->socket_cookie != 0 && r->conn_seq > 0);
+	for (uint32_t i = 1; i < r->n_frames; i++) {
+		cr_assert(r->frames[i].arrived_ns >= r->frames[i - 1].arrived_ns);
+		cr_assert(r->frames[i].stream_off > r->frames[i - 1].stream_off);
+	}
+	cr_assert_eq(r->frames[r->n_frames - 1].stream_off + 1, r->body_bytes,
+		     "the last frame ends the body");
+	cr_assert_eq(r->usage_completion_tokens, (int32_t)max_tokens);
+	cr_assert_eq(r->usage_prompt_tokens > 0, 1);
+	cr_assert(r->frames[r->n_frames - 1].flags & LS_FRAME_DONE);
+	uint32_t text_frames = 0, finish = 0, usage = 0;
+	int32_t tokens = 0;
+	for (uint32_t i = 0; i < r->n_frames; i++) {
+		const struct ls_frame *f = &r->frames[i];
+		text_frames += !(f->flags & LS_FRAME_EMPTY_TEXT);
+		finish += !!(f->flags & LS_FRAME_FINISH);
+		usage += !!(f->flags & LS_FRAME_USAGE);
+		if (f->tokens > 0)
+			tokens += f->tokens;
+	}
+	cr_assert_eq(finish, 1);
+	cr_assert_eq(text_frames, max_tokens, "one text frame per token without speculation");
+	if (backend == LS_BACKEND_SGLANG) {
+		cr_assert_eq(tokens, (int32_t)max_tokens, "sglang: per-frame token deltas add up");
+		cr_assert_eq(usage, 0);
+	} else {
+		cr_assert_eq(usage, 1, "one usage frame (include_usage)");
+	}
+	char id[64];
+	snprintf(id, sizeof(id), "%s-%lu", tag, (unsigned long)r->id);
+	long k = td_truth_find(t, id);
+	cr_assert_geq(k, 0, "the sim saw X-Request-Id %s", id);
+	cr_assert_eq(t->n_frames[k], r->n_frames, "%s: sim wrote %u frames, driver saw %u", id,
+		     t->n_frames[k], r->n_frames);
+	cr_assert_eq(t->failed[k], 0);
+}
+
+static void shapes(enum ls_backend backend)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "2", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	struct td_batch b;
+	const uint32_t max_tokens = 6;
+	td_batch_init(&b, backend, 12, max_tokens);
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, backend, url, sizeof(url));
+	o.max_concurrency = 4;
+	int rc = td_run(&o, &b);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(b.finished, b.n);
+	cr_assert_eq(b.finish_dup, 0);
+	struct td_truth t;
+	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0, "truth has every request");
+	for (size_t i = 0; i < b.n; i++)
+		check_stream(&b.recs[i], &t, b.run.run_tag, backend, max_tokens);
+	cr_assert(b.run.start_ns && b.run.end_ns > b.run.start_ns);
+	cr_assert_eq(b.run.interrupted, 0);
+	td_truth_free(&t);
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}
+
+Test(driver, openai_stream_shape, .timeout = 60) { shapes(LS_BACKEND_OPENAI); }
+Test(driver, chat_stream_shape, .timeout = 60) { shapes(LS_BACKEND_OPENAI_CHAT); }
+Test(driver, sglang_stream_shape, .timeout = 60) { shapes(LS_BACKEND_SGLANG); }
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+Test(driver, constant_arrivals_follow_the_schedule, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	struct td_batch b;
+	td_batch_init(&b, LS_BACKEND_OPENAI, 30, 2);
+	struct ls_arrival a;
+	cr_assert_eq(ls_arrival_init(&a, LS_ARRIVAL_CONSTANT, 200.0, 1.0, 1, b.n, NULL), 0);
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	o.arrival = &a;
+	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(td_count_fail(&b, LS_OK), b.n);
+	uint64_t lag[64];
+	for (size_t i = 0; i < b.n; i++) {
+		const struct ls_request *r = &b.recs[i];
+		cr_assert_eq(r->scheduled_ns, b.run.start_ns + a.offsets_ns[i], "request %zu scheduled by the arrival process", i);
+		cr_assert_geq(r->admitted_ns, r->scheduled_ns, "no request leaves early");
+		lag[i] = r->started_ns - r->scheduled_ns;
+	}
+	qsort(lag, b.n, sizeof(lag[0]), cmp_u64);
+	cr_log_info("constant 200/s: start lag behind schedule p50 %.1f us, max %.1f us", (double)lag[b.n / 2] / 1e3,
+		    (double)lag[b.n - 1] / 1e3);
+	cr_assert_lt(lag[b.n / 2], 2000000ull, "median lag behind the schedule %.1f us", (double)lag[b.n / 2] / 1e3);
+	ls_arrival_free(&a);
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}
+
+Test(driver, slots_cap_concurrency_and_show_the_wait, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "2", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	struct td_batch b;
+	td_batch_init(&b, LS_BACKEND_SGLANG, 16, 4);
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, LS_BACKEND_SGLANG, url, sizeof(url));
+	o.max_concurrency = 2; /* no arrival: all scheduled at once, the slots pace them */
+	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(td_count_fail(&b, LS_OK), b.n);
+	for (size_t i = 0; i < b.n; i++) {
+		const struct ls_request *r = &b.recs[i];
+		cr_assert_eq(r->scheduled_ns, b.run.start_ns);
+		if (i)
+			cr_assert_geq(r->admitted_ns, b.recs[i - 1].admitted_ns, "admitted in order");
+		/* While r ran, at most one other request did. */
+		int overlap = 0;
+		for (size_t j = 0; j < b.n; j++)
+			overlap += j != i && b.recs[j].started_ns < r->finished_ns && b.recs[j].finished_ns > r->started_ns &&
+				   b.recs[j].started_ns >= r->started_ns;
+		cr_assert_leq(overlap, 1, "request %zu overlapped %d later requests", i, overlap);
+	}
+	cr_assert_gt(b.recs[b.n - 1].admitted_ns - b.recs[b.n - 1].scheduled_ns, 10000000ull,
+		     "the last request waited for a slot (admitted - scheduled)");
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}
+
+Test(driver, poisson_yield_draws_from_each_dispatch, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	struct td_batch b;
+	td_batch_init(&b, LS_BACKEND_OPENAI, 20, 2);
+	struct ls_arrival a;
+	cr_assert_eq(ls_arrival_init(&a, LS_ARRIVAL_POISSON_YIELD, 500.0, 1.0, 7, b.n, NULL), 0);
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	o.arrival = &a;
+	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(td_count_fail(&b, LS_OK), b.n);
+	cr_assert_eq(b.recs[0].scheduled_ns, b.run.start_ns);
+	for (size_t i = 1; i < b.n; i++)
+		cr_assert_geq(b.recs[i].scheduled_ns, b.recs[i - 1].scheduled_ns,
+			      "each sleep starts after the previous request was let go");
+	/* Mean gap of 19 exponential draws at 500/s: 2 ms, sd of the mean ~0.5 ms, plus loop time. */
+	double mean_gap = (double)(b.recs[b.n - 1].scheduled_ns - b.recs[0].scheduled_ns) / (double)(b.n - 1) / 1e6;
+	cr_assert(mean_gap > 0.5 && mean_gap < 5.0, "mean gap %.2f ms for 500 req/s", mean_gap);
+	ls_arrival_free(&a);
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}
+
+Test(driver, progress_line_and_warmups, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	struct td_batch b;
+	td_batch_init(&b, LS_BACKEND_OPENAI, 5, 2);
+	for (size_t i = 0; i < b.n; i++)
+		b.recs[i].warmup = 1;
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	o.progress = 1;
+	char path[] = "/tmp/latscope-progress.XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(fd, 2);
+	int rc = td_run(&o, &b);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	cr_assert_eq(rc, 0);
+	char *text = t_read_file(path, NULL);
+	unlink(path);
+	cr_assert_not_null(text);
+	cr_assert(strstr(text, "\r  sent 5/5  done 5  failed 0"), "progress line: %s", text);
+	cr_assert_eq(text[strlen(text) - 1], '\n', "the line ends when the run does");
+	free(text);
+	cr_assert_eq(td_count_fail(&b, LS_OK), b.n);
+	for (size_t i = 0; i < b.n; i++)
+		cr_assert_eq(b.recs[i].warmup, 1, "the driver keeps the warmup mark");
+	cr_assert_eq(b.run.start_ns, 0, "a warmup-only run leaves the measured window alone");
+	cr_assert_eq(b.run.end_ns, 0);
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}
+
+Test(driver, big_token_id_prompt, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "1", "--prefill-token-us", "0", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	struct td_batch b;
+	td_batch_init(&b, LS_BACKEND_OPENAI, 3, 2);
+	uint32_t *ids = calloc(3000, sizeof(*ids));
+	cr_assert_not_null(ids);
+	for (uint32_t i = 0; i < 3000; i++)
+		ids[i] = 97 + i % 26; /* ids under 256 are in the sim's vocabulary */
+	for (size_t i = 0; i < b.n; i++) {
+		struct ls_prompt p = { .token_ids = ids, .n_token_ids = 3000, .prompt_len = 3000, .output_len = 2 };
+		size_t len = 0;
+		free((char *)b.jobs[i].body);
+		b.jobs[i].body = ls_backend_body(LS_BACKEND_OPENAI, "latscope-sim", &p, 1, &len);
+		b.jobs[i].body_len = len;
+		cr_assert_gt(len, 10000);
+	}
+	free(ids);
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	cr_assert_eq(td_run(&o, &b), 0);
+	for (size_t i = 0; i < b.n; i++) {
+		cr_assert_eq(b.recs[i].fail, LS_OK, "%s", b.recs[i].error);
+		cr_assert_eq(b.recs[i].usage_prompt_tokens, 3000, "the sim counted the whole prompt");
+		cr_assert_lt(b.recs[i].headers_ns - b.recs[i].started_ns, 500000000ull,
+			     "no stall on a big body (%.3f s)", (double)(b.recs[i].headers_ns - b.recs[i].started_ns) / 1e9);
+	}
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}

@@ -1,0 +1,227 @@
+/* Servers the sim does not imitate: oversize headers and frames, endless frames, streams that
+ * end early or cut a frame, broken chunked encoding, error objects, error bodies, garbage.
+ * Each ends as its LS_FAIL_* reason; none crashes or stalls the run. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "clock.h"
+#include "test_driver_common.h"
+
+#define SSE_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+#define FRAME "data: {\"choices\":[{\"text\":\"x\"}]}\n\n"
+
+struct buf {
+	char  *p;
+	size_t len, cap;
+};
+
+static void put(struct buf *b, const char *s, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->p = realloc(b->p, b->cap);
+		cr_assert_not_null(b->p);
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+static void puts_(struct buf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* Runs 2 requests (max_tokens output_len) against a server answering resp; returns the batch. */
+static void against(const struct buf *resp, uint32_t output_len, uint64_t timeout_ns, struct td_batch *b)
+{
+	struct td_canned srv;
+	cr_assert_eq(td_canned_start(&srv, resp->p, resp->len, timeout_ns != 0), 0);
+	td_batch_init(b, LS_BACKEND_OPENAI, 2, output_len);
+	struct ls_driver_opts o;
+	char url[256];
+	struct t_sim fake = { .port = srv.port };
+	snprintf(fake.url, sizeof(fake.url), "%s", srv.url);
+	td_opts(&o, b, &fake, LS_BACKEND_OPENAI, url, sizeof(url));
+	o.per_request_conn = 1;
+	o.max_concurrency = 1;
+	o.request_timeout_ns = timeout_ns ? timeout_ns : 10000000000ull;
+	uint64_t t0 = ls_now_ns();
+	cr_assert_eq(td_run(&o, b), 0);
+	cr_assert_lt(ls_now_ns() - t0, 8000000000ull, "no stall");
+	cr_assert_eq(b->finished, b->n);
+	td_canned_stop(&srv);
+}
+
+static void expect_all(const struct td_batch *b, enum ls_fail want, const char *text)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		cr_assert_eq(b->recs[i].fail, want, "got %s (%s), want %s", ls_fail_name(b->recs[i].fail),
+			     b->recs[i].error, ls_fail_name(want));
+		if (text)
+			cr_assert(strstr(b->recs[i].error, text), "error '%s' lacks '%s'", b->recs[i].error, text);
+	}
+}
+
+Test(driver_hostile, header_flood_is_oversize, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, "HTTP/1.1 200 OK\r\n");
+	char line[1100];
+	memset(line, 'a', sizeof(line));
+	memcpy(line, "X-Pad: ", 7);
+	memcpy(line + sizeof(line) - 2, "\r\n", 2);
+	for (int i = 0; i < 80; i++)
+		put(&r, line, sizeof(line));
+	puts_(&r, "\r\n");
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_OVERSIZE, "headers");
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, giant_frame_is_oversize, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, SSE_HEAD "data: \"");
+	char chunk[4096];
+	memset(chunk, 'a', sizeof(chunk));
+	for (int i = 0; i < 300; i++) /* 1.2 MB in one line */
+		put(&r, chunk, sizeof(chunk));
+	puts_(&r, "\"\n\n");
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_OVERSIZE, "frame");
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, endless_frames_hit_the_frame_cap, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, SSE_HEAD);
+	for (int i = 0; i < 1100; i++) /* max_tokens 1 allows 4 * 1 + 1024 frames */
+		puts_(&r, FRAME);
+	puts_(&r, "data: [DONE]\n\n");
+	struct td_batch b;
+	against(&r, 1, 0, &b);
+	expect_all(&b, LS_FAIL_OVERSIZE, "frames");
+	cr_assert_eq(b.recs[0].n_frames, 4 * 1 + 1024);
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, clean_end_without_done, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, SSE_HEAD FRAME FRAME);
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_NO_DONE, NULL);
+	cr_assert_eq(b.recs[0].n_frames, 2, "the frames that came are kept");
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, frame_cut_by_close_is_truncated, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, SSE_HEAD FRAME "data: {\"choices\":[{\"te");
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_TRUNCATED, NULL);
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, bad_chunked_encoding_is_truncated, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+		  "25\r\n" FRAME "\r\nzz\r\nnot a chunk\r\n");
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_TRUNCATED, NULL);
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, close_after_headers_is_reset_mid_stream, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 500\r\n\r\n" FRAME);
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_RESET_MID_STREAM, NULL);
+	cr_assert_eq(b.recs[0].n_frames, 1);
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, error_object_in_stream, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, SSE_HEAD FRAME "data: {\"error\":{\"message\":\"KV cache exhausted\",\"code\":500}}\n\n" FRAME);
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_SERVER_ERROR_FRAME, "KV cache exhausted");
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, non_json_payload_is_malformed, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, SSE_HEAD FRAME "data: <html>oops</html>\n\n" FRAME);
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_MALFORMED_FRAME, "<html>");
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, error_status_keeps_body_head, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+		  "{\"object\":\"error\",\"message\":\"engine overloaded\"}");
+	char pad[4096];
+	memset(pad, ' ', sizeof(pad));
+	for (int i = 0; i < 40; i++) /* 160 KB: read only the first 64 KiB */
+		put(&r, pad, sizeof(pad));
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	expect_all(&b, LS_FAIL_HTTP_STATUS, "HTTP 503: {\"object\":\"error\",\"message\":\"engine overloaded\"}");
+	cr_assert_eq(b.recs[0].http_status, 503);
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, silence_after_headers_times_out, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, SSE_HEAD FRAME);
+	struct td_batch b;
+	against(&r, 4, 200000000ull, &b);
+	expect_all(&b, LS_FAIL_TIMEOUT, NULL);
+	for (size_t i = 0; i < b.n; i++) {
+		uint64_t took = b.recs[i].finished_ns - b.recs[i].started_ns;
+		cr_assert(took >= 200000000ull && took < 1000000000ull, "timeout after %.3f s", (double)took / 1e9);
+	}
+	td_batch_free(&b);
+	free(r.p);
+}
+
+Test(driver_hostile, garbage_reply_fails_cleanly, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, "HELLO THERE\r\n\r\nnot http at all");
+	struct td_batch b;
+	against(&r, 4, 0, &b);
+	for (size_t i = 0; i < b.n; i++)
+		cr_assert_neq(b.recs[i].fail, LS_OK, "garbage is a failure");
+	td_batch_free(&b);
+	free(r.p);
+}

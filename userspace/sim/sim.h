@@ -1,0 +1,303 @@
+/* sim/sim.h — the engine simulator's internal interfaces (`latscope sim`).
+ * One thread, one epoll loop (sim_server.c). Stages: HTTP parsing (sim_http.c), connection I/O
+ * and TLS (sim_conn.c, sim_tls.c), endpoints and frame shapes (sim_api.c, sim_info.c), the
+ * continuous-batching step model (sim_engine.c), tokenizer (sim_tokenizer.c), faults
+ * (sim_fault.c), ground truth (sim_truth.c), optional GPU step library (sim_gpu.c). */
+#ifndef LATSCOPE_SIM_H
+#define LATSCOPE_SIM_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/ssl.h>
+#include "sim_http.h"
+
+/* ---- growable byte buffer (sim_buf.c) ---- */
+struct sim_buf {
+	char  *data;
+	size_t len, cap;
+};
+int  sim_buf_reserve(struct sim_buf *b, size_t extra);
+int  sim_buf_append(struct sim_buf *b, const void *p, size_t n);
+int  sim_buf_puts(struct sim_buf *b, const char *s);
+int  sim_buf_printf(struct sim_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int  sim_buf_json_str(struct sim_buf *b, const char *s, size_t n); /* "escaped" */
+void sim_buf_consume(struct sim_buf *b, size_t n);                  /* drop n leading bytes */
+void sim_buf_free(struct sim_buf *b);
+
+/* ---- seeded randomness: splitmix64 (small, fast, good enough for a model) ---- */
+static inline uint64_t sim_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+static inline double sim_rng_unit(uint64_t *state) /* [0, 1) */
+{
+	return (double)(sim_rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+}
+uint64_t sim_hash64(const void *p, size_t n, uint64_t seed); /* FNV-1a folded through splitmix */
+
+/* ---- faults (sim_fault.c) ---- */
+enum sim_fault {
+	SIM_FAULT_NONE = 0,
+	SIM_FAULT_HTTP500,
+	SIM_FAULT_HTTP429,
+	SIM_FAULT_RESET_BEFORE_HEADERS,
+	SIM_FAULT_RESET_MID_STREAM,
+	SIM_FAULT_STALL,
+	SIM_FAULT_MALFORMED_FRAME,
+	SIM_FAULT_TRUNCATED_CHUNK,
+	SIM_FAULT__COUNT
+};
+const char *sim_fault_name(enum sim_fault f);
+/* Parses "kind[,kind...]" or "mixed" into a bitmask of (1 << kind). -1 naming the bad word. */
+int sim_fault_parse_kinds(const char *list, unsigned *mask);
+/* Picks the fault for one request from its own random stream (none with 1 - rate). */
+enum sim_fault sim_fault_pick(double rate, unsigned mask, uint64_t *rng);
+
+/* ---- configuration (sim_main.c fills it from flags) ---- */
+enum sim_accept_dist { SIM_ACCEPT_GEOMETRIC = 0, SIM_ACCEPT_TWO_POINT };
+
+struct sim_config {
+	const char *host;
+	int         port;
+	const char *truth_path;
+	uint64_t    seed;
+	const char *model;
+	int         max_model_len;
+	/* engine */
+	double      step_ms;           /* fixed cost of every step */
+	double      decode_token_us;   /* + per token a decoding request processes (1 + drafts) */
+	double      prefill_token_us;  /* + per prompt token prefilled in the step */
+	int         max_batch;
+	int         max_batch_tokens;
+	int         prefix_cache;
+	int         prefix_block;      /* tokens per cached block */
+	double      accept_len;        /* mean tokens per decode frame (1 = no speculation) */
+	int         num_spec_tokens;   /* drafts per decode step (K) */
+	enum sim_accept_dist accept_dist;
+	int         empty_frame_every;
+	/* faults */
+	double      fail_rate;
+	unsigned    fail_kinds;        /* bitmask of 1 << enum sim_fault */
+	/* HTTP */
+	size_t      max_header_bytes;
+	size_t      max_body_bytes;
+	int         max_conns;
+	/* TLS */
+	int         tls;
+	const char *tls_cert, *tls_key;
+	int         tls_max;           /* 0 (library default), 12 or 13 */
+	/* GPU */
+	int         gpu;
+	const char *gpu_lib;
+	int         gpu_device;
+	int         quiet;
+};
+
+/* ---- tokenizer (sim_tokenizer.c): see the README section `sim` ---- */
+#define SIM_TOK_EOS    256 /* "<|endoftext|>", empty text */
+#define SIM_TOK_EMPTY  257 /* "<|special|>": a special token whose text is empty */
+#define SIM_TOK_FIRST_WORD 258
+int sim_tok_vocab_size(void);
+/* Token ids of text (greedy longest match); returns count, -1 on allocation failure. */
+int sim_tok_encode(const char *text, size_t len, int **ids_out);
+/* Appends the text of ids (specials are empty); -1 when an id is outside the vocabulary. */
+int sim_tok_decode(const int *ids, size_t n, struct sim_buf *out);
+const char *sim_tok_text(int id, size_t *len);
+/* The id of the k-th generated token of a request whose stream is seeded by seed. */
+int sim_tok_generate(uint64_t *rng);
+
+/* ---- ground truth (sim_truth.c) ---- */
+struct sim_step_rec {
+	uint64_t start_ns, end_ns;
+	uint64_t gpu_start_ns, gpu_end_ns; /* host bracket of ls_simgpu_step, 0 without --gpu */
+	uint32_t tokens, prefill_tokens;
+};
+enum sim_frame_kind {
+	SIM_FRAME_TOKENS = 0, SIM_FRAME_ROLE, SIM_FRAME_USAGE, SIM_FRAME_DONE,
+	SIM_FRAME_MALFORMED, SIM_FRAME_TRUNCATED, SIM_FRAME_BODY, SIM_FRAME_ERROR
+};
+struct sim_frame_rec {
+	uint64_t t_ns;
+	uint32_t bytes, tokens, text_len;
+	uint32_t kind;
+};
+
+/* ---- requests ---- */
+enum sim_endpoint { SIM_EP_COMPLETIONS = 0, SIM_EP_CHAT, SIM_EP_GENERATE };
+enum sim_req_state { SIM_REQ_NEW = 0, SIM_REQ_WAITING, SIM_REQ_RUNNING, SIM_REQ_STALLED, SIM_REQ_DONE };
+
+struct sim_conn;
+struct sim_req {
+	struct sim_req  *prev, *next;    /* engine list links (waiting or running) */
+	int              listed;         /* 1 while on an engine list */
+	struct sim_conn *conn;
+	char             id[96];
+	uint64_t         seq;
+	enum sim_endpoint ep;
+	enum sim_req_state state;
+	int              stream, include_usage, ignore_eos;
+	int              keep_alive;     /* the connection stays open after this response */
+	int              chunked;        /* HTTP/1.1 stream: chunked; HTTP/1.0: close-delimited */
+	long long        created;        /* wall-clock seconds for the OpenAI "created" field */
+	int              max_tokens, min_tokens;
+	int             *prompt_ids;
+	int              prompt_len;
+	int              prefilled;      /* prompt tokens computed or found in the prefix cache */
+	int              cached_tokens;
+	int              target_tokens;  /* output length (max_tokens, or the seeded EOS point) */
+	int              generated;
+	int              token_frames;   /* frames that carried tokens so far */
+	uint32_t         spec_verify_ct; /* decode steps with drafts */
+	uint64_t         rng;
+	enum sim_fault   fault;
+	int              fault_frame;    /* mid-stream faults fire before writing this token frame */
+	int              malformed_done;
+	/* this step's plan (sim_engine.c) */
+	int              in_step;
+	int              step_prefill;
+	int              step_decode;
+	uint64_t         received_ns, admitted_ns, headers_ns;
+	struct sim_step_rec  *steps;
+	size_t           n_steps, cap_steps;
+	struct sim_frame_rec *frames;
+	size_t           n_frames, cap_frames;
+	struct sim_buf   text;           /* all text so far (cumulative /generate, non-streaming) */
+};
+
+/* ---- connections (sim_conn.c) ---- */
+struct sim_server;
+struct sim_conn {
+	struct sim_conn   *prev, *next;  /* server's list of open connections */
+	struct sim_conn   *dead_next;    /* reap list */
+	struct sim_server *srv;
+	int                fd;
+	SSL               *ssl;
+	int                handshake_done;
+	uint64_t           id;
+	struct sim_buf     in, out;
+	size_t             out_off;
+	uint32_t           events;       /* what epoll watches now */
+	int                dead;         /* closing: reaped after the current event batch */
+	int                reset;        /* close with RST (SO_LINGER 0) */
+	int                close_after_flush;
+	int                sent_continue;
+	struct sim_req    *req;          /* the generation request this connection serves */
+};
+
+int  sim_conn_accept(struct sim_server *srv, int fd);
+void sim_conn_on_event(struct sim_conn *c, uint32_t events);
+int  sim_conn_send(struct sim_conn *c, const void *data, size_t len); /* queue + flush */
+int  sim_conn_flush(struct sim_conn *c);
+void sim_conn_kill(struct sim_conn *c, int reset);  /* close after this event batch */
+void sim_conn_process_input(struct sim_conn *c);     /* parse and dispatch buffered requests */
+void sim_conn_reap(struct sim_server *srv);
+void sim_conn_close_all(struct sim_server *srv);
+
+/* ---- engine (sim_engine.c) ---- */
+struct sim_req_list {
+	struct sim_req *head, *tail;
+	int             count;
+};
+struct sim_prefix_cache {
+	uint64_t *slots;   /* open addressing; 0 = empty */
+	size_t    cap, used;
+};
+struct sim_engine {
+	struct sim_req_list waiting, running;
+	int      step_active;
+	uint64_t step_start_ns;     /* real stamp */
+	uint64_t step_base_ns;      /* planned start (absolute deadlines: no drift) */
+	uint64_t step_deadline_ns;  /* planned end */
+	uint64_t gpu_start_ns, gpu_end_ns;
+	uint32_t step_tokens;       /* tokens the step processes (for the cost model) */
+	uint32_t step_prefill_tokens;
+	double   accept_p;          /* per-draft acceptance probability (geometric) */
+	struct sim_prefix_cache cache;
+	/* counters (Prometheus /metrics, /server_info) */
+	uint64_t steps_total;
+	uint64_t prompt_tokens_total, generation_tokens_total;
+	uint64_t spec_drafts_total, spec_draft_tokens_total, spec_accepted_total;
+	uint64_t prefix_queries_total, prefix_hits_total;
+};
+int  sim_engine_init(struct sim_server *srv);
+void sim_engine_fini(struct sim_server *srv);
+void sim_engine_submit(struct sim_server *srv, struct sim_req *r);
+void sim_engine_detach(struct sim_server *srv, struct sim_req *r);
+void sim_engine_kick(struct sim_server *srv);       /* start a step if idle and work waits */
+void sim_engine_on_timer(struct sim_server *srv);   /* the step's deadline passed */
+void sim_engine_flush_cache(struct sim_server *srv);
+/* Solves the geometric acceptance probability p for mean accept_len with k drafts. */
+double sim_engine_accept_p(double accept_len, int k);
+/* Tokens in one decode frame: 1 + accepted drafts. */
+int sim_engine_draw_tokens(const struct sim_config *cfg, double p, uint64_t *rng);
+
+/* ---- endpoints (sim_api.c, sim_info.c) ---- */
+/* Handles one parsed request. body is the full body. Returns 0. */
+void sim_api_dispatch(struct sim_conn *c, const struct sim_http_req *h, const char *body, size_t body_len);
+/* The engine produced n token ids for r; reason is "length"/"stop" when r is complete. */
+void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int n, const char *reason);
+/* The connection died under r (client closed, shutdown): writes its truth and frees it. */
+void sim_api_abort(struct sim_server *srv, struct sim_req *r, const char *reason);
+void sim_api_send_error(struct sim_conn *c, int status, const char *type, const char *msg, int keep_alive);
+int  sim_info_dispatch(struct sim_conn *c, const struct sim_http_req *h, const char *body, size_t body_len,
+		       int keep_alive);
+void sim_req_free(struct sim_req *r);
+
+/* ---- truth (sim_truth.c) ---- */
+struct sim_truth {
+	int fd;          /* -1 without --truth */
+	struct sim_buf line;
+	uint64_t lines, write_errors;
+};
+int  sim_truth_open(struct sim_truth *t, const char *path);
+/* Appends r's line; failed != 0 means reason is a fault or client_closed. */
+void sim_truth_write(struct sim_truth *t, const struct sim_req *r, uint64_t end_ns, int failed,
+		     const char *reason);
+void sim_truth_close(struct sim_truth *t);
+int  sim_req_add_frame(struct sim_req *r, uint64_t t_ns, uint32_t bytes, uint32_t tokens,
+		       uint32_t text_len, enum sim_frame_kind kind);
+int  sim_req_add_step(struct sim_req *r, const struct sim_step_rec *s);
+
+/* ---- TLS (sim_tls.c) ---- */
+SSL_CTX *sim_tls_ctx(const struct sim_config *cfg);
+
+/* ---- GPU step library (sim_gpu.c) ---- */
+struct sim_gpu {
+	void *handle;
+	int  (*init)(int device, char *err, size_t err_len);
+	int  (*step)(uint64_t work_ns, uint32_t n_sampled_ids);
+	void (*fini)(void);
+};
+int  sim_gpu_open(struct sim_gpu *g, const char *path, int device);
+void sim_gpu_close(struct sim_gpu *g);
+/* <dir of /proc/self/exe>/gpu/liblatscope_simgpu.so */
+int  sim_gpu_default_path(char *out, size_t len);
+
+/* ---- server (sim_server.c) ---- */
+struct sim_server {
+	const struct sim_config *cfg;
+	int              epfd, listen_fd, timer_fd, signal_fd;
+	SSL_CTX         *ssl_ctx;
+	struct sim_engine engine;
+	struct sim_truth truth;
+	struct sim_gpu   gpu;
+	struct sim_conn *conns;         /* open connections */
+	struct sim_conn *dead;          /* to reap */
+	size_t           n_conns;
+	size_t           max_conns;     /* --max-conns, or the open-file limit - 64 */
+	uint64_t         next_conn_id;
+	uint64_t         next_req_seq;
+	uint64_t         accepted_total, requests_total, faults_total[SIM_FAULT__COUNT];
+	uint64_t         finished_total[2]; /* length, stop */
+	int              stop;
+	uint64_t         start_ns;
+};
+int  sim_server_run(const struct sim_config *cfg);
+int  sim_server_watch(struct sim_server *srv, struct sim_conn *c, uint32_t events);
+void sim_server_set_timer(struct sim_server *srv, uint64_t deadline_ns);
+
+#endif
