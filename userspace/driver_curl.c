@@ -349,12 +349,24 @@ static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t n
 		rec->http_status = (int)v;
 	if (curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &v) == CURLE_OK && v > 0)
 		rec->new_connection = 1;
+	/* libcurl's phase times count from its own start of the transfer, which comes after
+	 * started_ns (the next socket action). Anchor them at the nearest event we stamped
+	 * ourselves: the response headers (curl's first byte), else the finish. */
+	uint64_t curl_t0_ns = rec->started_ns, anchor_ns = now;
+	CURLINFO anchor_info = CURLINFO_TOTAL_TIME_T;
+	if (rec->headers_ns) {
+		anchor_ns = rec->headers_ns;
+		anchor_info = CURLINFO_STARTTRANSFER_TIME_T;
+	}
+	if (curl_easy_getinfo(e, anchor_info, &t) == CURLE_OK && t > 0 &&
+	    anchor_ns > (uint64_t)t * 1000u && anchor_ns - (uint64_t)t * 1000u > rec->started_ns)
+		curl_t0_ns = anchor_ns - (uint64_t)t * 1000u;
 	if (rec->new_connection && curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &t) == CURLE_OK && t > 0)
-		rec->connect_ns = rec->started_ns + (uint64_t)t * 1000u;
+		rec->connect_ns = curl_t0_ns + (uint64_t)t * 1000u;
 	if (curl_easy_getinfo(e, CURLINFO_APPCONNECT_TIME_T, &t) == CURLE_OK && t > 0)
-		rec->tls_ns = rec->started_ns + (uint64_t)t * 1000u;
+		rec->tls_ns = curl_t0_ns + (uint64_t)t * 1000u;
 	if (curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &t) == CURLE_OK && t > 0)
-		rec->sent_ns = rec->started_ns + (uint64_t)t * 1000u;
+		rec->sent_ns = curl_t0_ns + (uint64_t)t * 1000u;
 	classify(x, code);
 	curl_multi_remove_handle(d->multi, e);
 	d->in_flight--;
