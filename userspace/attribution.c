@@ -163,27 +163,6 @@ struct ctx {
 	const struct ls_read_rules *rules;
 };
 
-static int is_token_frame(const struct ls_frame *fr, enum ls_ttft_gate gate)
-{
-	if (!(fr->flags & LS_FRAME_CHOICES))
-		return 0;
-	return gate == LS_GATE_TEXT ? fr->text_len > 0 && !(fr->flags & LS_FRAME_EMPTY_TEXT) : 1;
-}
-
-/* Same origin as metrics.c: the clock's stamp, or the next later one that is set. */
-static uint64_t origin_of(const struct ls_request *r, enum ls_clock c)
-{
-	uint64_t stamps[LS_CLOCK__COUNT] = { r->scheduled_ns, r->admitted_ns, r->started_ns };
-
-	for (int k = (int)c; k < LS_CLOCK__COUNT; k++)
-		if (stamps[k])
-			return stamps[k];
-	for (int k = (int)c - 1; k >= 0; k--)
-		if (stamps[k])
-			return stamps[k];
-	return 0;
-}
-
 /* The request up to its first byte of response: slot wait, connect, TLS, request in flight. */
 static void chain_request(struct chain *c, const struct ls_request *r, const struct ls_req_attr *a)
 {
@@ -226,12 +205,12 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 		a->flags |= LS_ATTR_NOT_OK;
 		return 0;
 	}
-	uint64_t origin = origin_of(r, x->rules->clock);
+	uint64_t origin = ls_clock_origin(r, x->rules->clock);
 	struct chain c;
 	int disorder = 0;
 
 	for (uint32_t i = 0; i < r->n_frames && first < 0; i++)
-		if (is_token_frame(&r->frames[i], x->rules->ttft_gate))
+		if (ls_frame_is_token(&r->frames[i], x->rules->ttft_gate))
 			first = (int)i;
 	if (first < 0 || origin > v.first_ns || origin > v.end_ns) {
 		a->flags |= LS_ATTR_NOT_OK;
@@ -251,7 +230,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 		return -ENOMEM;
 	for (uint32_t i = (uint32_t)first + 1, prev = (uint32_t)first; i < r->n_frames; i++) {
 		uint64_t from = r->frames[prev].arrived_ns, to = r->frames[i].arrived_ns;
-		if (!is_token_frame(&r->frames[i], x->rules->ttft_gate))
+		if (!ls_frame_is_token(&r->frames[i], x->rules->ttft_gate))
 			continue;
 		prev = i;
 		if (to < from)

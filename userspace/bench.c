@@ -9,7 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "backend.h"
+#include "bench_probes.h"
 #include "bench_server.h"
+#include "checks.h"
 #include "clock.h"
 #include "commands.h"
 #include "config.h"
@@ -33,6 +35,8 @@ struct bench {
 	struct ls_record_writer *record;
 	struct ls_spec_snapshot spec_before, spec_after;
 	struct ls_spec_stats spec;
+	struct ls_checks   checks;       /* printed last, after every other block */
+	struct ls_bench_probes *probes; /* probes + attribution (bench_probes.c) */
 	char               date[32], arrival_desc[96], run_tag[32];
 };
 
@@ -152,6 +156,7 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 		o->on_finish_ctx = b->record;
 	}
 	o->grace_ns = 2000000000ull;
+	ls_bench_probes_hook(b->probes, o);
 }
 
 /* Warmups, then the measured run. Returns 0, 1 when interrupted, or -errno. */
@@ -240,9 +245,8 @@ static int results(struct bench *b)
 {
 	struct ls_config *c = &b->cfg;
 	struct ls_metrics m;
-	struct ls_read_rules rules = c->profile.read;
-	if (c->profile.itl_divide_by_accept_len && b->spec.has_avg && b->spec.avg_accept_len > 0)
-		rules.itl_divisor = b->spec.avg_accept_len;
+	struct ls_read_rules rules;
+	ls_profile_read_rules(&c->profile, b->spec.has_avg ? b->spec.avg_accept_len : 0, &rules);
 	if (ls_metrics_compute(&b->run, &rules, &c->goodput, &m)) {
 		fprintf(stderr, "latscope bench: out of memory computing metrics\n");
 		return -ENOMEM;
@@ -255,8 +259,11 @@ static int results(struct bench *b)
 		.run_tag = b->run.run_tag, .record_path = c->record_path, .request_rate = c->request_rate,
 		.burstiness = c->burstiness, .max_concurrency = c->max_concurrency, .num_prompts = b->n_measured,
 		.percentile_metrics = c->percentile_metrics, .show_client_queue = c->profile.show_client_queue,
-		.interrupted = b->run.interrupted, .spec = &b->spec,
+		.interrupted = b->run.interrupted, .spec = &b->spec, .checks = &b->checks,
+		.layout = c->profile.layout, .profile_description = c->profile.description,
 	};
+	struct ls_checks_ctx cctx = { .arrival = ls_arrival_kind_name(b->arrival.kind) };
+	ls_checks_compute(&b->run, &m, &cctx, &b->checks);
 	if (m.failed) {
 		/* As vLLM does, name a few failures so a misconfiguration is obvious. */
 		size_t shown = 0;
@@ -296,6 +303,7 @@ static void bench_free(struct bench *b)
 	free(b->base);
 	free(b->url);
 	free(b->model);
+	ls_bench_probes_close(b->probes);
 	ls_config_free(&b->cfg);
 }
 
@@ -335,6 +343,8 @@ int cmd_bench(int argc, char **argv)
 	b.server.model = b.model;
 	if (build_dataset(&b) || build_arrival(&b) || build_jobs(&b))
 		goto out;
+	if (ls_bench_probes_open(c, &b.probes))
+		goto out;
 	if (c->record_path) {
 		struct ls_record_meta meta = { .target_rate = isfinite(c->request_rate) ? c->request_rate : 0,
 					       .max_concurrency = c->max_concurrency };
@@ -358,8 +368,9 @@ int cmd_bench(int argc, char **argv)
 		fprintf(stderr, "latscope bench: the run could not start (%s)\n", strerror(-rc));
 		goto out;
 	}
-	if (results(&b))
+	if (results(&b) || ls_bench_probes_report(b.probes, &b.run, stdout))
 		goto out;
+	ls_checks_print(stdout, &b.checks);
 	if (b.run.interrupted) {
 		fprintf(stderr, "latscope bench: interrupted; the report covers the requests that finished\n");
 		goto out;

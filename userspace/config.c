@@ -33,6 +33,8 @@ static void take_profile(struct ls_config *c, const struct ls_profile *p)
 	c->range_semantics = p->range_semantics;
 	c->warmup_shape = p->warmup_shape;
 	c->num_warmups = p->num_warmups;
+	c->backend = p->backend;
+	c->ignore_eos = p->ignore_eos;
 }
 
 /* A JSON value as the flag text it stands for, into buf. NULL when it has no such form. */

@@ -33,6 +33,7 @@ enum {
 };
 
 #define LS_DEFAULT_VOCAB 32000
+#define LS_MAX_SERVER_PIDS 16
 
 struct ls_config {
 	/* server */
@@ -79,9 +80,10 @@ struct ls_config {
 	char    *profile_name;
 	struct ls_profile profile;
 	char    *config_path;
-	/* accepted and stored for the probes and GPU stages */
+	/* probes, attribution and GPU steps (bench_probes.c) */
 	enum ls_probes_mode probes;
-	int      server_pid;        /* 0 = unset */
+	int      server_pids[LS_MAX_SERVER_PIDS]; /* --server-pid, repeatable */
+	uint32_t n_server_pids;
 	char    *server_comm;
 	char    *trace_path;
 	char    *gpu_dir;

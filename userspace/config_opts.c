@@ -9,7 +9,7 @@
 
 static const struct opt opts[] = {
 	{ "backend", O_BACKEND, ARG_ONE, "NAME",
-	  "openai (= vllm, /v1/completions), openai-chat, sglang (/generate) [openai]", "server" },
+	  "openai (= vllm, /v1/completions), openai-chat, sglang (/generate) [the profile's: openai]", "server" },
 	{ "base-url", O_BASE_URL, ARG_ONE, "URL",
 	  "server root, e.g. http://127.0.0.1:8000 (else http://HOST:PORT)", NULL },
 	{ "host", O_HOST, ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },
@@ -33,7 +33,8 @@ static const struct opt opts[] = {
 	  "fixed output length for sharegpt [the gpt turn's length]", NULL },
 	{ "num-prompts", O_NUM_PROMPTS, ARG_ONE, "N", "measured requests [1000]", NULL },
 	{ "ignore-eos", O_IGNORE_EOS, ARG_NONE, NULL,
-	  "ask the server to ignore EOS (always generate max_tokens)", NULL },
+	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
+	  "profile's default [the profile's: on for sglang]", NULL },
 	{ "request-rate", O_REQUEST_RATE, ARG_ONE, "RPS", "target requests per second, or inf [inf]", "sending" },
 	{ "burstiness", O_BURSTINESS, ARG_ONE, "B",
 	  "gamma shape of the gaps: 1 = Poisson, < 1 burstier [1.0]", NULL },
@@ -77,11 +78,14 @@ static const struct opt opts[] = {
 	{ "config", O_CONFIG, ARG_ONE, "FILE",
 	  "JSON object of these flags' keys (e.g. {\"request-rate\": 20}); flags override it", NULL },
 	{ "probes", O_PROBES, ARG_ONE, "auto|on|off",
-	  "eBPF probes (stored for the probes stage) [auto]", "attribution (later stages)" },
-	{ "server-pid", O_SERVER_PID, ARG_ONE, "PID", "server process to probe", NULL },
-	{ "server-comm", O_SERVER_COMM, ARG_ONE, "NAME", "server process name to probe", NULL },
-	{ "trace", O_TRACE, ARG_ONE, "FILE", "write a Perfetto trace", NULL },
-	{ "gpu-dir", O_GPU_DIR, ARG_ONE, "DIR", "CUPTI GPU step files of the server", NULL },
+	  "eBPF probes: auto = on when root and kernel BTF allow, else off (the report says why); "
+	  "on = fail (exit 1) without them [auto]", "attribution (where the latency went)" },
+	{ "server-pid", O_SERVER_PID, ARG_ONE, "PID",
+	  "server process on this host to probe too, splitting network from server (repeatable)", NULL },
+	{ "server-comm", O_SERVER_COMM, ARG_ONE, "NAME", "probe every process with this name as a server", NULL },
+	{ "trace", O_TRACE, ARG_ONE, "FILE", "write a Perfetto / Chrome trace-event JSON of the run", NULL },
+	{ "gpu-dir", O_GPU_DIR, ARG_ONE, "DIR",
+	  "CUPTI GPU step rings of the server (liblatscope_cupti.so): splits server into queue + gpu", NULL },
 	{ "help", O_HELP, ARG_NONE, NULL, "this help", "other" },
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
@@ -335,11 +339,30 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 		else
 			return "must be auto, on or off";
 		return NULL;
-	case O_SERVER_PID:
-		if (parse_u64(v, 4194304, &u) || !u)
-			return "must be a process id";
-		c->server_pid = (int)u;
+	case O_SERVER_PID: { /* repeatable; a comma list too (a config file's array joins so) */
+		char one[32];
+		for (const char *p = v;;) {
+			size_t len = strcspn(p, ",");
+			if (len >= sizeof(one))
+				return "must be a process id (or a comma list of them)";
+			memcpy(one, p, len);
+			one[len] = 0;
+			if (parse_u64(one, 4194304, &u) || !u)
+				return "must be a process id (or a comma list of them)";
+			uint32_t k = 0;
+			while (k < c->n_server_pids && c->server_pids[k] != (int)u)
+				k++;
+			if (k == c->n_server_pids) {
+				if (c->n_server_pids == LS_MAX_SERVER_PIDS)
+					return "is one too many: at most 16 server processes";
+				c->server_pids[c->n_server_pids++] = (int)u;
+			}
+			if (!p[len])
+				break;
+			p += len + 1;
+		}
 		return NULL;
+	}
 	case O_SERVER_COMM:
 		return ls_config_set_str(&c->server_comm, v) ? "out of memory" : NULL;
 	case O_TRACE:

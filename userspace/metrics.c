@@ -1,4 +1,5 @@
-/* metrics.c — see metrics.h. Formulas follow vllm/benchmarks/serve.py (calculate_metrics) and
+/* metrics.c — see metrics.h: rule names, percentiles, and a run's aggregates (each request is
+ * read in metrics_request.c). Formulas follow vllm/benchmarks/serve.py (calculate_metrics) and
  * SGLang's bench_serving where a profile asks for its rule; every choice is a rule, not code. */
 #include <errno.h>
 #include <math.h>
@@ -6,15 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "metrics.h"
+#include "metrics_int.h"
 
 #define NS 1e9
-/* A frame claiming more tokens than this is clamped when its gap is spread (token ITL). */
-#define ITL_TOKENS_CAP 4096
 
 static const char *const clock_names[] = { "scheduled", "admitted", "started" };
-static const char *const gate_names[] = { "choices", "text" };
+static const char *const gate_names[] = { "choices", "text", "cum_text" };
 static const char *const itl_names[] = { "frame", "token" };
 static const char *const end_names[] = { "last_content", "done", "last_byte" };
+static const char *const out_names[] = { "usage", "cumulative", "requested" };
 
 #define NAME_OF(table, v) ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "?")
 
@@ -22,6 +23,7 @@ const char *ls_clock_name(enum ls_clock c) { return NAME_OF(clock_names, c); }
 const char *ls_gate_name(enum ls_ttft_gate g) { return NAME_OF(gate_names, g); }
 const char *ls_itl_mode_name(enum ls_itl_mode m) { return NAME_OF(itl_names, m); }
 const char *ls_e2el_end_name(enum ls_e2el_end e) { return NAME_OF(end_names, e); }
+const char *ls_out_tokens_name(enum ls_out_tokens o) { return NAME_OF(out_names, o); }
 
 static int parse_name(const char *s, const char *const *names, size_t n, int *out)
 {
@@ -46,6 +48,7 @@ PARSE_ENUM(ls_clock_parse, enum ls_clock, clock_names)
 PARSE_ENUM(ls_gate_parse, enum ls_ttft_gate, gate_names)
 PARSE_ENUM(ls_itl_mode_parse, enum ls_itl_mode, itl_names)
 PARSE_ENUM(ls_e2el_end_parse, enum ls_e2el_end, end_names)
+PARSE_ENUM(ls_out_tokens_parse, enum ls_out_tokens, out_names)
 
 int ls_percentiles_parse(const char *s, struct ls_read_rules *rules)
 {
@@ -71,6 +74,7 @@ int ls_percentiles_parse(const char *s, struct ls_read_rules *rules)
 	}
 	memcpy(rules->percentiles, vals, n * sizeof(vals[0]));
 	rules->n_percentiles = n;
+	rules->n_itl_percentiles = 0;
 	return 0;
 }
 
@@ -105,126 +109,6 @@ static double span_s(uint64_t from, uint64_t to)
 	return to >= from ? (double)(to - from) / NS : -((double)(from - to) / NS);
 }
 
-static int is_token_frame(const struct ls_frame *fr, enum ls_ttft_gate gate)
-{
-	if (!(fr->flags & LS_FRAME_CHOICES))
-		return 0;
-	if (gate == LS_GATE_TEXT)
-		return fr->text_len > 0 && !(fr->flags & LS_FRAME_EMPTY_TEXT);
-	return 1;
-}
-
-static uint32_t frame_tokens(const struct ls_frame *fr)
-{
-	if (fr->tokens < 0)
-		return 1;
-	return fr->tokens > ITL_TOKENS_CAP ? ITL_TOKENS_CAP : (uint32_t)fr->tokens;
-}
-
-/* The origin stamp of a clock; an unset stamp falls back to the next later one. */
-static uint64_t origin_of(const struct ls_request *r, enum ls_clock c)
-{
-	uint64_t stamps[LS_CLOCK__COUNT] = { r->scheduled_ns, r->admitted_ns, r->started_ns };
-	for (int k = (int)c; k < LS_CLOCK__COUNT; k++)
-		if (stamps[k])
-			return stamps[k];
-	for (int k = (int)c - 1; k >= 0; k--)
-		if (stamps[k])
-			return stamps[k];
-	return 0;
-}
-
-int ls_request_view(const struct ls_request *r, const struct ls_read_rules *rules, struct ls_req_view *v)
-{
-	memset(v, 0, sizeof(*v));
-	const struct ls_frame *first = NULL, *last = NULL;
-	uint64_t counted = 0;
-	for (uint32_t i = 0; i < r->n_frames; i++) {
-		const struct ls_frame *fr = &r->frames[i];
-		if (!is_token_frame(fr, rules->ttft_gate))
-			continue;
-		if (!first)
-			first = fr;
-		last = fr;
-		v->token_frames++;
-		counted += fr->tokens >= 0 ? (uint64_t)fr->tokens : 1;
-	}
-	v->input_tokens = r->usage_prompt_tokens >= 0 ? (uint32_t)r->usage_prompt_tokens : r->prompt_len;
-	if (r->usage_completion_tokens >= 0)
-		v->output_tokens = (uint32_t)r->usage_completion_tokens;
-	else
-		v->output_tokens = counted > UINT32_MAX ? UINT32_MAX : (uint32_t)counted;
-	if (r->admitted_ns && r->scheduled_ns)
-		v->slot_wait_s = span_s(r->scheduled_ns, r->admitted_ns);
-	if (r->started_ns && r->admitted_ns)
-		v->dispatch_s = span_s(r->admitted_ns, r->started_ns);
-	if (r->started_ns && r->scheduled_ns)
-		v->queue_s = span_s(r->scheduled_ns, r->started_ns);
-	if (r->fail != LS_OK)
-		return 0;
-	if (!first) {
-		v->no_first_token = 1;
-		return 0;
-	}
-	v->ok = 1;
-	v->first_ns = first->arrived_ns;
-	uint64_t last_any = r->n_frames ? r->frames[r->n_frames - 1].arrived_ns : last->arrived_ns;
-	switch (rules->e2el_end) {
-	case LS_END_LAST_CONTENT:
-		v->end_ns = last->arrived_ns;
-		break;
-	case LS_END_DONE:
-		v->end_ns = r->done_frame_ns ? r->done_frame_ns : last_any;
-		break;
-	case LS_END_LAST_BYTE:
-		v->end_ns = r->finished_ns ? r->finished_ns : r->done_frame_ns ? r->done_frame_ns : last_any;
-		break;
-	}
-	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
-		uint64_t origin = origin_of(r, (enum ls_clock)c);
-		v->ttft_s[c] = span_s(origin, v->first_ns);
-		v->e2el_s[c] = span_s(origin, v->end_ns);
-	}
-	if (v->output_tokens > 1) {
-		v->has_tpot = 1;
-		v->tpot_s = span_s(v->first_ns, v->end_ns) / (double)(v->output_tokens - 1);
-	}
-	return 1;
-}
-
-size_t ls_request_itls(const struct ls_request *r, const struct ls_read_rules *rules, enum ls_itl_mode mode,
-		       double *out, size_t cap)
-{
-	size_t n = 0;
-	uint64_t prev = 0;
-	int seen_first = 0;
-	for (uint32_t i = 0; i < r->n_frames; i++) {
-		const struct ls_frame *fr = &r->frames[i];
-		if (!is_token_frame(fr, rules->ttft_gate))
-			continue;
-		if (!seen_first) {
-			seen_first = 1;
-			prev = fr->arrived_ns;
-			continue;
-		}
-		double gap = span_s(prev, fr->arrived_ns);
-		if (mode == LS_ITL_FRAME) {
-			if (n < cap)
-				out[n] = gap;
-			n++;
-		} else {
-			uint32_t t = frame_tokens(fr);
-			if (t == 0)
-				continue; /* SGLang: no new tokens, no sample, the gap keeps growing */
-			for (uint32_t k = 0; k < t; k++, n++)
-				if (n < cap)
-					out[n] = gap / t;
-		}
-		prev = fr->arrived_ns;
-	}
-	return n;
-}
-
 double ls_percentile(const double *sorted, size_t n, double p)
 {
 	if (!n)
@@ -249,8 +133,15 @@ static int cmp_double(const void *a, const void *b)
 
 void ls_stat_compute(double *values, size_t n, const struct ls_read_rules *rules, struct ls_stat *out)
 {
+	ls_stat_compute_at(values, n, rules->percentiles, rules->n_percentiles, out);
+}
+
+void ls_stat_compute_at(double *values, size_t n, const double *pcts, size_t n_pcts, struct ls_stat *out)
+{
 	memset(out, 0, sizeof(*out));
 	out->n = n;
+	out->n_pcts = n_pcts < LS_MAX_PERCENTILES ? n_pcts : LS_MAX_PERCENTILES;
+	memcpy(out->pcts, pcts, out->n_pcts * sizeof(*pcts));
 	if (!n)
 		return;
 	qsort(values, n, sizeof(*values), cmp_double);
@@ -265,8 +156,8 @@ void ls_stat_compute(double *values, size_t n, const struct ls_read_rules *rules
 	out->median_ms = ls_percentile(values, n, 50.0) * 1e3;
 	out->min_ms = values[0] * 1e3;
 	out->max_ms = values[n - 1] * 1e3;
-	for (size_t k = 0; k < rules->n_percentiles && k < LS_MAX_PERCENTILES; k++)
-		out->pct_ms[k] = ls_percentile(values, n, rules->percentiles[k]) * 1e3;
+	for (size_t k = 0; k < out->n_pcts; k++)
+		out->pct_ms[k] = ls_percentile(values, n, out->pcts[k]) * 1e3;
 }
 
 void ls_metrics_free(struct ls_metrics *m)
@@ -325,7 +216,7 @@ static int peak_output(const struct ls_run *run, const struct ls_read_rules *rul
 		const struct ls_req_view *v = &s->views[k++];
 		if (!v->ok)
 			continue;
-		uint64_t start = origin_of(&run->requests[i], LS_CLOCK_STARTED);
+		uint64_t start = ls_clock_origin(&run->requests[i], LS_CLOCK_STARTED);
 		if (start < min_start)
 			min_start = start;
 		if (v->end_ns > max_end)
@@ -346,13 +237,19 @@ static int peak_output(const struct ls_run *run, const struct ls_read_rules *rul
 			continue;
 		if (!s->views[k++].ok)
 			continue;
+		uint64_t cum = 0;
+		struct ls_tok_est est;
+		ls_tok_est_init(r, rules, &est);
 		for (uint32_t f = 0; f < r->n_frames; f++) {
 			const struct ls_frame *fr = &r->frames[f];
-			if (!is_token_frame(fr, rules->ttft_gate) || fr->arrived_ns < min_start)
+			if (!ls_gate_pass(fr, rules->ttft_gate, &cum))
+				continue;
+			uint32_t t = ls_tok_next(fr, &est);
+			if (fr->arrived_ns < min_start)
 				continue;
 			size_t b = (size_t)((fr->arrived_ns - min_start) / 1000000000ull);
 			if (b < n_buckets)
-				s->buckets[b] += rules->itl_mode == LS_ITL_FRAME ? 1.0 : (double)frame_tokens(fr);
+				s->buckets[b] += rules->itl_mode == LS_ITL_FRAME ? 1.0 : (double)t;
 		}
 	}
 	for (size_t b = 0; b < n_buckets; b++)
@@ -375,7 +272,7 @@ static int peak_concurrency(const struct ls_run *run, struct scratch *s, struct 
 		const struct ls_req_view *v = &s->views[k++];
 		if (!v->ok)
 			continue;
-		uint64_t start = origin_of(&run->requests[i], LS_CLOCK_STARTED);
+		uint64_t start = ls_clock_origin(&run->requests[i], LS_CLOCK_STARTED);
 		s->events[ne++] = (struct conc_event){ start, +1 };
 		s->events[ne++] = (struct conc_event){ v->end_ns > start ? v->end_ns : start, -1 };
 	}
@@ -500,9 +397,10 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 			n_itl_frame += nf;
 			n_itl_token += nt;
 			n_itl += rules->itl_mode == LS_ITL_FRAME ? nf : nt;
+			uint64_t cum = 0;
 			for (uint32_t f = 0; f < r->n_frames; f++) {
 				const struct ls_frame *fr = &r->frames[f];
-				if (!is_token_frame(fr, rules->ttft_gate))
+				if (!ls_gate_pass(fr, rules->ttft_gate, &cum))
 					continue;
 				if (fr->tokens < 0)
 					m->tpf_unknown++;
@@ -536,9 +434,6 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 					m->itl_off[k + 1] - m->itl_off[k]);
 		k++;
 	}
-	if (rules->itl_divisor > 0)
-		for (size_t i = 0; i < n_itl; i++)
-			m->itl_pool[i] /= rules->itl_divisor;
 
 	/* Summaries: each gather overwrites the scratch buffer, which the stat sorts. */
 	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
@@ -560,13 +455,13 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 			if (s.views[k++].ok)
 				got += ls_request_itls(r, rules, (enum ls_itl_mode)mode, s.buf + got, buf_n - got);
 		}
-		ls_stat_compute(s.buf, got, rules, mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token);
+		if (rules->n_itl_percentiles)
+			ls_stat_compute_at(s.buf, got, rules->itl_percentiles, rules->n_itl_percentiles,
+					   mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token);
+		else
+			ls_stat_compute(s.buf, got, rules, mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token);
 	}
 	m->itl = rules->itl_mode == LS_ITL_FRAME ? m->itl_frame : m->itl_token;
-	if (rules->itl_divisor > 0) { /* the headline only: itl_frame / itl_token stay as measured */
-		memcpy(s.buf, m->itl_pool, n_itl * sizeof(double));
-		ls_stat_compute(s.buf, n_itl, rules, &m->itl);
-	}
 
 	uint64_t tpf_known = 0, tpf_tokens = 0;
 	for (int b = 0; b <= LS_TPF_MAX; b++) {

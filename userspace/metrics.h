@@ -18,19 +18,33 @@ enum ls_clock {
 
 /* Which frame is the first token (and which frames count as tokens at all). */
 enum ls_ttft_gate {
-	LS_GATE_CHOICES, /* any frame with choices, empty text included (vLLM) */
-	LS_GATE_TEXT,    /* only frames whose text is non-empty (SGLang's OpenAI client) */
+	LS_GATE_CHOICES,  /* any frame with choices, empty text included (vLLM: `if choices := ...`) */
+	LS_GATE_TEXT,     /* only frames whose own text is non-empty (SGLang's OpenAI client:
+			   * `if data["choices"][0]["text"]`) */
+	LS_GATE_CUM_TEXT, /* every frame once the cumulative text is non-empty (SGLang's native
+			   * client: `if data["text"]` on /generate's cumulative text) */
 };
 
 enum ls_itl_mode {
 	LS_ITL_FRAME, /* one sample per frame gap (vLLM's chunk ITL) */
-	LS_ITL_TOKEN, /* a gap spread over the tokens its frame carried (SGLang's amortised ITL) */
+	LS_ITL_TOKEN, /* a gap spread over the tokens its frame carried (SGLang's amortised ITL);
+		       * frames without a count get an estimate from the request's usage total and
+		       * their text bytes (ls_frame_tokens; SGLang re-tokenizes the chunk text) */
 };
 
 enum ls_e2el_end {
 	LS_END_LAST_CONTENT, /* the last token frame (vLLM's most_recent_timestamp) */
 	LS_END_DONE,         /* the [DONE] frame (SGLang) */
 	LS_END_LAST_BYTE,    /* the transfer completed (latscope honest) */
+};
+
+/* Where a request's output token count (TPOT's divisor, throughput) comes from. */
+enum ls_out_tokens {
+	LS_OUT_USAGE,      /* the usage frame's completion_tokens, else counted from frames (vLLM) */
+	LS_OUT_CUMULATIVE, /* the last token frame's cumulative count, else the requested length
+			    * (SGLang native: meta_info.completion_tokens) */
+	LS_OUT_REQUESTED,  /* usage only when it rides in a frame with text, else the requested
+			    * max_tokens (SGLang's OpenAI client) */
 };
 
 #define LS_MAX_PERCENTILES 16
@@ -41,11 +55,17 @@ struct ls_read_rules {
 	enum ls_ttft_gate ttft_gate;
 	enum ls_itl_mode  itl_mode;
 	enum ls_e2el_end  e2el_end;
+	enum ls_out_tokens out_tokens;
 	int    failures_in_headline;      /* the headline block shows failed requests */
-	double itl_divisor;               /* > 0: headline ITL samples divided by it (sglang-oai divides
-					   * chunk ITL by the server's avg_spec_accept_length); 0 = off */
+	int    no_token_ok;               /* a stream that ended without a gated frame is a success
+					   * with TTFT 0 (SGLang); 0: a failure (vLLM, latscope) */
+	int    no_done_ok;                /* a stream that ended cleanly without [DONE] is a success
+					   * (vLLM, SGLang); 0: a failure (latscope) */
+	int    itl_max;                   /* the report shows max ITL (SGLang) */
 	size_t n_percentiles;
 	double percentiles[LS_MAX_PERCENTILES]; /* e.g. 50, 90, 99 */
+	size_t n_itl_percentiles;         /* 0: ITL uses percentiles[] too */
+	double itl_percentiles[LS_MAX_PERCENTILES]; /* SGLang: 95, 99 for ITL, 99 elsewhere */
 };
 
 /* --goodput ttft:900 tpot:50 e2el:14100 (ms), vLLM semantics: a request is good when it
@@ -56,14 +76,17 @@ struct ls_goodput {
 };
 
 const char *ls_clock_name(enum ls_clock clock);      /* "scheduled" | "admitted" | "started" */
-const char *ls_gate_name(enum ls_ttft_gate gate);    /* "choices" | "text" */
+const char *ls_gate_name(enum ls_ttft_gate gate);    /* "choices" | "text" | "cum_text" */
 const char *ls_itl_mode_name(enum ls_itl_mode mode); /* "frame" | "token" */
 const char *ls_e2el_end_name(enum ls_e2el_end end);  /* "last_content" | "done" | "last_byte" */
+const char *ls_out_tokens_name(enum ls_out_tokens o); /* "usage" | "cumulative" | "requested" */
 int ls_clock_parse(const char *s, enum ls_clock *out);      /* 0 / -EINVAL */
 int ls_gate_parse(const char *s, enum ls_ttft_gate *out);
 int ls_itl_mode_parse(const char *s, enum ls_itl_mode *out);
 int ls_e2el_end_parse(const char *s, enum ls_e2el_end *out);
-/* "50,90,99" -> rules->percentiles; 0 or -EINVAL (each in (0, 100], at most 16). */
+int ls_out_tokens_parse(const char *s, enum ls_out_tokens *out);
+/* "50,90,99" -> rules->percentiles; 0 or -EINVAL (each in (0, 100], at most 16). The ITL
+ * list follows (a flag sets one list for every metric, as vLLM's --metric-percentiles). */
 int ls_percentiles_parse(const char *s, struct ls_read_rules *rules);
 /* "ttft:900" added to g; 0 or -EINVAL (names ttft, tpot, e2el; value >= 0 ms). */
 int ls_goodput_parse(const char *s, struct ls_goodput *g);
@@ -72,10 +95,12 @@ int ls_goodput_parse(const char *s, struct ls_goodput *g);
 struct ls_req_view {
 	int      ok;             /* finished without failure and produced a first token */
 	int      no_first_token; /* finished "ok" but no frame passed the gate (vLLM fails these) */
-	uint64_t first_ns;       /* first token frame */
+	int      first_frame;    /* index of the first gated frame, -1 none */
+	int      last_frame;     /* index of the last gated frame, -1 none */
+	uint64_t first_ns;       /* first token frame (0 when no_token_ok let a tokenless stream pass) */
 	uint64_t end_ns;         /* E2EL end under the rule */
 	uint32_t input_tokens;   /* usage prompt_tokens, else what latscope built */
-	uint32_t output_tokens;  /* usage completion_tokens, else counted from frames */
+	uint32_t output_tokens;  /* from the rules' source (out_tokens) */
 	uint32_t token_frames;   /* frames that passed the gate */
 	double   ttft_s[LS_CLOCK__COUNT];
 	double   e2el_s[LS_CLOCK__COUNT];
@@ -86,13 +111,28 @@ struct ls_req_view {
 	double   queue_s;        /* started - scheduled: vLLM's client_queue_time */
 };
 
+/* Whether a frame is a token frame under the gate, judged alone: exact for choices and text;
+ * cum_text needs the frames before it (use ls_frame_gated or ls_req_view.first_frame). */
+int ls_frame_is_token(const struct ls_frame *fr, enum ls_ttft_gate gate);
+/* The stamp a clock starts at; an unset stamp falls back to the next later one (then earlier). */
+uint64_t ls_clock_origin(const struct ls_request *r, enum ls_clock clock);
+
 /* Fills v; returns v->ok. */
 int ls_request_view(const struct ls_request *r, const struct ls_read_rules *rules, struct ls_req_view *v);
 
+/* Whether frame i of r passes the rules' TTFT gate (a token frame). */
+int ls_frame_gated(const struct ls_request *r, uint32_t i, const struct ls_read_rules *rules);
+
+/* Tokens frame i of r added as token-mode ITL reads it: its count when known, else an
+ * estimate: 1, plus its text bytes' share of what the request's usage total leaves over
+ * one token per uncounted frame (rounded cumulatively, so a request's counts add up). */
+double ls_frame_tokens(const struct ls_request *r, uint32_t i, const struct ls_read_rules *rules);
+
 /* ITL samples of one ok request under mode (seconds), written up to cap; returns how many
  * there are (call with cap 0 to size). Frame mode: one per gap between token frames; token
- * mode: each gap divided by the tokens its frame added, repeated that many times; frames
- * adding 0 tokens are skipped (SGLang); unknown counts are 1. */
+ * mode: each gap divided by the tokens its frame added, repeated that many times (rounded,
+ * at least once); frames adding 0 tokens are skipped and their gap carries over (SGLang's
+ * `continue`); unknown counts are estimated (ls_frame_tokens). */
 size_t ls_request_itls(const struct ls_request *r, const struct ls_read_rules *rules, enum ls_itl_mode mode,
 		       double *out, size_t cap);
 
@@ -100,13 +140,17 @@ size_t ls_request_itls(const struct ls_request *r, const struct ls_read_rules *r
 struct ls_stat {
 	size_t n;
 	double mean_ms, median_ms, std_ms, min_ms, max_ms;
-	double pct_ms[LS_MAX_PERCENTILES]; /* at rules.percentiles */
+	size_t n_pcts;
+	double pcts[LS_MAX_PERCENTILES];   /* the percentiles it was computed at */
+	double pct_ms[LS_MAX_PERCENTILES]; /* their values */
 };
 
 /* numpy's default (linear) percentile of an ascending array; p in [0, 100]. */
 double ls_percentile(const double *sorted, size_t n, double p);
-/* Sorts values (seconds) in place and summarises them in ms. */
+/* Sorts values (seconds) in place and summarises them in ms at rules->percentiles. */
 void ls_stat_compute(double *values, size_t n, const struct ls_read_rules *rules, struct ls_stat *out);
+/* The same at an explicit list of percentiles. */
+void ls_stat_compute_at(double *values, size_t n, const double *pcts, size_t n_pcts, struct ls_stat *out);
 
 #define LS_TPF_MAX 16 /* tokens-per-frame histogram: 0..15, then 16+ in the last bucket */
 

@@ -5,7 +5,9 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "checks.h"
 #include "metrics.h"
+#include "profile.h"
 #include "record.h"
 #include "specdecode.h"
 
@@ -30,11 +32,14 @@ struct ls_report_ctx {
 	int         show_client_queue;  /* vLLM's client queue blocks (when max_concurrency) */
 	int         interrupted;
 	const struct ls_spec_stats *spec; /* NULL or !has: no spec-decode block */
+	const struct ls_checks *checks;   /* NULL: none; the JSON carries them, the text caller prints them last */
+	enum ls_report_layout layout;     /* whose result block the text copies */
+	const char *profile_description;
 };
 
-/* The block `vllm bench serve` prints (same labels where the meaning matches), then
- * latscope's lines: clocks, slot wait, TTFT/E2EL from every clock, both ITLs, tokens per
- * frame, failures by reason. */
+/* The block `vllm bench serve` prints (or sglang.bench_serving's, by ctx->layout; same
+ * labels where the meaning matches), then latscope's lines: clocks, slot wait, TTFT/E2EL
+ * from every clock, both ITLs, tokens per frame, failures by reason. */
 void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx);
 
 /* vLLM's result-file keys for the shared metrics plus a "latscope" object; run gives the

@@ -50,16 +50,19 @@ static void add_vllm_metric(cJSON *root, const char *name, const struct ls_stat 
 	cJSON_AddNumberToObject(root, key, s->median_ms);
 	snprintf(key, sizeof(key), "std_%s_ms", name);
 	cJSON_AddNumberToObject(root, key, s->std_ms);
-	for (size_t k = 0; k < r->n_percentiles; k++) {
+	for (size_t k = 0; k < s->n_pcts; k++) {
 		char suffix[64];
 		snprintf(suffix, sizeof(suffix), "_%s_ms", name);
-		pct_key(key, sizeof(key), "p", r->percentiles[k], suffix);
+		pct_key(key, sizeof(key), "p", s->pcts[k], suffix);
 		cJSON_AddNumberToObject(root, key, s->pct_ms[k]);
 	}
+	if (r->itl_max && !strcmp(name, "itl"))
+		cJSON_AddNumberToObject(root, "max_itl_ms", s->max_ms); /* SGLang's key */
 }
 
 static cJSON *stat_obj(const struct ls_stat *s, const struct ls_read_rules *r)
 {
+	(void)r; /* the stat carries the percentiles it was computed at */
 	cJSON *o = cJSON_CreateObject();
 	if (!o)
 		return NULL;
@@ -70,8 +73,8 @@ static cJSON *stat_obj(const struct ls_stat *s, const struct ls_read_rules *r)
 	cJSON_AddNumberToObject(o, "std_ms", s->std_ms);
 	cJSON_AddNumberToObject(o, "min_ms", s->min_ms);
 	cJSON_AddNumberToObject(o, "max_ms", s->max_ms);
-	for (size_t k = 0; k < r->n_percentiles; k++) {
-		pct_key(key, sizeof(key), "p", r->percentiles[k], "_ms");
+	for (size_t k = 0; k < s->n_pcts; k++) {
+		pct_key(key, sizeof(key), "p", s->pcts[k], "_ms");
 		cJSON_AddNumberToObject(o, key, s->pct_ms[k]);
 	}
 	return o;
@@ -91,9 +94,14 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 		cJSON_AddStringToObject(rules, "ttft_gate", ls_gate_name(r->ttft_gate));
 		cJSON_AddStringToObject(rules, "itl", ls_itl_mode_name(r->itl_mode));
 		cJSON_AddStringToObject(rules, "e2el_end", ls_e2el_end_name(r->e2el_end));
+		cJSON_AddStringToObject(rules, "out_tokens", ls_out_tokens_name(r->out_tokens));
 		cJSON_AddBoolToObject(rules, "failures_in_headline", r->failures_in_headline);
-		cJSON_AddNumberToObject(rules, "itl_divisor", r->itl_divisor);
+		cJSON_AddBoolToObject(rules, "no_token_ok", r->no_token_ok);
+		cJSON_AddBoolToObject(rules, "no_done_ok", r->no_done_ok);
 		cJSON_AddItemToObject(rules, "percentiles", num_array_d(r->percentiles, r->n_percentiles));
+		if (r->n_itl_percentiles)
+			cJSON_AddItemToObject(rules, "itl_percentiles",
+					      num_array_d(r->itl_percentiles, r->n_itl_percentiles));
 	}
 	cJSON_AddStringToObject(o, "arrival", ctx->arrival ? ctx->arrival : "");
 	cJSON_AddStringToObject(o, "run_tag", ctx->run_tag ? ctx->run_tag : "");
@@ -133,6 +141,8 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 		cJSON_AddNumberToObject(o, "server_avg_spec_accept_length", ctx->spec->avg_accept_len);
 	if (ctx->record_path)
 		cJSON_AddStringToObject(o, "record_file", ctx->record_path);
+	if (ctx->checks)
+		cJSON_AddItemToObject(o, "checks", ls_checks_json(ctx->checks));
 	return o;
 }
 

@@ -93,7 +93,7 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 	snprintf(record, sizeof(record), "%s/rec.jsonl", result_dir);
 	const char *argv[] = { "bench", "--base-url", sim.url, "--model", "latscope-sim", "--dataset-name", "random",
 			       "--random-input-len", "32", "--random-output-len", "16", "--ignore-eos",
-			       "--num-prompts", "500", "--request-rate", "20", "--seed", "3", "--disable-tqdm",
+			       "--num-prompts", "500", "--request-rate", "20", "--seed", "3", "--disable-tqdm", "--probes", "off",
 			       "--record", record, "--save-result", "--result-dir", result_dir,
 			       "--result-filename", "r.json", "--metric-percentiles", "50,99", NULL };
 	char *out = NULL, *err = NULL;
@@ -205,7 +205,7 @@ Test(bench_truth, slot_wait_is_shown_not_hidden, .timeout = 60)
 	close(fd);
 	const char *argv[] = { "bench", "--base-url", sim.url, "--dataset-name", "random", "--random-input-len", "32",
 			       "--random-output-len", "20", "--ignore-eos", "--num-prompts", "60",
-			       "--request-rate", "50", "--max-concurrency", "4", "--disable-tqdm", "--record", record,
+			       "--request-rate", "50", "--max-concurrency", "4", "--disable-tqdm", "--probes", "off", "--record", record,
 			       "--metric-percentiles", "50,99", NULL };
 	char *out = NULL, *err = NULL;
 	int rc = t_run(argv, &out, &err, 45);

@@ -76,7 +76,8 @@ Test(config, flags_with_vllm_names)
 	cr_expect(c.random_range_ratio == 0.25);
 	cr_expect(c.per_request_conn);
 	cr_expect_str_eq(c.record_path, "/tmp/r.jsonl");
-	cr_expect_eq(c.server_pid, 123);
+	cr_expect_eq(c.n_server_pids, 1);
+	cr_expect_eq(c.server_pids[0], 123);
 	cr_expect_eq(c.probes, LS_PROBES_OFF);
 	cr_expect_str_eq(c.gpu_dir, "/tmp/g");
 	cr_expect_str_eq(c.trace_path, "t.json");

@@ -250,18 +250,163 @@ Test(metrics, parse_helpers)
 	cr_expect_str_eq(ls_e2el_end_name(LS_END_LAST_BYTE), "last_byte");
 }
 
-Test(metrics, itl_divisor_moves_only_the_headline)
+/* SGLang's native client: the first frame carries a special token with empty text, then
+ * cumulative text; counts from meta_info. */
+static void request_native(struct ls_request *r)
+{
+	ls_request_reset(r, 0);
+	r->output_len = 16;
+	r->scheduled_ns = r->admitted_ns = r->started_ns = T0;
+	frame(r, 100, LS_FRAME_CHOICES, 0, 1);  /* special token, text "" */
+	frame(r, 110, LS_FRAME_CHOICES, 4, 1);  /* first text */
+	frame(r, 120, LS_FRAME_CHOICES, 12, 3); /* 3 tokens (speculative) */
+	frame(r, 130, LS_FRAME_CHOICES, 0, 0);  /* no new tokens: SGLang `continue`s */
+	frame(r, 140, LS_FRAME_CHOICES | LS_FRAME_FINISH, 8, 2);
+	frame(r, 141, LS_FRAME_DONE, 0, 0);
+	for (uint32_t i = 0, cum = 0; i < 5; i++)
+		r->frames[i].cum_tokens = (int32_t)(cum += (uint32_t)r->frames[i].tokens);
+	r->done_frame_ns = T0 + 141 * MS;
+	r->finished_ns = T0 + 142 * MS;
+	r->usage_completion_tokens = 7;
+}
+
+Test(metrics, sglang_native_rules)
+{
+	struct ls_request r = { 0 };
+	request_native(&r);
+	struct ls_read_rules rules = rules_of("sglang");
+	struct ls_req_view v;
+	cr_assert(ls_request_view(&r, &rules, &v));
+	cr_expect_eq(v.first_frame, 1, "cumulative text gate: the empty first frame is not the first token");
+	cr_expect(NEAR(v.ttft_s[LS_CLOCK_STARTED], 0.110));
+	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.141), "E2EL at [DONE]");
+	cr_expect_eq(v.output_tokens, 7, "the last cumulative count");
+	cr_expect(!ls_frame_gated(&r, 0, &rules) && ls_frame_gated(&r, 3, &rules));
+	double itl[16];
+	size_t n = ls_request_itls(&r, &rules, LS_ITL_TOKEN, itl, 16);
+	cr_assert_eq(n, 5, "3 + 2 tokens; the frame without new tokens gives none");
+	cr_expect(NEAR(itl[0], 0.010 / 3) && NEAR(itl[2], 0.010 / 3));
+	cr_expect(NEAR(itl[3], 0.010) && NEAR(itl[4], 0.010), "its 10 ms carry into the next gap: 20 ms / 2");
+
+	rules = rules_of("vllm"); /* the same stream read by vLLM: every frame with choices */
+	cr_assert(ls_request_view(&r, &rules, &v));
+	cr_expect_eq(v.first_frame, 0);
+	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.140), "E2EL at the last content frame");
+	cr_expect_eq(ls_request_itls(&r, &rules, LS_ITL_FRAME, itl, 16), 4);
+	ls_request_free(&r);
+}
+
+Test(metrics, output_token_sources)
+{
+	struct ls_request r = { 0 };
+	request_a(&r, 0, 0); /* asked for 4, usage says 4 */
+	r.output_len = 10;
+	struct ls_read_rules rules = rules_of("sglang-oai");
+	struct ls_req_view v;
+	cr_assert(ls_request_view(&r, &rules, &v));
+	cr_expect_eq(v.output_tokens, 10, "usage in a frame without text is not read: the requested length");
+	cr_expect(NEAR(v.tpot_s, (0.114 - 0.088) / 9), "TPOT %g", v.tpot_s);
+	r.frames[2].flags |= LS_FRAME_USAGE; /* usage rides in the last text frame */
+	r.frames[2].cum_tokens = 4;
+	ls_request_view(&r, &rules, &v);
+	cr_expect_eq(v.output_tokens, 4);
+	rules.out_tokens = LS_OUT_CUMULATIVE;
+	r.frames[2].cum_tokens = -1;
+	ls_request_view(&r, &rules, &v);
+	cr_expect_eq(v.output_tokens, 10, "no cumulative count: the requested length, as SGLang starts from");
+	ls_request_free(&r);
+}
+
+Test(metrics, success_rules_differ)
+{
+	struct ls_request r = { 0 };
+	ls_request_reset(&r, 0);
+	r.output_len = 8;
+	r.scheduled_ns = r.admitted_ns = r.started_ns = T0;
+	frame(&r, 50, LS_FRAME_CHOICES, 0, -1); /* only empty text */
+	frame(&r, 60, LS_FRAME_DONE, 0, 0);
+	r.done_frame_ns = T0 + 60 * MS;
+	r.finished_ns = T0 + 61 * MS;
+	struct ls_read_rules rules = rules_of("sglang-oai");
+	struct ls_req_view v;
+	cr_expect(ls_request_view(&r, &rules, &v), "SGLang: HTTP 200 without text is a success");
+	cr_expect(v.ttft_s[LS_CLOCK_STARTED] == 0.0, "with TTFT 0.0");
+	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.060));
+	rules = rules_of("vllm");
+	cr_expect(ls_request_view(&r, &rules, &v), "vLLM: a frame with choices, empty or not, is a first token");
+	rules.ttft_gate = LS_GATE_TEXT;
+	cr_expect(!ls_request_view(&r, &rules, &v) && v.no_first_token);
+
+	request_a(&r, 0, 0);
+	r.fail = LS_FAIL_NO_DONE;
+	rules = rules_of("vllm");
+	cr_expect(ls_request_view(&r, &rules, &v), "vLLM and SGLang do not need [DONE]");
+	rules = rules_of("honest");
+	cr_expect(!ls_request_view(&r, &rules, &v), "latscope counts a missing [DONE] as a failure");
+	ls_request_free(&r);
+}
+
+Test(metrics, token_counts_estimated_from_text_bytes)
+{
+	struct ls_request r = { 0 };
+	ls_request_reset(&r, 0);
+	r.started_ns = T0;
+	frame(&r, 10, LS_FRAME_CHOICES, 4, -1);
+	frame(&r, 20, LS_FRAME_CHOICES, 8, -1);
+	frame(&r, 30, LS_FRAME_CHOICES, 8, -1);
+	r.usage_completion_tokens = 10; /* 0.5 tokens per byte: 2, 4, 4 */
+	struct ls_read_rules rules = rules_of("vllm");
+	cr_expect(NEAR(ls_frame_tokens(&r, 1, &rules), 4.0));
+	double itl[16];
+	size_t n = ls_request_itls(&r, &rules, LS_ITL_TOKEN, itl, 16);
+	cr_assert_eq(n, 8);
+	cr_expect(NEAR(itl[0], 0.0025) && NEAR(itl[7], 0.0025));
+	ls_request_free(&r);
+}
+
+Test(metrics, itl_has_its_own_percentiles)
 {
 	struct ls_run run;
 	build_run(&run);
-	struct ls_read_rules rules = rules_of("sglang-oai");
+	struct ls_read_rules rules = rules_of("sglang");
 	rules.ttft_gate = LS_GATE_CHOICES;
-	rules.itl_divisor = 2.0;
 	struct ls_metrics m;
 	cr_assert_eq(ls_metrics_compute(&run, &rules, NULL, &m), 0);
-	cr_expect(NEAR(m.itl.mean_ms, 5.0), "headline ITL divided: %g", m.itl.mean_ms);
-	cr_expect(NEAR(m.itl_frame.mean_ms, 10.0), "chunk ITL stays as measured");
-	cr_expect(NEAR(m.itl_pool[0], 0.005));
+	cr_expect_eq(m.itl.n_pcts, 2);
+	cr_expect(m.itl.pcts[0] == 95 && m.itl.pcts[1] == 99);
+	cr_expect_eq(m.ttft.n_pcts, 1);
+	cr_expect(m.ttft.pcts[0] == 99);
 	ls_metrics_free(&m);
+	cr_assert_eq(ls_percentiles_parse("50,90", &rules), 0);
+	cr_expect_eq(rules.n_itl_percentiles, 0, "a flag sets one list for every metric");
 	ls_run_free(&run);
+}
+
+/* The first frame carries only a special token (empty text): vLLM's TTFT stops there,
+ * SGLang's OpenAI client waits for text; an empty frame mid-stream is an ITL sample for
+ * vLLM and a longer gap for SGLang. */
+Test(metrics, empty_first_frame_moves_ttft)
+{
+	struct ls_request r = { 0 };
+	ls_request_reset(&r, 0);
+	r.output_len = 4;
+	r.scheduled_ns = r.admitted_ns = r.started_ns = T0;
+	frame(&r, 100, LS_FRAME_CHOICES, 0, -1);
+	frame(&r, 110, LS_FRAME_CHOICES, 5, -1);
+	frame(&r, 120, LS_FRAME_CHOICES, 0, -1);
+	frame(&r, 130, LS_FRAME_CHOICES, 5, -1);
+	frame(&r, 131, LS_FRAME_DONE, 0, 0);
+	r.done_frame_ns = T0 + 131 * MS;
+	r.usage_completion_tokens = 4;
+	struct ls_read_rules vllm = rules_of("vllm"), oai = rules_of("sglang-oai");
+	struct ls_req_view v;
+	cr_assert(ls_request_view(&r, &vllm, &v));
+	cr_expect(NEAR(v.ttft_s[LS_CLOCK_STARTED], 0.100));
+	cr_assert(ls_request_view(&r, &oai, &v));
+	cr_expect(NEAR(v.ttft_s[LS_CLOCK_STARTED], 0.110));
+	double itl[8];
+	cr_expect_eq(ls_request_itls(&r, &vllm, LS_ITL_FRAME, itl, 8), 3);
+	cr_assert_eq(ls_request_itls(&r, &oai, LS_ITL_FRAME, itl, 8), 1);
+	cr_expect(NEAR(itl[0], 0.020));
+	ls_request_free(&r);
 }

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# tests/perf/run.sh — `make bench`: what latscope's harness costs, against `latscope sim` on
+# loopback (a benchmark, not a pass/fail test). Prints one table and writes it as JSON to
+# build/perf/results.json:
+#   - streams: 100, 1,000 and 5,000 concurrent streams (all in flight at once);
+#   - rates: 100, 1,000 and 5,000 req/s with free slots (Poisson arrivals, no concurrency cap);
+#   - hold: 10,000 streams held by one latscope;
+# each with the probes off and (as root, with BTF) on. Per case: client delay per frame (harness
+# stamp - kernel arrival, from the probes), schedule lag (started - scheduled), harness CPU per
+# request and per frame and peak RSS per stream in flight (bench's "harness cost" line), and the
+# simulator's own figures (streams held at once from its truth file, CPU per frame from
+# /proc/PID/schedstat). Then tests/perf/probes_cost.sh (probes' cost on both sides).
+# The simulator and the harness are pinned to different cores when there are two.
+# Env: LATSCOPE_PERF_QUICK=1 (smaller cases, ~1 min), LATSCOPE_PERF_SKIP_COST=1.
+set -u
+cd "$(dirname "$0")/../.."
+BIN=${LATSCOPE_BIN:-$PWD/build/latscope}
+OUT=${LATSCOPE_PERF_DIR:-$PWD/build/perf}
+QUICK=${LATSCOPE_PERF_QUICK:-0}
+mkdir -p "$OUT"
+[ -x "$BIN" ] || { echo "bench: $BIN not built (make)"; exit 1; }
+T0=$(date +%s)
+
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	PIN_SIM="taskset -c 1" PIN_BENCH="taskset -c 0" PINNED="sim on cpu 1, harness on cpu 0"
+else
+	PIN_SIM="" PIN_BENCH="" PINNED="not pinned (one core)"
+fi
+MODES="off"
+if [ "$(id -u)" -eq 0 ] && [ -r /sys/kernel/btf/vmlinux ]; then
+	MODES="off on"
+else
+	PROBES_WHY="not root or no kernel BTF: client delay needs the probes"
+fi
+
+SIM=0
+stop_sim() { [ "$SIM" -gt 0 ] && { kill "$SIM" 2>/dev/null; wait "$SIM" 2>/dev/null; }; SIM=0; }
+trap stop_sim EXIT
+
+# start_sim name args...: a fresh simulator per case (its truth file is the case's).
+start_sim() {
+	local name=$1; shift
+	for _ in 1 2 3 4 5; do # a random port may be taken: try another
+		PORT=$((20000 + RANDOM % 30000))
+		rm -f "$OUT/$name.truth"
+		$PIN_SIM "$BIN" sim --port "$PORT" --truth "$OUT/$name.truth" --quiet "$@" 2>"$OUT/$name.sim.log" &
+		SIM=$!
+		for _ in $(seq 200); do
+			(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
+			kill -0 "$SIM" 2>/dev/null || break
+			sleep 0.05
+		done
+		stop_sim
+	done
+	echo "bench: the simulator did not start: $(tail -2 "$OUT/$name.sim.log")" >&2
+	return 1
+}
+
+sched_ns() { awk '{print $1}' "/proc/$1/schedstat" 2>/dev/null || echo 0; }
+
+# p50 p99 max (us) of the numbers (ns) on stdin.
+pcts() { sort -n | awk '{ v[NR] = $1 } END { if (!NR) { print "- - -"; exit }
+	printf "%.1f %.1f %.1f\n", v[int((NR - 1) * 0.50) + 1] / 1e3, v[int((NR - 1) * 0.99) + 1] / 1e3, v[NR] / 1e3 }'; }
+
+# Schedule lag (started - scheduled) of measured requests in a --record file.
+sched_lag() {
+	awk 'function num(key,   m) { if (match($0, "\"" key "\":-?[0-9]+")) { m = substr($0, RSTART, RLENGTH);
+		sub(/.*:/, "", m); return m + 0 } return 0 }
+	/"warmup":0/ { s = num("scheduled_ns"); t = num("started_ns"); if (s && t) print t - s }' "$1" | pcts
+}
+
+# Most requests the simulator held at once (received -> finished/failed), from its truth file.
+sim_held() {
+	awk 'function num(key,   m) { if (match($0, "\"" key "\":[0-9]+")) { m = substr($0, RSTART, RLENGTH);
+		sub(/.*:/, "", m); return m + 0 } return 0 }
+	{ r = num("received"); e = num("finished"); if (!e) e = num("failed"); if (r && e) { print r, 1; print e, -1 } }' \
+		"$1" | sort -n -k1,1 -k2,2 | awk '{ c += $2; if (c > m) m = c } END { print m + 0 }'
+}
+
+# A bench report's figures as "key=value" words.
+parse_report() {
+	awk '
+	/^Successful requests:/ { ok = $NF }
+	/^Failed requests:/ { failed = $NF }
+	/^client delay per frame/ { for (i = 1; i <= NF; i++) {
+		if ($i == "P50") cd50 = $(i + 1) * 1e3; if ($i == "P99") cd99 = $(i + 1) * 1e3; if ($i == "max") cdmax = $(i + 1) * 1e3 } }
+	/^harness cost/ { for (i = 1; i <= NF; i++) {
+		if ($i == "per" && $(i + 1) == "request,") ureq = $(i - 2)
+		if ($i == "per" && $(i + 1) == "frame") ufr = $(i - 2)
+		if ($i == "frames);") frames = $(i - 1)
+		if ($i == "KiB" && $(i + 1) == "per") kib = $(i - 1)
+		if ($i == "(peak") { peak = $(i + 1); sub(/\).*/, "", peak) }
+		if ($i == "events,") ev = $(i - 1) } }
+	END { printf "ok=%s failed=%s cd50=%s cd99=%s cdmax=%s ureq=%s ufr=%s frames=%s kib=%s peak=%s events=%s\n",
+		ok + 0, failed + 0, cd50 == "" ? "-" : cd50, cd99 == "" ? "-" : cd99, cdmax == "" ? "-" : cdmax,
+		ureq == "" ? "-" : ureq, ufr == "" ? "-" : ufr, frames + 0, kib == "" ? "-" : kib, peak + 0, ev + 0 }' "$1"
+}
+
+ROWS=()
+JSON=()
+declare -A UFR SFR EVF # per "case:mode": harness and simulator CPU per frame, probe events per frame
+NAMES=()
+# run_case name probes "sim args" bench args...
+run_case() {
+	local name=$1 mode=$2 simargs=$3; shift 3
+	local tag="$name-probes-$mode" srv=()
+	start_sim "$tag" $simargs || { ROWS+=("$(printf '%-12s %-3s  simulator did not start' "$name" "$mode")"); return; }
+	[ "$mode" = on ] && srv=(--server-pid "$SIM")
+	local s0 s1 t0 t1
+	s0=$(sched_ns "$SIM"); t0=$(date +%s%N)
+	$PIN_BENCH "$BIN" bench --base-url "http://127.0.0.1:$PORT" --model latscope-sim --ignore-eos \
+		--num-warmups 0 --disable-tqdm --ready-check-timeout-sec 5 --seed 1 --random-input-len 16 \
+		--probes "$mode" "${srv[@]}" --record "$OUT/$tag.jsonl" "$@" >"$OUT/$tag.out" 2>"$OUT/$tag.err"
+	local rc=$?
+	s1=$(sched_ns "$SIM"); t1=$(date +%s%N)
+	stop_sim
+	local $(parse_report "$OUT/$tag.out")
+	read -r lag50 lag99 lagmax < <(sched_lag "$OUT/$tag.jsonl")
+	local held simfr wall
+	held=$(sim_held "$OUT/$tag.truth")
+	simfr=$(awk -v s=$((s1 - s0)) -v f="$frames" 'BEGIN { if (f > 0) printf "%.2f", s / f / 1e3; else print "-" }')
+	wall=$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", t / 1e9 }')
+	[ $rc -ne 0 ] && failed="$failed(rc$rc)"
+	ROWS+=("$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %7s %6s | %6s %6s | %5s' \
+		"$name" "$mode" "$peak" "$ok" "$frames" "$failed" "$cd50" "$cd99" "$cdmax" "$lag50" "$lag99" "$lagmax" \
+		"$ureq" "$ufr" "$kib" "$held" "$simfr" "$wall")")
+	JSON+=("$(printf '{"case":"%s","probes":"%s","peak_in_flight":%s,"ok":%s,"failed":"%s","frames":%s,"client_delay_us":{"p50":"%s","p99":"%s","max":"%s"},"schedule_lag_us":{"p50":"%s","p99":"%s","max":"%s"},"harness_cpu_us_per_request":"%s","harness_cpu_us_per_frame":"%s","rss_kib_per_stream":"%s","probe_events":%s,"sim_streams_held":%s,"sim_cpu_us_per_frame":"%s","wall_s":%s}' \
+		"$name" "$mode" "$peak" "$ok" "$failed" "$frames" "$cd50" "$cd99" "$cdmax" "$lag50" "$lag99" "$lagmax" \
+		"$ureq" "$ufr" "$kib" "$events" "$held" "$simfr" "$wall")")
+	UFR[$name:$mode]=$ufr SFR[$name:$mode]=$simfr
+	EVF[$name:$mode]=$(awk -v e="$events" -v f="$frames" 'BEGIN { printf "%.2f", (f > 0 ? e / f : 0) }')
+	[ "$mode" = off ] && NAMES+=("$name")
+	echo "  done: $name probes $mode (${wall}s)" >&2
+}
+
+# Concurrent streams: all C in flight at once, a fixed-time step (no per-token cost) so the frame
+# rate is known: C / step per second.
+if [ "$QUICK" = 1 ]; then
+	STREAMS="100:10:50 1000:50:20"; RATES="100 1000"; HOLD=2000
+else
+	STREAMS="100:10:100 1000:40:40 5000:100:20"; RATES="100 1000 5000"; HOLD=10000
+fi
+echo "latscope make bench: $(nproc) cores, $PINNED, probes: $MODES${PROBES_WHY:+ ($PROBES_WHY)}" >&2
+for spec in $STREAMS; do
+	IFS=: read -r c step tokens <<<"$spec"
+	for mode in $MODES; do
+		run_case "streams-$c" "$mode" "--step-ms $step --prefill-token-us 0 --decode-token-us 0 --max-batch $((c + 16)) --max-batch-tokens 1000000" \
+			--num-prompts "$c" --max-concurrency "$c" --random-output-len "$tokens"
+	done
+done
+# Request rates with free slots: 2 s of Poisson arrivals, 4 tokens at 5 ms steps each.
+for r in $RATES; do
+	for mode in $MODES; do
+		run_case "rate-$r" "$mode" "--step-ms 5 --prefill-token-us 0 --decode-token-us 0 --max-batch 4096 --max-batch-tokens 1000000" \
+			--num-prompts $((2 * r)) --request-rate "$r" --random-output-len 4
+	done
+done
+# Streams held by one latscope (probes off: the point is holding them).
+run_case "hold-$HOLD" off "--step-ms 200 --prefill-token-us 0 --decode-token-us 0 --max-batch $((HOLD + 16)) --max-batch-tokens 10000000" \
+	--num-prompts "$HOLD" --max-concurrency "$HOLD" --random-output-len 8
+
+HDR1=$(printf '%-12s %-3s %6s %5s %7s %6s | %-24s | %-24s | %-23s | %-13s | %5s' case prb peak ok frames failed \
+	"client delay us (kernel)" "schedule lag us" "harness CPU/RSS" "simulator" wall)
+HDR2=$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %7s %6s | %6s %6s | %5s' "" "" "" "" "" "" \
+	p50 p99 max p50 p99 max us/req us/frm KiB/st held us/frm s)
+{
+	echo
+	echo "latscope harness cost against latscope sim on loopback ($(nproc) cores, $PINNED; kernel $(uname -r))"
+	echo "$HDR1"
+	echo "$HDR2"
+	printf '%s\n' "${ROWS[@]}"
+	echo "streams-C: C streams at once (step 10/40/100 ms: 10k/25k/50k frames/s); rate-R: R req/s Poisson, free slots;"
+	echo "peak: most requests in flight (harness); held: most the simulator held; KiB/st: peak RSS growth / peak;"
+	echo "us/frm (simulator): its CPU (schedstat) per frame; '-': needs the probes (root + BTF)."
+	echo "targets: client delay p50 <= 20 us, p99 <= 200 us at 1,000 streams; schedule lag p99 <= 100 us at"
+	echo "1,000 req/s; harness <= 5 us per frame, probes <= 1 us per event; <= 64 KiB per stream; 10,000 streams"
+	echo "held without error; the simulator holds 5,000 streams on one core."
+	# What the probes add per event: CPU per frame on minus off, over events per frame.
+	for n in "${NAMES[@]}"; do
+		[ -n "${UFR[$n:on]:-}" ] || continue
+		awk -v n="$n" -v h0="${UFR[$n:off]}" -v h1="${UFR[$n:on]}" -v s0="${SFR[$n:off]}" -v s1="${SFR[$n:on]}" \
+			-v e="${EVF[$n:on]}" 'BEGIN { if (e > 0 && h0 != "-" && h1 != "-")
+			printf "probes %-12s %.2f events/frame: harness %+.2f us/event, simulator %+.2f us/event\n", n, e,
+				(h1 - h0) / e, (s1 - s0) / e }'
+	done
+} | tee "$OUT/table.txt"
+
+COST=""
+if [ "${LATSCOPE_PERF_SKIP_COST:-0}" != 1 ]; then
+	echo
+	echo "tests/perf/probes_cost.sh (probes' cost on both sides, fresh connections):"
+	if [ "$QUICK" = 1 ]; then n=150 r=1; else n=300 r=2; fi
+	COST=$(tests/perf/probes_cost.sh "$n" 32 "$r" 2>&1)
+	echo "$COST"
+fi
+
+{
+	printf '{"machine":{"cores":%s,"kernel":"%s","pinned":"%s"},"probes_modes":"%s","cases":[' \
+		"$(nproc)" "$(uname -r)" "$PINNED" "$MODES"
+	(IFS=,; printf '%s' "${JSON[*]}")
+	printf '],"probes_per_event":['
+	first=1
+	while IFS= read -r line; do
+		[ $first = 1 ] || printf ','
+		printf '"%s"' "$line"; first=0
+	done < <(grep '^probes ' "$OUT/table.txt")
+	printf '],"probes_cost":['
+	first=1
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		line=${line//\\/\\\\}; line=${line//\"/\\\"}
+		[ $first = 1 ] || printf ','
+		printf '"%s"' "$line"; first=0
+	done <<<"$COST"
+	printf '],"elapsed_s":%s}\n' $(($(date +%s) - T0))
+} >"$OUT/results.json"
+echo
+echo "results: $OUT/results.json, table: $OUT/table.txt, per-case reports: $OUT/*.out ($(($(date +%s) - T0)) s)"

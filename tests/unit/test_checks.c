@@ -1,0 +1,189 @@
+/* The checks that end every report, on hand-built runs: each fires on the condition it
+ * names, and says ok otherwise. */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include "checks.h"
+#include "profile.h"
+
+#define MS 1000000ull
+#define T0 (5000 * MS)
+
+/* A request started at start_ms: first token after ttft_ms, then n_frames - 1 frames every
+ * 10 ms carrying tpf tokens each; usage = tokens generated; asked for `asked`. */
+static void req(struct ls_request *r, uint64_t id, uint64_t start_ms, uint64_t ttft_ms, uint32_t n_frames,
+		int32_t tpf, uint32_t asked)
+{
+	ls_request_reset(r, id);
+	r->prompt_len = 100;
+	r->output_len = asked;
+	r->scheduled_ns = r->admitted_ns = r->started_ns = T0 + start_ms * MS;
+	uint64_t t = start_ms + ttft_ms;
+	int32_t total = 0;
+	for (uint32_t i = 0; i < n_frames; i++, t += 10) {
+		struct ls_frame *f = ls_request_add_frame(r);
+		cr_assert_not_null(f);
+		f->arrived_ns = T0 + t * MS;
+		f->flags = LS_FRAME_CHOICES;
+		f->text_len = 4;
+		f->tokens = i ? tpf : 1;
+		total += f->tokens;
+		f->cum_tokens = total;
+	}
+	r->done_frame_ns = r->finished_ns = r->frames[n_frames - 1].arrived_ns; /* [DONE] rides with the last */
+	r->usage_completion_tokens = total;
+	r->usage_prompt_tokens = 100;
+}
+
+static struct ls_run *new_run(size_t n)
+{
+	struct ls_run *run = calloc(1, sizeof(*run));
+	run->requests = calloc(n, sizeof(*run->requests));
+	run->n_requests = n;
+	run->start_ns = T0;
+	return run;
+}
+
+static void free_run(struct ls_run *run)
+{
+	ls_run_free(run);
+	free(run);
+}
+
+static void checks_of(const struct ls_run *run, const char *profile, const struct ls_checks_ctx *cx,
+		      struct ls_checks *out)
+{
+	struct ls_profile p;
+	cr_assert_eq(ls_profile_builtin(profile, &p), 0);
+	struct ls_metrics m;
+	cr_assert_eq(ls_metrics_compute(run, &p.read, NULL, &m), 0);
+	ls_checks_compute(run, &m, cx, out);
+	ls_metrics_free(&m);
+}
+
+Test(checks, a_clean_run_is_all_ok)
+{
+	struct ls_run *run = new_run(3);
+	for (int i = 0; i < 3; i++)
+		req(&run->requests[i], (uint64_t)i, (uint64_t)i * 5, 20, 8, 1, 8);
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	cr_assert_eq(c.n, LS_CHECK__COUNT);
+	cr_expect_eq(c.n_bad, 0);
+	for (size_t k = 0; k < c.n; k++)
+		cr_expect(!strncmp(c.c[k].text, "ok: ", 4), "%s: %s", ls_check_name(c.c[k].kind), c.c[k].text);
+	free_run(run);
+}
+
+Test(checks, failures_condition_the_percentiles)
+{
+	struct ls_run *run = new_run(4);
+	for (int i = 0; i < 4; i++)
+		req(&run->requests[i], (uint64_t)i, (uint64_t)i * 5, 20, 8, 1, 8);
+	run->requests[2].fail = LS_FAIL_RESET_MID_STREAM;
+	struct ls_checks c;
+	checks_of(run, "sglang", NULL, &c);
+	const struct ls_check *f = &c.c[LS_CHECK_FAILURES];
+	cr_expect(!f->ok);
+	cr_expect(strstr(f->text, "1 of 4 requests failed (reset_mid_stream 1)"), "%s", f->text);
+	cr_expect(strstr(f->text, "conditioned on the 3 that survived"), "%s", f->text);
+	cr_expect(strstr(f->text, "do not print the failures"), "sglang hides them: %s", f->text);
+	free_run(run);
+}
+
+Test(checks, token_counts_that_disagree)
+{
+	struct ls_run *run = new_run(2);
+	req(&run->requests[0], 0, 0, 20, 8, 1, 16); /* stopped at 8 of 16 */
+	req(&run->requests[1], 1, 5, 20, 8, 1, 16);
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	const struct ls_check *t = &c.c[LS_CHECK_TOKENS];
+	cr_expect(!t->ok);
+	cr_expect(strstr(t->text, "usage says 16 tokens, the requests asked for 32 (ratio 0.500)"), "%s", t->text);
+	cr_expect(strstr(t->text, "2 of 2 requests stopped before max_tokens"), "%s", t->text);
+	checks_of(run, "sglang-oai", NULL, &c); /* takes the requested length: TPOT moves */
+	cr_expect(strstr(c.c[LS_CHECK_TOKENS].text, "these rules take requested (32 tokens, ratio 2.000"), "%s",
+		  c.c[LS_CHECK_TOKENS].text);
+	run->requests[1].usage_completion_tokens = 9; /* usage and the stream's count disagree */
+	run->requests[0].output_len = run->requests[1].output_len = 8;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(strstr(c.c[LS_CHECK_TOKENS].text, "cumulative counts say 16, the usage frame 17"), "%s",
+		  c.c[LS_CHECK_TOKENS].text);
+	free_run(run);
+}
+
+Test(checks, itl_over_tpot_explained_by_tokens_per_frame)
+{
+	struct ls_run *run = new_run(2);
+	req(&run->requests[0], 0, 0, 20, 10, 3, 28); /* 1 + 9 x 3 tokens, a frame every 10 ms */
+	req(&run->requests[1], 1, 5, 20, 10, 3, 28);
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	const struct ls_check *k = &c.c[LS_CHECK_ITL_TPOT];
+	cr_expect(!k->ok);
+	cr_expect(strstr(k->text, "mean ITL 10.00 ms / mean TPOT 3.33 ms = 3.00"), "%s", k->text);
+	cr_expect(strstr(k->text, "a frame carries 3.00 tokens"), "%s", k->text);
+	cr_expect(strstr(k->text, "10/10/10 token frames, 28/28/28 tokens"), "%s", k->text);
+	checks_of(run, "sglang", NULL, &c); /* per-token ITL: the ratio is 1 */
+	cr_expect(c.c[LS_CHECK_ITL_TPOT].ok, "%s", c.c[LS_CHECK_ITL_TPOT].text);
+	free_run(run);
+}
+
+Test(checks, repeated_prompt_served_from_a_prefix_cache)
+{
+	struct ls_run *run = new_run(5);
+	req(&run->requests[0], 4, 0, 100, 4, 1, 4); /* the warmup: prompt 0 */
+	run->requests[0].warmup = 1;
+	run->n_warmup = 1;
+	req(&run->requests[1], 0, 500, 5, 4, 1, 4); /* prompt 0 again: no prefill */
+	for (int i = 2; i < 5; i++)
+		req(&run->requests[i], (uint64_t)i - 1, 500 + (uint64_t)i * 5, 100, 4, 1, 4);
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	const struct ls_check *p = &c.c[LS_CHECK_PREFIX_CACHE];
+	cr_expect(!p->ok);
+	cr_expect(strstr(p->text, "TTFT 5.00 ms vs median 100.00 ms"), "%s", p->text);
+	cr_expect(strstr(p->text, "likely served from the server's prefix cache"), "%s", p->text);
+	run->requests[1].frames[0].arrived_ns += 95 * MS; /* now as slow as the rest */
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_PREFIX_CACHE].ok, "%s", c.c[LS_CHECK_PREFIX_CACHE].text);
+	struct ls_checks_ctx cx = { .repeated_run = 1, .cache_flushed = 0 };
+	checks_of(run, "vllm", &cx, &c);
+	cr_expect(!c.c[LS_CHECK_PREFIX_CACHE].ok, "a second run without a flushed cache");
+	cr_expect(strstr(c.c[LS_CHECK_PREFIX_CACHE].text, "could not be flushed"), "%s",
+		  c.c[LS_CHECK_PREFIX_CACHE].text);
+	free_run(run);
+}
+
+Test(checks, realised_rate_off_target)
+{
+	struct ls_run *run = new_run(10);
+	for (int i = 0; i < 10; i++) /* target 20 req/s = 50 ms apart, but scheduled 100 ms apart */
+		req(&run->requests[i], (uint64_t)i, 100 + (uint64_t)i * 100, 20, 4, 1, 4);
+	run->target_rate = 20;
+	struct ls_checks_ctx cx = { .arrival = "poisson-yield" };
+	struct ls_checks c;
+	checks_of(run, "sglang", &cx, &c);
+	const struct ls_check *r = &c.c[LS_CHECK_RATE];
+	cr_expect(!r->ok);
+	cr_expect(strstr(r->text, "realised 10.00 req/s vs target 20.00 (-50.0%)"), "%s", r->text);
+	cr_expect(strstr(r->text, "the schedule itself ends at 1.00 s for 10 requests instead of N/rate = 0.50 s"),
+		  "%s", r->text);
+	cr_expect(strstr(r->text, "poisson-yield is not normalised"), "%s", r->text);
+	/* On schedule but held by the slot limit: saturation. */
+	for (int i = 0; i < 10; i++) {
+		struct ls_request *q = &run->requests[i];
+		q->scheduled_ns = T0 + (uint64_t)(i + 1) * 50 * MS;
+		q->admitted_ns = q->started_ns = q->scheduled_ns + (uint64_t)i * 50 * MS;
+	}
+	run->max_concurrency = 2;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(strstr(c.c[LS_CHECK_RATE].text, "the concurrency limit of 2 held them"), "%s", c.c[LS_CHECK_RATE].text);
+	cJSON *j = ls_checks_json(&c);
+	cr_assert_not_null(j);
+	cr_expect_eq(cJSON_GetArraySize(j), LS_CHECK__COUNT);
+	cJSON_Delete(j);
+	free_run(run);
+}

@@ -1,0 +1,359 @@
+/* bench_probes.c — see bench_probes.h. Wires probes.c (open, drain hook, events), gpu_steps.c
+ * (--gpu-dir), attribution*.c and the report_attribution / report_trace writers into a bench
+ * run. Its own figures are only summaries: the client delay per frame and the harness's cost
+ * (getrusage between open and report). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include "attribution.h"
+#include "bench_probes.h"
+#include "gpu_steps.h"
+#include "probes.h"
+
+struct ls_bench_probes {
+	const struct ls_config *cfg;
+	struct ls_probes *probes;   /* NULL: off (why says why) */
+	struct ls_loop_hook hook;
+	char why[256];
+	struct rusage before;       /* at open: the run's CPU and peak RSS are measured from here */
+};
+
+int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out)
+{
+	struct ls_bench_probes *bp = calloc(1, sizeof(*bp));
+	pid_t self = getpid(), srv[LS_MAX_SERVER_PIDS];
+
+	*out = NULL;
+	if (!bp) {
+		fprintf(stderr, "latscope bench: out of memory opening the probes\n");
+		return -1;
+	}
+	bp->cfg = cfg;
+	snprintf(bp->why, sizeof(bp->why), "--probes off");
+	if (cfg->probes != LS_PROBES_OFF) {
+		for (uint32_t i = 0; i < cfg->n_server_pids; i++)
+			srv[i] = (pid_t)cfg->server_pids[i];
+		struct ls_probes_opts po = {
+			.client_pids = &self, .n_client_pids = 1,
+			.server_pids = cfg->n_server_pids ? srv : NULL, .n_server_pids = cfg->n_server_pids,
+			.server_comm = cfg->server_comm,
+		};
+		bp->probes = ls_probes_open(&po, bp->why, sizeof(bp->why));
+		if (!bp->probes && cfg->probes == LS_PROBES_ON) {
+			fprintf(stderr, "latscope bench: --probes on: the eBPF probes cannot run: %s "
+					"(--probes auto runs without them)\n", bp->why);
+			free(bp);
+			return -1;
+		}
+		if (!bp->probes)
+			fprintf(stderr, "latscope bench: probes off: %s\n", bp->why);
+	}
+	if (bp->probes)
+		ls_probes_loop_hook(bp->probes, &bp->hook);
+	getrusage(RUSAGE_SELF, &bp->before);
+	*out = bp;
+	return 0;
+}
+
+void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o)
+{
+	if (!bp || !bp->probes)
+		return;
+	o->hooks = &bp->hook;
+	o->n_hooks = 1;
+}
+
+char *ls_bench_attribution_path(const char *record_path)
+{
+	size_t len = strlen(record_path);
+	const char *ext = ".jsonl";
+	size_t ext_len = strlen(ext);
+	char *path = NULL;
+
+	if (len > ext_len && !strcmp(record_path + len - ext_len, ext))
+		len -= ext_len;
+	if (asprintf(&path, "%.*s.attribution.jsonl", (int)len, record_path) < 0)
+		return NULL;
+	return path;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* How long each frame waited between the kernel having it and the harness stamping it: the
+ * harness's own delay per frame (warmups left out). */
+static void print_client_delay(FILE *out, const struct ls_run *run, const struct ls_attribution *a)
+{
+	size_t n = 0, cap = 0;
+	uint64_t *d;
+
+	for (size_t i = 0; i < a->n && i < run->n_requests; i++)
+		cap += a->req[i].n_frames;
+	if (!cap || !(d = malloc(cap * sizeof(*d))))
+		return;
+	for (size_t i = 0; i < a->n && i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		const struct ls_req_attr *ra = &a->req[i];
+		if (r->warmup)
+			continue;
+		for (uint32_t f = 0; f < ra->n_frames && f < r->n_frames; f++) {
+			uint64_t k = ra->frames[f].kernel_ns, s = r->frames[f].arrived_ns;
+			if (k && s >= k)
+				d[n++] = s - k;
+		}
+	}
+	if (n) {
+		qsort(d, n, sizeof(*d), cmp_u64);
+		fprintf(out, "client delay per frame (harness stamp - kernel arrival, n=%zu): P50 %.3f ms, "
+			"P99 %.3f ms, max %.3f ms\n", n, d[n / 2] / 1e6, d[(size_t)((n - 1) * 0.99)] / 1e6,
+			d[n - 1] / 1e6);
+	}
+	free(d);
+}
+
+static double cpu_us(const struct rusage *u)
+{
+	return (u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1e6 + u->ru_utime.tv_usec + u->ru_stime.tv_usec;
+}
+
+struct flight {
+	uint64_t t;
+	int      d;
+};
+
+static int cmp_flight(const void *a, const void *b)
+{
+	const struct flight *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->d - y->d; /* an end before a start at the same instant */
+}
+
+/* Most requests in flight at once: [started, finished) sweep. */
+static size_t peak_in_flight(const struct ls_run *run)
+{
+	struct flight *ev = malloc((2 * run->n_requests + 1) * sizeof(*ev));
+	size_t n = 0, peak = 0;
+	long cur = 0;
+
+	if (!ev)
+		return 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (!r->started_ns || r->finished_ns < r->started_ns)
+			continue;
+		ev[n++] = (struct flight){ r->started_ns, +1 };
+		ev[n++] = (struct flight){ r->finished_ns, -1 };
+	}
+	qsort(ev, n, sizeof(*ev), cmp_flight);
+	for (size_t i = 0; i < n; i++) {
+		cur += ev[i].d;
+		if (cur > (long)peak)
+			peak = (size_t)cur;
+	}
+	free(ev);
+	return peak;
+}
+
+/* What the harness itself cost during the run (warmups included): CPU per request and per
+ * frame, peak RSS growth per stream in flight, and the probes' drain per event. The kernel
+ * side of the probes runs partly in other tasks (softirq): tests/perf/probes_cost.sh has both. */
+static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, const struct ls_run *run,
+			       const struct rusage *now)
+{
+	uint64_t frames = 0;
+
+	for (size_t i = 0; i < run->n_requests; i++)
+		frames += run->requests[i].n_frames;
+	double cpu = cpu_us(now) - cpu_us(&bp->before);
+	size_t n = run->n_requests, peak = peak_in_flight(run);
+	long rss_kib = now->ru_maxrss - bp->before.ru_maxrss;
+	fprintf(out, "harness cost (getrusage, the run): CPU %.1f ms = %.1f us per request, %.2f us per frame "
+		"(%zu requests, %llu frames); peak RSS +%.1f MiB = %.1f KiB per stream in flight (peak %zu)",
+		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, n, (unsigned long long)frames,
+		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
+	if (bp->probes) {
+		uint64_t drain_ns = 0, events = 0;
+		ls_probes_cost(bp->probes, NULL, 0, &drain_ns, &events);
+		fprintf(out, "; probes: %llu events, drain %.2f us per event", (unsigned long long)events,
+			events ? drain_ns / 1e3 / events : 0.0);
+	}
+	fprintf(out, "\n");
+}
+
+/* cJSON prints every number with "%1.15g" and reads it back with sscanf (~3,000 instructions
+ * each: most of the JSONL's cost). The parts and stamps are integers: turn them into raw
+ * decimal text first, which cJSON copies as is. */
+static void ints_to_raw(cJSON *item)
+{
+	for (; item; item = item->next) {
+		if (item->child)
+			ints_to_raw(item->child);
+		double v = item->valuedouble;
+		if (!cJSON_IsNumber(item) || v < 0 || v > 9007199254740992.0 || v != (double)(uint64_t)v)
+			continue;
+		char buf[24], *p = buf + sizeof(buf);
+		uint64_t u = (uint64_t)v;
+		*--p = 0;
+		do
+			*--p = (char)('0' + u % 10);
+		while (u /= 10);
+		char *text = strdup(p);
+		if (!text)
+			continue; /* stays a number */
+		item->type = cJSON_Raw;
+		item->valuestring = text;
+	}
+}
+
+/* One header line, then one line per request (ls_attribution_request_json): the parts of its
+ * TTFT, each inter-token gap and E2EL in ns, its flags and the kernel's stamps. */
+static int write_jsonl(const char *path, const char *record_path, const struct ls_run *run,
+		       const struct ls_attribution *a)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "latscope bench: cannot create %s: %s\n", path, strerror(errno));
+		return err;
+	}
+	cJSON *h = cJSON_CreateObject();
+	if (h) {
+		cJSON_AddNumberToObject(h, "latscope_attribution", 1);
+		cJSON_AddStringToObject(h, "record", record_path);
+		cJSON_AddStringToObject(h, "run_tag", run->run_tag);
+		cJSON_AddStringToObject(h, "clock", ls_clock_name(a->rules.clock));
+		cJSON_AddStringToObject(h, "ttft_gate", ls_gate_name(a->rules.ttft_gate));
+		cJSON_AddStringToObject(h, "e2el_end", ls_e2el_end_name(a->rules.e2el_end));
+		cJSON_AddStringToObject(h, "units", "parts and totals in ns; kernel stamps CLOCK_MONOTONIC ns");
+		cJSON_AddStringToObject(h, "why", a->why);
+		cJSON_AddNumberToObject(h, "lost_events", (double)a->lost_events);
+	}
+	char *text = h ? cJSON_PrintUnformatted(h) : NULL;
+	cJSON_Delete(h);
+	if (!text || fprintf(f, "%s\n", text) < 0)
+		err = text ? -EIO : -ENOMEM;
+	free(text);
+	for (size_t i = 0; !err && i < a->n; i++) {
+		cJSON *j = ls_attribution_request_json(a, i);
+		if (j)
+			ints_to_raw(j->child);
+		text = j ? cJSON_PrintUnformatted(j) : NULL;
+		cJSON_Delete(j);
+		if (!text || fprintf(f, "%s\n", text) < 0)
+			err = text ? -EIO : -ENOMEM;
+		free(text);
+	}
+	if (fclose(f) && !err)
+		err = -errno;
+	if (err)
+		fprintf(stderr, "latscope bench: writing %s failed: %s\n", path, strerror(-err));
+	return err;
+}
+
+/* The run's span, warmups included (GPU steps outside it are someone else's). */
+static void run_span(const struct ls_run *run, uint64_t *from, uint64_t *to)
+{
+	*from = *to = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		uint64_t s = r->scheduled_ns ? r->scheduled_ns : r->started_ns;
+		uint64_t e = r->finished_ns;
+		for (uint32_t f = 0; f < r->n_frames; f++)
+			if (r->frames[f].arrived_ns > e)
+				e = r->frames[f].arrived_ns;
+		if (s && (!*from || s < *from))
+			*from = s;
+		if (e > *to)
+			*to = e;
+	}
+}
+
+int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out)
+{
+	const struct ls_config *cfg;
+	struct ls_gpu_steps gs = { 0 };
+	int have_gs = 0, err = 0;
+	uint64_t from, to;
+
+	if (!bp)
+		return 0;
+	cfg = bp->cfg;
+	struct rusage end;
+	getrusage(RUSAGE_SELF, &end); /* the run ends here: attribution is not its cost */
+	ls_probes_drain(bp->probes); /* what arrived after the loop's last drain */
+	run_span(run, &from, &to);
+	if (cfg->gpu_dir) {
+		if (ls_gpu_steps_load(cfg->gpu_dir, from, to, &gs) == 0)
+			have_gs = 1;
+		else
+			err = -EIO; /* the message named the directory; the report goes on without GPU */
+	}
+	const struct ls_evstore *ev = ls_probes_events(bp->probes);
+	struct ls_attribution *a = ls_attribute(run, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0, NULL,
+						bp->probes ? NULL : bp->why);
+	if (!a) {
+		fprintf(stderr, "latscope bench: out of memory attributing the run\n");
+		if (have_gs)
+			ls_gpu_steps_free(&gs);
+		return -ENOMEM;
+	}
+	fprintf(out, "\n");
+	ls_attribution_print(out, a);
+	if (bp->probes) {
+		print_client_delay(out, run, a);
+		const char *notes = ls_probes_notes(bp->probes);
+		for (const char *p = notes; p && *p;) {
+			size_t len = strcspn(p, "\n");
+			int said = memmem(p, len, "no server watched", 17) && strstr(a->why, "no server-side events");
+			if (len && !said)
+				fprintf(out, "probes: %.*s\n", (int)len, p);
+			p += len + (p[len] == '\n');
+		}
+	}
+	fprintf(out, "(attribution reads every request the honest way: TTFT and E2EL from `scheduled`, "
+		     "E2EL to the last byte)\n");
+	print_harness_cost(out, bp, run, &end);
+	if (have_gs) {
+		fprintf(out, "\n");
+		ls_gpu_report_print(out, &gs, from, to);
+	}
+	fflush(out);
+	if (cfg->record_path && bp->probes) { /* probes off: nothing the record does not hold already */
+		char *path = ls_bench_attribution_path(cfg->record_path);
+		int e = path ? write_jsonl(path, cfg->record_path, run, a) : -ENOMEM;
+		if (!e)
+			fprintf(stderr, "latscope bench: attribution per request written to %s\n", path);
+		else if (!err)
+			err = e;
+		free(path);
+	}
+	if (cfg->trace_path) {
+		int e = ls_trace_write(cfg->trace_path, run, a, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0);
+		if (!e)
+			fprintf(stderr, "latscope bench: trace written to %s (open it in ui.perfetto.dev)\n",
+				cfg->trace_path);
+		else if (!err)
+			err = e;
+	}
+	ls_attribution_free(a);
+	if (have_gs)
+		ls_gpu_steps_free(&gs);
+	return err;
+}
+
+void ls_bench_probes_close(struct ls_bench_probes *bp)
+{
+	if (!bp)
+		return;
+	ls_probes_close(bp->probes);
+	free(bp);
+}
