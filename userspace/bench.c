@@ -304,6 +304,7 @@ static void bench_free(struct bench *b)
 	free(b->url);
 	free(b->model);
 	ls_bench_probes_close(b->probes);
+	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
 	ls_config_free(&b->cfg);
 }
 
