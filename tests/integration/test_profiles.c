@@ -303,4 +303,24 @@ Test(profiles, empty_text_frames, .timeout = 60)
 	ls_metrics_free(&mv);
 	ls_metrics_free(&ms);
 	ls_run_free(&run);
+
+	/* Only the first frame empty: vLLM's clock stops at it, SGLang's OpenAI client waits for
+	 * the first text, one decode step (4 ms) later. */
+	const char *sx2[] = { "--step-ms", "4", "--prefill-token-us", "0", "--empty-first-frame", "--quiet", NULL };
+	cr_assert_eq(t_sim_start(&sim, 0, sx2), 0);
+	const char *v2[] = { "--profile", "vllm", "--num-prompts", "8", "--ignore-eos", "--random-input-len", "16",
+			     "--random-output-len", "10", NULL };
+	bench(&sim, rec, v2, &run, &meta);
+	t_sim_stop(&sim);
+	cr_assert_eq(ls_metrics_compute(&run, &pv.read, NULL, &mv), 0);
+	cr_assert_eq(ls_metrics_compute(&run, &ps.read, NULL, &ms), 0);
+	double ttft_shift_ms = ms.ttft.mean_ms - mv.ttft.mean_ms;
+	cr_expect(mv.completed == 8 && ms.completed == 8, "%zu/%zu completed", mv.completed, ms.completed);
+	cr_expect(ttft_shift_ms > 3.0 && ttft_shift_ms < 6.0,
+		  "an empty first frame moves sglang-oai's TTFT one step (4 ms) past vLLM's: %.2f ms", ttft_shift_ms);
+	cr_expect_eq(mv.itl.n, 8 * 9, "vLLM: the empty first frame starts the ITL samples (%zu)", mv.itl.n);
+	cr_expect_eq(ms.itl.n, 8 * 8, "sglang-oai: samples start at the first text (%zu)", ms.itl.n);
+	ls_metrics_free(&mv);
+	ls_metrics_free(&ms);
+	ls_run_free(&run);
 }

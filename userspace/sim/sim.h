@@ -49,13 +49,34 @@ enum sim_fault {
 	SIM_FAULT_STALL,
 	SIM_FAULT_MALFORMED_FRAME,
 	SIM_FAULT_TRUNCATED_CHUNK,
+	SIM_FAULT_HTTP400_EMPTY,       /* 400, Content-Length: 0 */
+	SIM_FAULT_HTTP503_EMPTY,       /* 503, no length, Connection: close: an empty body ended by FIN */
+	SIM_FAULT_OVERSIZE_FRAME,      /* one frame of 1 MiB + 64 KiB of text */
+	SIM_FAULT_BAD_UTF8,            /* one frame whose text is not UTF-8 */
+	SIM_FAULT_NO_BLANK_LINE,       /* data: lines from then on end in one \n: no event ever ends */
+	SIM_FAULT_ENDLESS_STREAM,      /* frames past max_tokens, 512 a step, until 4 x max_tokens + 4096 */
+	SIM_FAULT_NO_HEADERS,          /* the request is read, nothing is ever sent */
+	SIM_FAULT_CLOSE_AFTER_ACCEPT,  /* per connection: closed right after accept, nothing read */
 	SIM_FAULT__COUNT
 };
 const char *sim_fault_name(enum sim_fault f);
 /* Parses "kind[,kind...]" or "mixed" into a bitmask of (1 << kind). -1 naming the bad word. */
 int sim_fault_parse_kinds(const char *list, unsigned *mask);
-/* Picks the fault for one request from its own random stream (none with 1 - rate). */
+/* Picks the fault for one request from its own random stream (none with 1 - rate). Only
+ * request kinds: close-after-accept is drawn per connection (sim_fault_on_accept). */
 enum sim_fault sim_fault_pick(double rate, unsigned mask, uint64_t *rng);
+/* Faults that act while the stream runs (sim_stream.c), as opposed to before the head. */
+int sim_fault_mid_stream(enum sim_fault f);
+struct sim_server;
+struct sim_conn;
+struct sim_req;
+/* A new connection: 1 when it draws close-after-accept (rate / enabled kinds, seeded by its
+ * number); the caller closes it. Counted in faults_total. */
+int sim_fault_on_accept(struct sim_server *srv, const struct sim_conn *c);
+/* A generation request whose fate is seeded: counts its fault, and answers the faults that act
+ * before the response head (HTTP errors, resets, silence). 1 when it took r (freed or parked
+ * on c), 0 when the request goes on to the engine. */
+int sim_fault_before_head(struct sim_server *srv, struct sim_conn *c, struct sim_req *r);
 
 /* ---- configuration (sim_main.c fills it from flags) ---- */
 enum sim_accept_dist { SIM_ACCEPT_GEOMETRIC = 0, SIM_ACCEPT_TWO_POINT };
@@ -79,6 +100,7 @@ struct sim_config {
 	int         num_spec_tokens;   /* drafts per decode step (K) */
 	enum sim_accept_dist accept_dist;
 	int         empty_frame_every;
+	int         empty_first_frame;  /* the first token frame carries only an empty-text special */
 	/* faults */
 	double      fail_rate;
 	unsigned    fail_kinds;        /* bitmask of 1 << enum sim_fault */
@@ -155,7 +177,8 @@ struct sim_req {
 	uint64_t         rng;
 	enum sim_fault   fault;
 	int              fault_frame;    /* mid-stream faults fire before writing this token frame */
-	int              malformed_done;
+	int              malformed_done; /* the mid-stream fault has fired */
+	uint32_t         endless_frames; /* frames an endless stream has sent past its tokens */
 	/* this step's plan (sim_engine.c) */
 	int              in_step;
 	int              step_prefill;

@@ -285,7 +285,8 @@ void sim_engine_kick(struct sim_server *srv)
  * EOS last when the seeded end point is reached without ignore_eos. */
 static void sample_ids(const struct sim_config *cfg, struct sim_req *r, int *ids, int n, int eos_last)
 {
-	int empty = cfg->empty_frame_every > 0 && (r->token_frames + 1) % cfg->empty_frame_every == 0;
+	int empty = (cfg->empty_first_frame && r->token_frames == 0) ||
+		    (cfg->empty_frame_every > 0 && (r->token_frames + 1) % cfg->empty_frame_every == 0);
 	for (int i = 0; i < n; i++)
 		ids[i] = empty ? SIM_TOK_EMPTY : sim_tok_generate(&r->rng);
 	if (eos_last && n > 0)
