@@ -134,11 +134,46 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh
 
-fuzz:
+fuzz: fuzz-bins
 	$(Q)tests/fuzz/run.sh
 
 bench: all
 	$(Q)tests/perf/run.sh
+
+# ---- fuzzing (tests/fuzz: the reliability stage) ----
+# libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined) in build/fuzz/bin, over the
+# library rebuilt with clang in build/fuzz/obj; `make fuzz` runs each for FUZZ_SECONDS. The
+# corpus replay (a plain main() over the same targets, gcc ASan+UBSan) is built by
+# `make SAN=1 san-bins` into build/san/tests/fuzz and run once per corpus by tests/run.
+FUZZ_NAMES  := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_DIR    := build/fuzz
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -pthread \
+               -I$(GEN) -Iuserspace -Ibpf -Igpu -MMD -MP
+REPLAY_BINS := $(patsubst %,$(BUILD)/tests/fuzz/%,$(FUZZ_NAMES))
+.PHONY: fuzz-bins
+.PRECIOUS: $(FUZZ_DIR)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/%.o
+
+$(FUZZ_DIR)/obj/%.o: %.c | $(SKEL)
+	$(Q)mkdir -p $(@D)
+	$(msg) FUZZCC $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(FUZZ_DIR)/liblatscope.a: $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(LIB_SRCS))
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_DIR)/bin/%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/liblatscope.a
+	$(Q)mkdir -p $(@D)
+	$(msg) FUZZLD $@
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -pthread $^ $(LDLIBS) -o $@
+
+fuzz-bins: $(patsubst %,$(FUZZ_DIR)/bin/%,$(FUZZ_NAMES))
+
+$(BUILD)/tests/fuzz/%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/replay_main.o $(LIB)
+	$(Q)mkdir -p $(@D)
+	$(msg) LD $@
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+san-bins: $(REPLAY_BINS)
 
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/latscope

@@ -213,16 +213,88 @@ static int set_malformed(struct ls_request *req, const char *why, const char *da
 	return -EBADMSG;
 }
 
-/* vLLM/OpenAI: {"error": {...}} or {"object": "error", "message": ...}; SGLang: {"error": ...}. */
-static int error_object(const cJSON *root, struct ls_request *req)
+/* RFC 3629 UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. JSON text must be
+ * UTF-8 (RFC 8259) and Python clients fail a frame they cannot decode; cJSON does not check. */
+static int utf8_valid(const unsigned char *s, size_t n)
 {
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
-	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "object");
+	size_t i = 0;
+	while (i < n) {
+		while (i + 8 <= n) { /* ASCII fast path: frames are mostly ASCII JSON */
+			uint64_t w;
+			memcpy(&w, s + i, 8);
+			if (w & 0x8080808080808080ull)
+				break;
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		unsigned char c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t need;
+		unsigned char lo = 0x80, hi = 0xbf; /* bounds of the first continuation byte */
+		if (c >= 0xc2 && c <= 0xdf)
+			need = 1;
+		else if (c >= 0xe0 && c <= 0xef) {
+			need = 2;
+			if (c == 0xe0)
+				lo = 0xa0; /* overlong */
+			else if (c == 0xed)
+				hi = 0x9f; /* surrogates */
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3;
+			if (c == 0xf0)
+				lo = 0x90; /* overlong */
+			else if (c == 0xf4)
+				hi = 0x8f; /* past U+10FFFF */
+		} else
+			return 0;
+		if (n - i - 1 < need || s[i + 1] < lo || s[i + 1] > hi)
+			return 0;
+		for (size_t k = 2; k <= need; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+		i += need + 1;
+	}
+	return 1;
+}
+
+/* One pass over obj's members: out[k] is the first member named names[k], or NULL, as
+ * cJSON_GetObjectItemCaseSensitive gives it, without a walk (and strcmp per member) per name.
+ * Most of decoding's own cost, after cJSON's parse, was those walks. */
+static void members(const cJSON *obj, const char *const *names, const cJSON **out, size_t n)
+{
+	size_t left = n;
+	for (size_t k = 0; k < n; k++)
+		out[k] = NULL;
+	if (!cJSON_IsObject(obj))
+		return;
+	for (const cJSON *c = obj->child; c && c->string && left; c = c->next)
+		for (size_t k = 0; k < n; k++)
+			if (names[k][0] == c->string[0] && !out[k] && !strcmp(c->string, names[k])) {
+				out[k] = c;
+				left--;
+				break;
+			}
+}
+
+/* The top-level members a frame is decoded from: the error ones, then two per backend. */
+enum { TOP_ERROR, TOP_OBJECT, TOP_MESSAGE, TOP_A, TOP_B, TOP__COUNT };
+static const char *const openai_top[TOP__COUNT] = { "error", "object", "message", "choices", "usage" };
+static const char *const sglang_top[TOP__COUNT] = { "error", "object", "message", "text", "meta_info" };
+
+/* vLLM/OpenAI: {"error": {...}} or {"object": "error", "message": ...}; SGLang: {"error": ...}. */
+static int error_object(const cJSON *const *top, struct ls_request *req)
+{
+	const cJSON *err = top[TOP_ERROR];
+	const cJSON *obj = top[TOP_OBJECT];
 	const cJSON *msg = NULL;
 	if (err && !cJSON_IsNull(err))
 		msg = cJSON_IsObject(err) ? cJSON_GetObjectItemCaseSensitive(err, "message") : err;
 	else if (cJSON_IsString(obj) && !strcmp(obj->valuestring, "error"))
-		msg = cJSON_GetObjectItemCaseSensitive(root, "message");
+		msg = top[TOP_MESSAGE];
 	else
 		return 0;
 	snprintf(req->error, sizeof(req->error), "server error in stream: %s",
@@ -230,9 +302,8 @@ static int error_object(const cJSON *root, struct ls_request *req)
 	return -EPROTO;
 }
 
-static int32_t int_field(const cJSON *obj, const char *name)
+static int32_t int_value(const cJSON *v)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
 	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 2147483647.0)
 		return -1;
 	return (int32_t)v->valuedouble;
@@ -243,29 +314,34 @@ static size_t str_len(const cJSON *v)
 	return cJSON_IsString(v) ? strlen(v->valuestring) : 0;
 }
 
-static void decode_openai(enum ls_backend backend, const cJSON *root, struct ls_decode_state *st,
-			  struct ls_frame *fr, struct ls_request *req)
+static void decode_openai(enum ls_backend backend, const cJSON *choices, const cJSON *usage,
+			  struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req)
 {
-	const cJSON *choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
-	const cJSON *c0 = cJSON_IsArray(choices) ? cJSON_GetArrayItem(choices, 0) : NULL;
+	static const char *const c0_names[2] = { "text", "finish_reason" };
+	static const char *const chat_names[2] = { "delta", "finish_reason" };
+	static const char *const delta_names[2] = { "content", "reasoning_content" };
+	static const char *const usage_names[2] = { "prompt_tokens", "completion_tokens" };
+	const cJSON *c0 = cJSON_IsArray(choices) ? choices->child : NULL; /* choices[0] */
 	if (cJSON_IsObject(c0)) {
+		const cJSON *m[2], *delta[2];
 		fr->flags |= LS_FRAME_CHOICES;
 		if (backend == LS_BACKEND_OPENAI_CHAT) {
-			const cJSON *delta = cJSON_GetObjectItemCaseSensitive(c0, "delta");
-			fr->text_len = (uint32_t)(str_len(cJSON_GetObjectItemCaseSensitive(delta, "content")) +
-				       str_len(cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content")));
+			members(c0, chat_names, m, 2);
+			members(m[0], delta_names, delta, 2);
+			fr->text_len = (uint32_t)(str_len(delta[0]) + str_len(delta[1]));
 		} else {
-			fr->text_len = (uint32_t)str_len(cJSON_GetObjectItemCaseSensitive(c0, "text"));
+			members(c0, c0_names, m, 2);
+			fr->text_len = (uint32_t)str_len(m[0]);
 		}
-		const cJSON *fin = cJSON_GetObjectItemCaseSensitive(c0, "finish_reason");
-		if (fin && !cJSON_IsNull(fin))
+		if (m[1] && !cJSON_IsNull(m[1]))
 			fr->flags |= LS_FRAME_FINISH;
 	}
-	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
 	if (cJSON_IsObject(usage)) {
+		const cJSON *u[2];
+		members(usage, usage_names, u, 2);
 		fr->flags |= LS_FRAME_USAGE;
-		int32_t prompt = int_field(usage, "prompt_tokens");
-		int32_t completion = int_field(usage, "completion_tokens");
+		int32_t prompt = int_value(u[0]);
+		int32_t completion = int_value(u[1]);
 		if (prompt >= 0)
 			req->usage_prompt_tokens = prompt;
 		if (completion >= 0) {
@@ -281,10 +357,10 @@ static void decode_openai(enum ls_backend backend, const cJSON *root, struct ls_
 	}
 }
 
-static void decode_sglang(const cJSON *root, struct ls_decode_state *st, struct ls_frame *fr,
-			  struct ls_request *req)
+static void decode_sglang(const cJSON *text, const cJSON *meta, struct ls_decode_state *st,
+			  struct ls_frame *fr, struct ls_request *req)
 {
-	const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
+	static const char *const meta_names[3] = { "prompt_tokens", "completion_tokens", "finish_reason" };
 	if (cJSON_IsString(text)) {
 		fr->flags |= LS_FRAME_CHOICES;
 		uint64_t len = strlen(text->valuestring);
@@ -298,11 +374,12 @@ static void decode_sglang(const cJSON *root, struct ls_decode_state *st, struct 
 			st->last_text_len += len;
 		}
 	}
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "meta_info");
 	if (!cJSON_IsObject(meta))
 		return;
-	int32_t prompt = int_field(meta, "prompt_tokens");
-	int32_t completion = int_field(meta, "completion_tokens");
+	const cJSON *m[3];
+	members(meta, meta_names, m, 3);
+	int32_t prompt = int_value(m[0]);
+	int32_t completion = int_value(m[1]);
 	if (prompt >= 0)
 		req->usage_prompt_tokens = prompt;
 	if (completion >= 0) {
@@ -311,8 +388,7 @@ static void decode_sglang(const cJSON *root, struct ls_decode_state *st, struct 
 		fr->tokens = completion >= st->last_cum_tokens ? completion - st->last_cum_tokens : -1;
 		st->last_cum_tokens = completion;
 	}
-	const cJSON *fin = cJSON_GetObjectItemCaseSensitive(meta, "finish_reason");
-	if (fin && !cJSON_IsNull(fin))
+	if (m[2] && !cJSON_IsNull(m[2]))
 		fr->flags |= LS_FRAME_FINISH;
 }
 
@@ -325,17 +401,21 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 		fr->tokens = 0;
 		return 0;
 	}
+	if (!utf8_valid((const unsigned char *)data, len))
+		return set_malformed(req, "not UTF-8", data, len);
 	cJSON *root = parse_frame(data, len);
 	if (!root)
 		return set_malformed(req, "not JSON", data, len);
 	int rc = 0;
+	const cJSON *top[TOP__COUNT];
+	members(root, backend == LS_BACKEND_SGLANG ? sglang_top : openai_top, top, TOP__COUNT);
 	if (!cJSON_IsObject(root))
 		rc = set_malformed(req, "not an object", data, len);
-	else if ((rc = error_object(root, req)) == 0) {
+	else if ((rc = error_object(top, req)) == 0) {
 		if (backend == LS_BACKEND_SGLANG)
-			decode_sglang(root, st, fr, req);
+			decode_sglang(top[TOP_A], top[TOP_B], st, fr, req);
 		else
-			decode_openai(backend, root, st, fr, req);
+			decode_openai(backend, top[TOP_A], top[TOP_B], st, fr, req);
 		if (!fr->text_len)
 			fr->flags |= LS_FRAME_EMPTY_TEXT;
 		req->text_bytes += fr->text_len;

@@ -32,6 +32,7 @@ struct bench {
 	struct ls_run      run;
 	struct ls_driver_job *jobs;
 	size_t             n_jobs, n_warmup, n_measured;
+	size_t             n_not_sent; /* dropped after an interrupt */
 	struct ls_record_writer *record;
 	struct ls_spec_snapshot spec_before, spec_after;
 	struct ls_spec_stats spec;
@@ -160,6 +161,26 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 }
 
 /* Warmups, then the measured run. Returns 0, 1 when interrupted, or -errno. */
+/* After an interrupt, requests that were never handed to libcurl are not failures: drop them
+ * so that completed + failed = sent in every report, as in the record file. */
+static void drop_unsent(struct bench *b)
+{
+	struct ls_request *measured = b->run.requests + b->n_warmup;
+	size_t kept = 0;
+	for (size_t i = 0; i < b->n_measured; i++) {
+		if (!measured[i].started_ns) {
+			ls_request_free(&measured[i]);
+			continue;
+		}
+		if (kept != i)
+			measured[kept] = measured[i];
+		kept++;
+	}
+	b->n_not_sent = b->n_measured - kept;
+	b->n_measured = kept;
+	b->run.n_requests = b->n_warmup + kept;
+}
+
 static int drive(struct bench *b)
 {
 	struct ls_driver_opts o;
@@ -206,6 +227,8 @@ static int drive(struct bench *b)
 	b->run.start_ns = main_run.start_ns;
 	b->run.end_ns = main_run.end_ns;
 	b->run.interrupted = main_run.interrupted || rc == 1;
+	if (b->run.interrupted)
+		drop_unsent(b);
 	if (rc >= 0)
 		ls_spec_snapshot(b->base, &b->server.http, &b->spec_after);
 	ls_spec_delta(&b->spec_before, &b->spec_after, &b->spec);
@@ -373,7 +396,8 @@ int cmd_bench(int argc, char **argv)
 		goto out;
 	ls_checks_print(stdout, &b.checks);
 	if (b.run.interrupted) {
-		fprintf(stderr, "latscope bench: interrupted; the report covers the requests that finished\n");
+		fprintf(stderr, "latscope bench: interrupted; the report covers the %zu requests that were sent "
+			"(%zu never sent)\n", b.n_measured, b.n_not_sent);
 		goto out;
 	}
 	exit_code = 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config_int.h"
+#include "json_file.h"
 
 static void defaults(struct ls_config *c)
 {
@@ -112,36 +113,12 @@ static int apply_config_file(struct ls_config *c, cJSON *root, const char *path)
 
 static cJSON *read_config(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "latscope bench: cannot open config %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	char chunk[4096];
-	size_t r;
-	while (mem && (r = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		fwrite(chunk, 1, r, mem);
-	fclose(f);
-	if (mem)
-		fclose(mem);
-	if (!buf)
-		return NULL;
-	cJSON *root = cJSON_ParseWithLength(buf, len);
-	if (!root || !cJSON_IsObject(root)) {
-		const char *at = cJSON_GetErrorPtr();
-		size_t line = 1;
-		if (!root && at && at >= buf && at <= buf + len)
-			for (const char *p = buf; p < at; p++)
-				line += *p == '\n';
-		fprintf(stderr, "latscope bench: %s:%zu: %s\n", path, line,
-			root ? "a config file is one JSON object of flag keys" : "malformed JSON");
+	cJSON *root = ls_json_read_file(path, "latscope bench", "config");
+	if (root && !cJSON_IsObject(root)) {
+		fprintf(stderr, "latscope bench: %s:1: a config file is one JSON object of flag keys\n", path);
 		cJSON_Delete(root);
 		root = NULL;
 	}
-	free(buf);
 	return root;
 }
 

@@ -316,6 +316,16 @@ static void classify(struct xfer *x, CURLcode code)
 	case CURLE_SSL_ENGINE_INITFAILED:
 	case CURLE_USE_SSL_FAILED: why = LS_FAIL_TLS; break;
 	case CURLE_GOT_NOTHING: why = LS_FAIL_RESET_BEFORE_HEADERS; break;
+	case CURLE_OUT_OF_MEMORY:
+		/* libcurl's answer to one header line past CURL_MAX_HTTP_HEADER (100 KiB), before
+		 * our 64 KiB cap sees the line whole: a hostile server, not our memory. */
+		if (!headers) {
+			rec->fail = LS_FAIL_OVERSIZE;
+			snprintf(rec->error, sizeof(rec->error), "response header line over libcurl's %d KiB limit (%.100s)",
+				 CURL_MAX_HTTP_HEADER / 1024, x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+			return;
+		}
+		break;
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
 	case CURLE_PARTIAL_FILE:

@@ -50,6 +50,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "profile.h"
+#include "json_file.h"
 
 #ifndef LATSCOPE_PREFIX
 #define LATSCOPE_PREFIX "/usr/local"
@@ -335,37 +336,11 @@ cJSON *ls_profile_to_json(const struct ls_profile *p)
 	return o;
 }
 
-static cJSON *read_json(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	if (!mem) {
-		fclose(f);
-		return NULL;
-	}
-	char chunk[4096];
-	size_t r;
-	while ((r = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		fwrite(chunk, 1, r, mem);
-	fclose(f);
-	fclose(mem);
-	cJSON *root = buf ? cJSON_ParseWithLength(buf, len) : NULL;
-	free(buf);
-	return root;
-}
-
 static int load_file(const char *path, struct ls_profile *out, const char *builtin_name)
 {
-	cJSON *root = read_json(path);
-	if (!root) {
-		fprintf(stderr, "latscope: cannot read profile %s: %s\n", path,
-			access(path, R_OK) ? strerror(errno) : "not valid JSON");
+	cJSON *root = ls_json_read_file(path, "latscope", "profile");
+	if (!root)
 		return -EINVAL;
-	}
 	const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
 	const char *base_name = builtin_name ? builtin_name : cJSON_IsString(base) ? base->valuestring : "vllm";
 	if (ls_profile_builtin(base_name, out)) {

@@ -79,7 +79,10 @@ Test(driver_fault, truncated_chunk, .timeout = 60)
 Test(driver_fault, mixed_faults_and_successes, .timeout = 60)
 {
 	struct t_sim sim;
-	const char *extra[] = { "--step-ms", "1", "--fail-rate", "0.5", "--fail-kind", "mixed", "--quiet", NULL };
+	/* The seven kinds mapped below (every kind: test_reliability_faults.c). */
+	const char *extra[] = { "--step-ms", "1", "--fail-rate", "0.5", "--fail-kind",
+				"http500,http429,reset-before-headers,reset-mid-stream,stall,malformed-frame,truncated-chunk",
+				"--quiet", NULL };
 	td_sim_start(&sim, 0, extra);
 	struct td_batch b;
 	td_batch_init(&b, LS_BACKEND_OPENAI, 60, 6);

@@ -68,8 +68,10 @@ Test(sim_model, fault_kinds_parse_and_pick)
 	for (int i = 0; i < 10000; i++)
 		seen[sim_fault_pick(0.3, mask, &rng)]++;
 	cr_expect(seen[SIM_FAULT_NONE] > 6500 && seen[SIM_FAULT_NONE] < 7500, "none %d", seen[0]);
-	for (int k = 1; k < SIM_FAULT__COUNT; k++)
-		cr_expect_gt(seen[k], 300, "kind %s picked %d", sim_fault_name(k), seen[k]);
+	for (int k = 1; k < SIM_FAULT__COUNT; k++) /* 3,000 faults over 15 request kinds: ~200 each */
+		if (k != SIM_FAULT_CLOSE_AFTER_ACCEPT) /* drawn per connection, never per request */
+			cr_expect_gt(seen[k], 120, "kind %s picked %d", sim_fault_name(k), seen[k]);
+	cr_expect_eq(seen[SIM_FAULT_CLOSE_AFTER_ACCEPT], 0);
 	rng = 1;
 	cr_expect_eq(sim_fault_pick(0, mask, &rng), SIM_FAULT_NONE);
 }

@@ -312,28 +312,8 @@ static void generation(struct sim_conn *c, const struct sim_http_req *h, const c
 	seed_request(srv, r, id_given);
 	srv->requests_total++;
 
-	if (r->fault != SIM_FAULT_NONE)
-		srv->faults_total[r->fault]++;
-	switch (r->fault) {
-	case SIM_FAULT_HTTP500:
-	case SIM_FAULT_HTTP429: {
-		int status = r->fault == SIM_FAULT_HTTP500 ? 500 : 429;
-		r->headers_ns = ls_now_ns();
-		sim_api_send_error(c, status, status == 500 ? "InternalServerError" : "RateLimitError",
-				   status == 500 ? "latscope sim: injected fault http500"
-						 : "latscope sim: injected fault http429", r->keep_alive);
-		sim_truth_write(&srv->truth, r, ls_now_ns(), 1, sim_fault_name(r->fault));
-		sim_req_free(r);
-		return;
-	}
-	case SIM_FAULT_RESET_BEFORE_HEADERS:
-		sim_truth_write(&srv->truth, r, ls_now_ns(), 1, sim_fault_name(r->fault));
-		sim_req_free(r);
-		sim_conn_kill(c, 1);
-		return;
-	default:
-		break;
-	}
+	if (sim_fault_before_head(srv, c, r))
+		return; /* answered (or parked) by its fault: sim_fault.c */
 	c->req = r;
 	if (r->stream && send_stream_head(c, r)) {
 		c->req = NULL;

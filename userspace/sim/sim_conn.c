@@ -52,6 +52,8 @@ int sim_conn_accept(struct sim_server *srv, int fd)
 	srv->conns = c;
 	srv->n_conns++;
 	srv->accepted_total++;
+	if (sim_fault_on_accept(srv, c))
+		sim_conn_kill(c, 0); /* close-after-accept: nothing read, closed after this batch */
 	return 0;
 }
 

@@ -41,10 +41,14 @@ static void usage(FILE *out)
 "                           rejection; p solves the mean A) or two-point (floor(A) or floor(A)+1)\n"
 "                           (default geometric)\n"
 "  --empty-frame-every N    every Nth frame carries only special tokens with empty text (default 0 = never)\n"
+"  --empty-first-frame      the first token frame of every stream has empty text (a special token):\n"
+"                           harnesses that gate TTFT on text start their clock one step later\n"
 "faults (seeded, per request):\n"
 "  --fail-rate P            probability a generation request gets a fault (default 0)\n"
-"  --fail-kind LIST         comma list of http500, http429, reset-before-headers, reset-mid-stream,\n"
-"                           stall, malformed-frame, truncated-chunk; or mixed (all) (default mixed)\n"
+"  --fail-kind LIST         comma list of http500, http429, http400-empty, http503-empty,\n"
+"                           reset-before-headers, reset-mid-stream, stall, malformed-frame,\n"
+"                           truncated-chunk, oversize-frame, bad-utf8, no-blank-line, endless-stream,\n"
+"                           no-headers, close-after-accept (per connection); or mixed (all) (default mixed)\n"
 "TLS:\n"
 "  --tls                    serve HTTPS with a self-signed ECDSA P-256 certificate made at start\n"
 "  --tls-cert FILE          serve HTTPS with this PEM certificate (chain) ...\n"
@@ -62,7 +66,7 @@ static void usage(FILE *out)
 enum {
 	O_HOST = 1000, O_PORT, O_MODEL, O_MAX_MODEL_LEN, O_MAX_CONNS, O_MAX_HEADER, O_MAX_BODY, O_TRUTH,
 	O_SEED, O_QUIET, O_STEP_MS, O_DECODE_US, O_PREFILL_US, O_MAX_BATCH, O_MAX_BATCH_TOKENS,
-	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY,
+	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST,
 	O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB, O_GPU_DEVICE,
 };
 
@@ -88,6 +92,7 @@ static const struct option options[] = {
 	{ "num-spec-tokens", required_argument, NULL, O_NUM_SPEC },
 	{ "accept-dist", required_argument, NULL, O_ACCEPT_DIST },
 	{ "empty-frame-every", required_argument, NULL, O_EMPTY_EVERY },
+	{ "empty-first-frame", no_argument, NULL, O_EMPTY_FIRST },
 	{ "fail-rate", required_argument, NULL, O_FAIL_RATE },
 	{ "fail-kind", required_argument, NULL, O_FAIL_KIND },
 	{ "tls", no_argument, NULL, O_TLS },
@@ -246,6 +251,9 @@ static int parse_flags(int argc, char **argv, struct sim_config *cfg)
 			if (parse_int(optarg, 0, 1 << 30, &i))
 				return bad_flag(name, optarg, "an integer >= 0");
 			cfg->empty_frame_every = (int)i;
+			break;
+		case O_EMPTY_FIRST:
+			cfg->empty_first_frame = 1;
 			break;
 		case O_FAIL_RATE:
 			if (parse_num(optarg, 0, 1, &cfg->fail_rate))

@@ -71,7 +71,11 @@ static int open_listener(const struct sim_config *cfg)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 4096) == 0)
 			break;
-		fprintf(stderr, "latscope sim: cannot listen on %s:%d: %s\n", cfg->host, cfg->port, strerror(errno));
+		int err = errno;
+		fprintf(stderr, "latscope sim: cannot listen on %s:%d: %s%s\n", cfg->host, cfg->port, strerror(err),
+			err == EADDRINUSE ? " (another process holds the port: stop it or pick another with --port)"
+			: err == EACCES ? " (a port below 1024 needs root: pick another with --port)"
+			: err == EADDRNOTAVAIL ? " (--host is not an address of this machine)" : "");
 		close(fd);
 		fd = -1;
 	}

@@ -23,6 +23,58 @@ struct wire {
 
 static struct wire W; /* single-threaded scratch, reused */
 
+#define OVERSIZE_TEXT_BYTES ((1u << 20) + (64u << 10)) /* past latscope's 1 MiB frame cap */
+#define ENDLESS_BURST       512u                       /* extra frames per step */
+#define ENDLESS_MARGIN      4096u                      /* frames past 4 x max_tokens, then silence */
+#define ENDLESS_MAX         (1u << 23)
+#define TRUTH_FRAMES_MAX    4096u                      /* an endless stream's truth stops growing */
+
+/* What a faulty frame adds after its tokens' text (static, built once): for bad-utf8 a lone
+ * continuation byte, an overlong '/' and 0xff, invalid to any UTF-8 decoder; for
+ * oversize-frame 1 MiB + 64 KiB of 'x'. */
+static const char *fault_extra(enum sim_fault f, size_t *len)
+{
+	static char *pad;
+	if (f == SIM_FAULT_BAD_UTF8) {
+		*len = 4;
+		return "\x80\xc0\xaf\xff";
+	}
+	if (!pad && (pad = malloc(OVERSIZE_TEXT_BYTES)))
+		memset(pad, 'x', OVERSIZE_TEXT_BYTES);
+	*len = pad ? OVERSIZE_TEXT_BYTES : 0;
+	W.rc |= pad ? 0 : -1;
+	return pad ? pad : "";
+}
+
+/* Frames past every token: copies of the message just pushed (bytes [from, W.buf.len)), up to
+ * ENDLESS_BURST a step; at the bound the request goes silent (stalled) until the client leaves. */
+static int endless_more(struct sim_server *srv, struct sim_req *r, size_t from)
+{
+	uint64_t limit = (uint64_t)r->max_tokens * 4 + ENDLESS_MARGIN;
+	if (limit > ENDLESS_MAX)
+		limit = ENDLESS_MAX;
+	size_t one = W.buf.len - from;
+	uint32_t n = 0;
+	while (n < ENDLESS_BURST && (uint64_t)r->token_frames + r->endless_frames + n < limit && one) {
+		if (sim_buf_reserve(&W.buf, one)) {
+			W.rc = -1;
+			break;
+		}
+		memcpy(W.buf.data + W.buf.len, W.buf.data + from, one);
+		W.buf.len += one;
+		n++;
+	}
+	if (n && W.n < 8) /* one truth frame for the burst: bytes and copies */
+		W.frames[W.n++] = (struct pending_frame){ (uint32_t)(one * n), n, 0, SIM_FRAME_TOKENS };
+	r->endless_frames += n;
+	if ((uint64_t)r->token_frames + r->endless_frames >= limit) {
+		sim_engine_detach(srv, r);
+		r->state = SIM_REQ_STALLED;
+		return 1;
+	}
+	return 0;
+}
+
 static void model_str(struct sim_server *srv, struct sim_buf *b)
 {
 	W.rc |= sim_buf_json_str(b, srv->cfg->model, strlen(srv->cfg->model));
@@ -91,6 +143,12 @@ static void push_message(uint32_t tokens, uint32_t text_len, enum sim_frame_kind
 	W.msg.len = 0;
 }
 
+/* From the no-blank-line fault on, every data: line ends in one newline: no event ever ends. */
+static int no_blank_line(const struct sim_req *r)
+{
+	return r->fault == SIM_FAULT_NO_BLANK_LINE && r->malformed_done;
+}
+
 /* The data: message of a token frame; a malformed one is cut in the middle of its JSON. */
 static void token_message(struct sim_server *srv, struct sim_req *r, const char *text, size_t text_len,
 			  const char *reason, int malformed)
@@ -116,13 +174,13 @@ static void token_message(struct sim_server *srv, struct sim_req *r, const char 
 	}
 	if (malformed && m->len > json_start + 2)
 		m->len = json_start + (m->len - json_start) / 2;
-	W.rc |= sim_buf_puts(m, "\n\n");
+	W.rc |= sim_buf_puts(m, no_blank_line(r) ? "\n" : "\n\n");
 }
 
 static void send_wire(struct sim_req *r)
 {
 	uint64_t t = ls_now_ns(); /* just before the write */
-	for (int i = 0; i < W.n; i++)
+	for (int i = 0; i < W.n && (r->fault != SIM_FAULT_ENDLESS_STREAM || r->n_frames < TRUTH_FRAMES_MAX); i++)
 		sim_req_add_frame(r, t, W.frames[i].bytes, W.frames[i].tokens, W.frames[i].text_len,
 				  W.frames[i].kind);
 	if (!W.rc)
@@ -155,8 +213,10 @@ static void finish(struct sim_server *srv, struct sim_req *r, int failed, const 
 
 void sim_api_abort(struct sim_server *srv, struct sim_req *r, const char *reason)
 {
-	if (r->state == SIM_REQ_STALLED)
-		reason = sim_fault_name(SIM_FAULT_STALL);
+	/* A silent request (stall, no-headers, the end of an endless stream), or one whose fault
+	 * already fired (the client left because of it): the fault is why it ended. */
+	if (r->state == SIM_REQ_STALLED || (r->malformed_done && r->fault != SIM_FAULT_NONE))
+		reason = sim_fault_name(r->fault);
 	sim_engine_detach(srv, r);
 	sim_truth_write(&srv->truth, r, ls_now_ns(), 1, reason);
 	if (r->conn && r->conn->req == r)
@@ -230,9 +290,10 @@ void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int
 	int frame_no = ++r->token_frames;
 
 	int malformed = 0, truncated = 0;
+	enum sim_frame_kind token_kind = SIM_FRAME_TOKENS;
 	/* Streams fault at their seeded frame (or the last, if sooner); whole bodies at the end. */
 	int due = r->stream ? frame_no >= r->fault_frame || reason : reason != NULL;
-	if (r->fault >= SIM_FAULT_RESET_MID_STREAM && !r->malformed_done && due) {
+	if (sim_fault_mid_stream(r->fault) && !r->malformed_done && due) {
 		switch (r->fault) {
 		case SIM_FAULT_RESET_MID_STREAM:
 			sim_conn_kill(c, 1); /* first, so finish() does not serve a pipelined request */
@@ -249,10 +310,28 @@ void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int
 		case SIM_FAULT_TRUNCATED_CHUNK:
 			truncated = 1;
 			break;
+		case SIM_FAULT_OVERSIZE_FRAME:
+		case SIM_FAULT_BAD_UTF8:
+		{
+			size_t extra_len;
+			const char *extra = fault_extra(r->fault, &extra_len);
+			r->malformed_done = 1;
+			token_kind = SIM_FRAME_MALFORMED;
+			W.rc |= sim_buf_append(&text, extra, extra_len);
+			if (r->ep == SIM_EP_GENERATE || !r->stream) /* the cumulative text carries it too */
+				W.rc |= sim_buf_append(&r->text, extra, extra_len);
+			break;
+		}
+		case SIM_FAULT_NO_BLANK_LINE:
+		case SIM_FAULT_ENDLESS_STREAM:
+			r->malformed_done = 1;
+			break;
 		default:
 			break;
 		}
 	}
+	if (no_blank_line(r))
+		token_kind = SIM_FRAME_MALFORMED;
 
 	if (!r->stream) {
 		if (!reason && !truncated)
@@ -268,19 +347,26 @@ void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int
 			push_message(0, 0, SIM_FRAME_ROLE, (size_t)-1);
 		}
 		token_message(srv, r, text.data ? text.data : "", text.len, truncated ? NULL : reason, malformed);
-		size_t keep = truncated ? W.msg.len / 2 : (size_t)-1;
+		size_t keep = truncated ? W.msg.len / 2 : (size_t)-1, token_from = W.buf.len;
 		push_message((uint32_t)n, (uint32_t)text.len,
-			     truncated ? SIM_FRAME_TRUNCATED : malformed ? SIM_FRAME_MALFORMED : SIM_FRAME_TOKENS, keep);
+			     truncated ? SIM_FRAME_TRUNCATED : malformed ? SIM_FRAME_MALFORMED : token_kind, keep);
+		if (r->fault == SIM_FAULT_ENDLESS_STREAM && r->malformed_done && endless_more(srv, r, token_from)) {
+			send_wire(r);
+			return; /* silent now, until the client leaves (sim_api_abort) */
+		}
+		const char *end = no_blank_line(r) ? "\n" : "\n\n";
 		if (reason && !truncated) {
 			if (r->include_usage && r->ep != SIM_EP_GENERATE) {
 				W.rc |= sim_buf_puts(&W.msg, "data: ");
 				oai_prefix(srv, r, &W.msg);
 				W.rc |= sim_buf_puts(&W.msg, ",\"choices\":[],");
 				usage_obj(r, &W.msg);
-				W.rc |= sim_buf_puts(&W.msg, "}\n\n");
+				W.rc |= sim_buf_puts(&W.msg, "}");
+				W.rc |= sim_buf_puts(&W.msg, end);
 				push_message(0, 0, SIM_FRAME_USAGE, (size_t)-1);
 			}
-			W.rc |= sim_buf_puts(&W.msg, "data: [DONE]\n\n");
+			W.rc |= sim_buf_puts(&W.msg, "data: [DONE]");
+			W.rc |= sim_buf_puts(&W.msg, end);
 			push_message(0, 0, SIM_FRAME_DONE, (size_t)-1);
 			if (W.chunked)
 				W.rc |= sim_buf_puts(&W.buf, "0\r\n\r\n");
@@ -296,5 +382,5 @@ void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int
 		return;
 	}
 	if (reason)
-		finish(srv, r, r->malformed_done, r->malformed_done ? sim_fault_name(SIM_FAULT_MALFORMED_FRAME) : reason);
+		finish(srv, r, r->malformed_done, r->malformed_done ? sim_fault_name(r->fault) : reason);
 }
