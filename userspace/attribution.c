@@ -339,10 +339,17 @@ struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_ev
 			 "with --server-pid or --server-comm): server and network reported together",
 			 len ? "; " : "");
 	len = strlen(a->why);
-	if (a->lost_events)
-		snprintf(a->why + len, sizeof(a->why) - len, "%s%llu probe events lost (ring buffer full): "
-			 "%zu requests marked", len ? "; " : "", (unsigned long long)a->lost_events,
-			 a->n_lost_requests);
+	if (a->lost_events) {
+		len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, "%s%llu probe events lost (ring "
+					"buffer full:", len ? "; " : "", (unsigned long long)a->lost_events);
+		for (unsigned kind = 0; kind < LS_EV__COUNT && len < sizeof(a->why); kind++)
+			if (ls_evstore_lost(events, kind))
+				len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, " %s %llu",
+							ls_event_kind_name(kind),
+							(unsigned long long)ls_evstore_lost(events, kind));
+		if (len < sizeof(a->why))
+			snprintf(a->why + len, sizeof(a->why) - len, "): %zu requests marked", a->n_lost_requests);
+	}
 	ls_attr_index_free(&x.index);
 	free(x.gpu.iv);
 	return a;

@@ -215,7 +215,7 @@ static void ints_to_raw(cJSON *item)
 /* One header line, then one line per request (ls_attribution_request_json): the parts of its
  * TTFT, each inter-token gap and E2EL in ns, its flags and the kernel's stamps. */
 static int write_jsonl(const char *path, const char *record_path, const struct ls_run *run,
-		       const struct ls_attribution *a)
+		       const struct ls_attribution *a, const struct ls_evstore *events)
 {
 	FILE *f = fopen(path, "w");
 	int err = 0;
@@ -236,6 +236,11 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 		cJSON_AddStringToObject(h, "units", "parts and totals in ns; kernel stamps CLOCK_MONOTONIC ns");
 		cJSON_AddStringToObject(h, "why", a->why);
 		cJSON_AddNumberToObject(h, "lost_events", (double)a->lost_events);
+		cJSON *by_kind = cJSON_AddObjectToObject(h, "lost_by_kind");
+		for (unsigned kind = 0; by_kind && events && kind < LS_EV__COUNT; kind++)
+			if (ls_evstore_lost(events, kind))
+				cJSON_AddNumberToObject(by_kind, ls_event_kind_name(kind),
+							(double)ls_evstore_lost(events, kind));
 	}
 	char *text = h ? cJSON_PrintUnformatted(h) : NULL;
 	cJSON_Delete(h);
@@ -329,7 +334,7 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 	fflush(out);
 	if (cfg->record_path && bp->probes) { /* probes off: nothing the record does not hold already */
 		char *path = ls_bench_attribution_path(cfg->record_path);
-		int e = path ? write_jsonl(path, cfg->record_path, run, a) : -ENOMEM;
+		int e = path ? write_jsonl(path, cfg->record_path, run, a, ev) : -ENOMEM;
 		if (!e)
 			fprintf(stderr, "latscope bench: attribution per request written to %s\n", path);
 		else if (!err)

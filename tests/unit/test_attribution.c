@@ -298,6 +298,9 @@ Test(attribution, overflow_marks_the_request_and_says_so)
 	cr_assert_eq(a->n_lost_requests, 1);
 	cr_assert_eq(a->lost_events, 3);
 	cr_assert(strstr(a->why, "3 probe events lost"), "why: %s", a->why);
+	char per_kind[64];
+	snprintf(per_kind, sizeof(per_kind), "%s 3): 1 requests marked", ls_event_kind_name(LS_EV_ARRIVED));
+	cr_assert(strstr(a->why, per_kind), "losses are named per event kind: %s", a->why);
 	ls_attribution_free(a);
 	ls_evstore_free(st);
 	ls_request_free(&r);
