@@ -1,11 +1,437 @@
-/* lab/lab_main.c — placeholder until its stage lands (lab). */
+/* lab/lab_main.c — `latscope lab`: flags, the lab's lifetime (build, run one mode, tear down on
+ * every path, SIGINT/SIGTERM included) and the modes that need no experiment logic. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
 #include "../commands.h"
+#include "lab.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+"usage: latscope lab [flags] -- <bench flags>   run bench against sim across a real RTT\n"
+"       latscope lab [flags] --ping N            measure the RTT the lab delivers\n"
+"       latscope lab [flags] --client-sh CMD     run CMD in the client namespace (sim up)\n"
+"       latscope lab [flags] --experiment        TCP and TLS in TTFT: plain / TLS 1.2 / TLS 1.3\n"
+"                                                x per-request vs reused connections\n"
+"\n"
+"Builds two network namespaces, client (" LAB_NS_CLIENT_PREFIX "PID, " LAB_CLIENT_ADDR ") and server\n"
+"(" LAB_NS_SERVER_PREFIX "PID, " LAB_SERVER_ADDR "), each with a TUN device, and moves every IP packet\n"
+"between them after rtt/2 (a user-space delay line: the kernel has no netem). Runs `latscope sim`\n"
+"in the server namespace and `latscope bench` in the client one, prints the bench report and\n"
+"tears everything down (also on error, SIGINT and SIGTERM; labs of crashed runs are removed by\n"
+"the next run). Needs root.\n"
+"\n"
+"delay line:\n"
+"  --rtt-us US          round-trip time to add, microseconds (default 500; 0 = just forward)\n"
+"  --jitter-us US       each packet's one-way delay varies by uniform +-US (order is kept)\n"
+"  --rate-mbit R        rate limit per direction, Mbit/s (default: none)\n"
+"  --seed S             jitter seed (default 1): the same seed gives the same delays\n"
+"  --queue-pkts N       packets held per direction before drops (default 2048; drops counted)\n"
+"  --spin-us US         busy-wait this long before each due time instead of sleeping (100)\n"
+"  --no-realtime        do not ask for SCHED_FIFO for the forwarder thread\n"
+"server:\n"
+"  --port P             sim port in the server namespace (default 8000)\n"
+"  --tls                sim serves HTTPS (bench gets https:// and --insecure)\n"
+"  --tls-max 1.2|1.3    highest TLS version the sim offers (implies --tls)\n"
+"  --sim-args \"...\"     more `latscope sim` flags, e.g. \"--step-ms 5\"\n"
+"  --no-sim             do not start the sim (with --client-sh)\n"
+"modes:\n"
+"  -- <bench flags>     `latscope bench` flags (vllm bench serve names); the lab adds\n"
+"                       --base-url (and --server-pid of the sim, so the probes watch both\n"
+"                       sides). Reports TIME_WAIT sockets (peak) and warns when\n"
+"                       rate x 60 s of TIME_WAIT exceeds the ephemeral port range\n"
+"  --ping N             N TCP connects client -> server: RTT median, p99, min, max\n"
+"  --client-sh CMD      /bin/sh -c CMD in the client namespace, with LATSCOPE_LAB_URL,\n"
+"                       LATSCOPE_LAB_SERVER, LATSCOPE_LAB_PORT, LATSCOPE_LAB_CLIENT_NS and\n"
+"                       LATSCOPE_LAB_SERVER_NS (for `ip netns exec`) set\n"
+"  --experiment         the TCP/TLS experiment at --rtt-us and --second-rtt-us; prints\n"
+"                       the table (README: TCP and TLS in your TTFT)\n"
+"  --requests N         experiment: requests per configuration (default 50)\n"
+"  --second-rtt-us US   experiment: the second RTT; the slope between the two counts the\n"
+"                       round trips, apart from the handshake's CPU time (default 10500)\n"
+"  --json FILE          experiment: write the figures as JSON\n"
+"  --keep DIR           experiment: keep the bench record files in DIR\n"
+"  -v, --verbose        print the commands the lab runs\n"
+"  -h, --help           this text\n");
+}
+
+enum {
+	OPT_RTT = 256, OPT_JITTER, OPT_RATE, OPT_SEED, OPT_QUEUE, OPT_SPIN, OPT_NO_RT, OPT_PORT,
+	OPT_TLS, OPT_TLS_MAX, OPT_SIM_ARGS, OPT_NO_SIM, OPT_PING, OPT_CLIENT_SH, OPT_EXPERIMENT,
+	OPT_REQUESTS, OPT_SECOND_RTT, OPT_JSON, OPT_KEEP,
+};
+
+static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+		fprintf(stderr, "latscope lab: %s wants a number from %g to %g, got '%s'\n", flag, lo, hi, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct lab_opts *o)
+{
+	static const struct option longs[] = {
+		{ "rtt-us", required_argument, NULL, OPT_RTT },
+		{ "jitter-us", required_argument, NULL, OPT_JITTER },
+		{ "rate-mbit", required_argument, NULL, OPT_RATE },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "queue-pkts", required_argument, NULL, OPT_QUEUE },
+		{ "spin-us", required_argument, NULL, OPT_SPIN },
+		{ "no-realtime", no_argument, NULL, OPT_NO_RT },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "tls", no_argument, NULL, OPT_TLS },
+		{ "tls-max", required_argument, NULL, OPT_TLS_MAX },
+		{ "sim-args", required_argument, NULL, OPT_SIM_ARGS },
+		{ "no-sim", no_argument, NULL, OPT_NO_SIM },
+		{ "ping", required_argument, NULL, OPT_PING },
+		{ "client-sh", required_argument, NULL, OPT_CLIENT_SH },
+		{ "experiment", no_argument, NULL, OPT_EXPERIMENT },
+		{ "requests", required_argument, NULL, OPT_REQUESTS },
+		{ "second-rtt-us", required_argument, NULL, OPT_SECOND_RTT },
+		{ "json", required_argument, NULL, OPT_JSON },
+		{ "keep", required_argument, NULL, OPT_KEEP },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	double v;
+	optind = 0;
+	opterr = 0;
+	for (;;) {
+		int prev = optind ? optind : 1;
+		int opt = getopt_long(argc, argv, "+:vh", longs, NULL);
+		if (opt == -1)
+			break;
+		switch (opt) {
+		case OPT_RTT:
+			if (parse_num("--rtt-us", optarg, 0, 10e6, &v) < 0)
+				return 2;
+			o->rtt_ns = (uint64_t)(v * 1000.0);
+			break;
+		case OPT_JITTER:
+			if (parse_num("--jitter-us", optarg, 0, 10e6, &v) < 0)
+				return 2;
+			o->delay.shape.jitter_ns = (uint64_t)(v * 1000.0);
+			break;
+		case OPT_RATE:
+			if (parse_num("--rate-mbit", optarg, 0.001, 1e6, &o->delay.shape.rate_mbit) < 0)
+				return 2;
+			break;
+		case OPT_SEED:
+			if (parse_num("--seed", optarg, 0, 1e15, &v) < 0)
+				return 2;
+			o->delay.seed = (uint64_t)v;
+			break;
+		case OPT_QUEUE:
+			if (parse_num("--queue-pkts", optarg, 16, 1 << 20, &v) < 0)
+				return 2;
+			o->delay.queue_pkts = (uint32_t)v;
+			break;
+		case OPT_SPIN:
+			if (parse_num("--spin-us", optarg, 0, 10000, &v) < 0)
+				return 2;
+			o->delay.spin_ns = (uint64_t)(v * 1000.0);
+			break;
+		case OPT_NO_RT: o->delay.realtime = 0; break;
+		case OPT_PORT:
+			if (parse_num("--port", optarg, 1, 65535, &v) < 0)
+				return 2;
+			o->port = (int)v;
+			break;
+		case OPT_TLS: o->tls = 1; break;
+		case OPT_TLS_MAX:
+			if (strcmp(optarg, "1.2") && strcmp(optarg, "1.3")) {
+				fprintf(stderr, "latscope lab: --tls-max wants 1.2 or 1.3, got '%s'\n", optarg);
+				return 2;
+			}
+			o->tls = 1;
+			o->tls_max = optarg;
+			break;
+		case OPT_SIM_ARGS: o->sim_args = optarg; break;
+		case OPT_NO_SIM: o->no_sim = 1; break;
+		case OPT_PING:
+			if (parse_num("--ping", optarg, 1, 100000, &v) < 0)
+				return 2;
+			o->ping_n = (int)v;
+			break;
+		case OPT_CLIENT_SH: o->client_sh = optarg; break;
+		case OPT_EXPERIMENT: o->experiment = 1; break;
+		case OPT_REQUESTS:
+			if (parse_num("--requests", optarg, 5, 100000, &v) < 0)
+				return 2;
+			o->requests = (int)v;
+			break;
+		case OPT_SECOND_RTT:
+			if (parse_num("--second-rtt-us", optarg, 0, 10e6, &o->second_rtt_us) < 0)
+				return 2;
+			break;
+		case OPT_JSON: o->json_path = optarg; break;
+		case OPT_KEEP: o->keep_dir = optarg; break;
+		case 'v': o->verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		case ':':
+			fprintf(stderr, "latscope lab: %s needs a value (see latscope lab --help)\n", argv[prev]);
+			return 2;
+		default:
+			fprintf(stderr, "latscope lab: unknown flag '%s' (see latscope lab --help)\n", argv[prev]);
+			return 2;
+		}
+	}
+	if (optind < argc && strcmp(argv[optind - 1], "--")) {
+		fprintf(stderr, "latscope lab: unexpected '%s': bench flags go after -- (see latscope lab --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	o->bench_argc = argc - optind;
+	o->bench_argv = argv + optind;
+	for (int i = 0; i < o->bench_argc; i++) {
+		static const char *const owned[] = { "--base-url", "--host", "--port" };
+		for (size_t k = 0; k < 3; k++) {
+			size_t len = strlen(owned[k]);
+			if (!strncmp(o->bench_argv[i], owned[k], len) &&
+			    (o->bench_argv[i][len] == 0 || o->bench_argv[i][len] == '=')) {
+				fprintf(stderr, "latscope lab: the lab sets the bench's %s (the sim at %s:%d); "
+					"drop it from the bench flags\n", owned[k], LAB_SERVER_ADDR, o->port);
+				return 2;
+			}
+		}
+	}
+	int modes = (o->ping_n > 0) + !!o->client_sh + o->experiment + (o->bench_argc > 0);
+	if (modes != 1) {
+		fprintf(stderr, "latscope lab: %s: give one of -- <bench flags>, --ping N, --client-sh CMD "
+			"or --experiment (see latscope lab --help)\n", modes ? "more than one mode" : "nothing to run");
+		return 2;
+	}
+	if (o->experiment && o->second_rtt_us * 1e3 < (double)o->rtt_ns + 200e3) {
+		fprintf(stderr, "latscope lab: --second-rtt-us must exceed --rtt-us by 200 us or more (the "
+			"slope between the two counts the round trips)\n");
+		return 2;
+	}
+	return -1; /* parsed: run */
+}
+
+/* Value of a bench flag given as "--name V" or "--name=V", else NULL. */
+static const char *bench_flag(const struct lab_opts *o, const char *name)
+{
+	size_t len = strlen(name);
+	for (int i = 0; i < o->bench_argc; i++) {
+		const char *a = o->bench_argv[i];
+		if (!strncmp(a, name, len) && a[len] == '=')
+			return a + len + 1;
+		if (!strcmp(a, name))
+			return i + 1 < o->bench_argc ? o->bench_argv[i + 1] : "";
+	}
+	return NULL;
+}
+
+static void print_rtt(const struct lab_opts *o, const struct lab_rtt *r)
+{
+	printf("lab: RTT target %.0f us; delivered median %.0f us, p99 %.0f us, min %.0f us, max %.0f us "
+	       "(%s, %d TCP connects %s -> %s); connect() returned after median %.0f us, p99 %.0f us\n",
+	       (double)o->rtt_ns / 1e3, r->median_us, r->p99_us, r->min_us, r->max_us,
+	       r->kernel ? "kernel RTT samples" : "connect() times", r->n, LAB_CLIENT_ADDR,
+	       LAB_SERVER_ADDR, r->connect_median_us, r->connect_p99_us);
+}
+
+static int mode_bench(struct lab_ctx *c)
+{
+	const struct lab_opts *o = c->o;
+	struct lab_rtt rtt;
+	if (lab_ping(&c->ns, 20, &rtt) == 0)
+		print_rtt(o, &rtt);
+	pid_t sim = lab_sim_start(c, o->tls, o->tls_max, NULL, "run");
+	if (sim < 0)
+		return 1;
+	struct lab_argv f = { .n = 0 };
+	lab_argv_add(&f, "--base-url");
+	lab_argv_addf(&f, "%s://%s:%d", o->tls ? "https" : "http", LAB_SERVER_ADDR, o->port);
+	if (o->tls && !bench_flag(o, "--insecure"))
+		lab_argv_add(&f, "--insecure"); /* the sim's certificate is self-signed */
+	/* Probes on both sides: the sim is our child, in our pid namespace. */
+	if (!bench_flag(o, "--server-pid") && !bench_flag(o, "--server-comm")) {
+		lab_argv_add(&f, "--server-pid");
+		lab_argv_addf(&f, "%d", (int)sim);
+	}
+	for (int i = 0; i < o->bench_argc; i++)
+		lab_argv_add(&f, o->bench_argv[i]);
+
+	/* Ephemeral ports, before the run: the arithmetic from the flags and the namespace. */
+	char text[64];
+	int lo = 32768, hi = 60999;
+	if (lab_read_in(&c->ns, LAB_CLIENT, "/proc/sys/net/ipv4/ip_local_port_range", text, sizeof(text)) > 0)
+		lab_parse_port_range(text, &lo, &hi);
+	const char *rate_s = bench_flag(o, "--request-rate"), *conn = bench_flag(o, "--connection");
+	const char *prompts_s = bench_flag(o, "--num-prompts");
+	double rate = rate_s ? strtod(rate_s, NULL) : 0;
+	if (!isfinite(rate))
+		rate = 0;
+	int per_request = conn && !strcmp(conn, "per-request");
+	char msg[512];
+	int warned = lab_port_warning(rate, per_request, lo, hi, msg, sizeof(msg));
+	if (warned)
+		fprintf(stderr, "lab: %s\n", msg);
+
+	long tw_peak[2] = { 0, 0 };
+	double wall_s = 0;
+	int rc = f.overflow ? -1 : lab_bench_run(c, f.v, f.n, -1, tw_peak, &wall_s, NULL);
+	lab_argv_free(&f);
+	lab_sim_stop(c, sim);
+	printf("lab: TIME_WAIT: peak %ld sockets in the client namespace, %ld in the server's (sampled "
+	       "every 100 ms; the side that closes first holds them); client ephemeral ports %d-%d (%d)\n",
+	       tw_peak[LAB_CLIENT], tw_peak[LAB_SERVER], lo, hi, hi - lo + 1);
+	/* No fixed rate: judge by the rate the run reached. */
+	double reached = prompts_s && wall_s > 0 ? strtod(prompts_s, NULL) / wall_s : 0;
+	if (!warned && rate <= 0 && lab_port_warning(reached, per_request, lo, hi, msg, sizeof(msg)))
+		printf("lab: %s\n", msg);
+	else if (warned)
+		printf("lab: %s\n", msg);
+	if (rc < 0)
+		fprintf(stderr, "lab: `latscope bench` did not finish\n");
+	return rc == 0 ? 0 : 1;
+}
+
+static int mode_client_sh(struct lab_ctx *c)
+{
+	const struct lab_opts *o = c->o;
+	pid_t sim = 0;
+	if (!o->no_sim && (sim = lab_sim_start(c, o->tls, o->tls_max, NULL, "sh")) < 0)
+		return 1;
+	char url[64], port[16];
+	snprintf(url, sizeof(url), "%s://%s:%d", o->tls ? "https" : "http", LAB_SERVER_ADDR, o->port);
+	snprintf(port, sizeof(port), "%d", o->port);
+	setenv("LATSCOPE_LAB_URL", url, 1);
+	setenv("LATSCOPE_LAB_SERVER", LAB_SERVER_ADDR, 1);
+	setenv("LATSCOPE_LAB_PORT", port, 1);
+	setenv("LATSCOPE_LAB_CLIENT_NS", c->ns.name[LAB_CLIENT], 1);
+	setenv("LATSCOPE_LAB_SERVER_NS", c->ns.name[LAB_SERVER], 1); /* ip netns exec ... */
+	char *argv[] = { "/bin/sh", "-c", (char *)o->client_sh, NULL };
+	fflush(stdout);
+	pid_t pid = lab_spawn(&c->ns, LAB_CLIENT, argv, &c->orig_mask, -1, NULL);
+	int status = -1;
+	while (pid > 0) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			break;
+		if (lab_sleep_ms(50)) {
+			status = lab_stop_child(pid, SIGTERM, 3000);
+			break;
+		}
+	}
+	lab_sim_stop(c, sim);
+	return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static void remove_dir(const char *path)
+{
+	DIR *dir = opendir(path);
+	if (!dir)
+		return;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[512];
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		unlink(p);
+	}
+	closedir(dir);
+	rmdir(path);
+}
+
+static int run_lab(const struct lab_opts *o)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "latscope lab: needs root (it creates network namespaces and TUN devices); "
+			"run it as root, e.g. sudo latscope lab ...\n");
+		return 2;
+	}
+	struct lab_ctx c = { .o = o };
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	/* Blocked in every thread from here (the forwarder inherits it): the signals only end
+	 * lab_sleep_ms, so every path reaches the teardown below. */
+	if (sigprocmask(SIG_BLOCK, &stop, &c.orig_mask) < 0)
+		return 1;
+	lab_interrupted = 0;
+	snprintf(c.tmp_dir, sizeof(c.tmp_dir), "/tmp/latscope-lab.XXXXXX");
+	if (!mkdtemp(c.tmp_dir)) {
+		fprintf(stderr, "lab: mkdtemp /tmp: %s\n", strerror(errno));
+		sigprocmask(SIG_SETMASK, &c.orig_mask, NULL);
+		return 1;
+	}
+	int rc = 1;
+	lab_ns_clean_stale(1);
+	if (lab_ns_create(&c.ns, getpid()) < 0)
+		goto out;
+	if (lab_delay_start(&c.delay, &c.ns, &o->delay) < 0)
+		goto out_ns;
+	if (o->verbose)
+		fprintf(stderr, "lab: %s (%s) <-> %s (%s), RTT %.0f us, scratch %s\n", c.ns.name[LAB_CLIENT],
+			LAB_CLIENT_ADDR, c.ns.name[LAB_SERVER], LAB_SERVER_ADDR, (double)o->rtt_ns / 1e3,
+			c.tmp_dir);
+	if (lab_sleep_ms(0))
+		rc = 1;
+	else if (o->ping_n > 0) {
+		struct lab_rtt rtt;
+		rc = lab_ping(&c.ns, o->ping_n, &rtt) < 0 ? 1 : 0;
+		if (!rc)
+			print_rtt(o, &rtt);
+	} else if (o->client_sh) {
+		rc = mode_client_sh(&c);
+	} else if (o->experiment) {
+		rc = lab_experiment(&c);
+	} else {
+		rc = mode_bench(&c);
+	}
+	struct lab_delay_stats st;
+	lab_delay_stop(&c.delay);
+	lab_delay_snapshot(&c.delay, &st);
+	if (!o->experiment || o->verbose)
+		lab_delay_print(stdout, &st);
+out_ns:
+	fflush(stdout);
+	lab_ns_destroy(&c.ns);
+out:
+	remove_dir(c.tmp_dir);
+	lab_sleep_ms(0);
+	if (lab_interrupted) {
+		fprintf(stderr, "lab: interrupted; the lab is torn down\n");
+		rc = 1;
+	}
+	sigprocmask(SIG_SETMASK, &c.orig_mask, NULL);
+	return rc;
+}
 
 int cmd_lab(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "latscope: '%s' is not built yet\n", "lab");
-	return 1;
+	struct lab_opts o = {
+		.delay = { .seed = 1, .queue_pkts = 2048, .spin_ns = 100000, .realtime = 1 },
+		.rtt_ns = 500000,
+		.port = 8000,
+		.requests = 50,
+		.second_rtt_us = 10500,
+	};
+	int rc = parse_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	o.delay.shape.one_way_ns = o.rtt_ns / 2;
+	return run_lab(&o);
 }
