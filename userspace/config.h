@@ -32,6 +32,9 @@ enum {
 	LS_PM_E2EL = 1u << 3,
 };
 
+/* "ttft,tpot,itl,e2el" (any non-empty subset) -> LS_PM_* bits; 0, or -1 for a bad list. */
+int ls_parse_percentile_metrics(const char *v, unsigned *out);
+
 #define LS_DEFAULT_VOCAB 32000
 #define LS_MAX_SERVER_PIDS 16
 

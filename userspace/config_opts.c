@@ -163,13 +163,10 @@ static int parse_double(const char *v, double *out)
 	return 0;
 }
 
-static int parse_metrics_list(const char *v, unsigned *out)
+int ls_parse_percentile_metrics(const char *v, unsigned *out)
 {
 	unsigned bits = 0;
-	const char *p = v;
-	if (!v || !*v)
-		return -1;
-	while (*p) {
+	for (const char *p = v; p && *p;) {
 		size_t n = strcspn(p, ",");
 		if (n == 4 && !strncmp(p, "ttft", 4))
 			bits |= LS_PM_TTFT;
@@ -181,12 +178,10 @@ static int parse_metrics_list(const char *v, unsigned *out)
 			bits |= LS_PM_E2EL;
 		else
 			return -1;
-		p += n;
-		if (*p == ',')
-			p++;
+		p += n + (p[n] == ',');
 	}
 	*out = bits;
-	return 0;
+	return bits ? 0 : -1;
 }
 
 /* Applies one option's value. Returns NULL, or why the value is wrong. */
@@ -312,7 +307,7 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 		c->loop_delay_ns = u * 1000;
 		return NULL;
 	case O_PERCENTILE_METRICS:
-		return parse_metrics_list(v, &c->percentile_metrics) ? "must be a comma list of ttft, tpot, itl, e2el" : NULL;
+		return ls_parse_percentile_metrics(v, &c->percentile_metrics) ? "must be a comma list of ttft, tpot, itl, e2el" : NULL;
 	case O_METRIC_PERCENTILES:
 		return ls_percentiles_parse(v, &c->profile.read) ?
 			"must be a comma list of at most 16 percentiles in (0, 100], e.g. 50,90,99" : NULL;

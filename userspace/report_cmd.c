@@ -47,27 +47,6 @@ struct report_args {
 	int         markdown;
 };
 
-static int parse_metrics(const char *v, unsigned *out)
-{
-	unsigned bits = 0;
-	for (const char *p = v; p && *p;) {
-		size_t n = strcspn(p, ",");
-		if (n == 4 && !strncmp(p, "ttft", 4))
-			bits |= LS_PM_TTFT;
-		else if (n == 4 && !strncmp(p, "tpot", 4))
-			bits |= LS_PM_TPOT;
-		else if (n == 3 && !strncmp(p, "itl", 3))
-			bits |= LS_PM_ITL;
-		else if (n == 4 && !strncmp(p, "e2el", 4))
-			bits |= LS_PM_E2EL;
-		else
-			return -1;
-		p += n + (p[n] == ',');
-	}
-	*out = bits;
-	return bits ? 0 : -1;
-}
-
 /* 0 ok, -1 help printed, 2 usage error (message printed). */
 static int parse_args(struct report_args *a, int argc, char **argv)
 {
@@ -120,7 +99,7 @@ static int parse_args(struct report_args *a, int argc, char **argv)
 			}
 			a->percentiles = v;
 		} else if (!strcmp(f, "--percentile-metrics")) {
-			if (parse_metrics(v, &a->percentile_metrics)) {
+			if (ls_parse_percentile_metrics(v, &a->percentile_metrics)) {
 				fprintf(stderr, "latscope report: --percentile-metrics '%s' must be a comma list of "
 						"ttft, tpot, itl, e2el\n", v);
 				return 2;

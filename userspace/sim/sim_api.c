@@ -21,15 +21,6 @@ void sim_req_free(struct sim_req *r)
 	free(r);
 }
 
-static int path_is(const struct sim_http_req *h, const char *path)
-{
-	size_t n = h->path_len;
-	const char *q = memchr(h->path, '?', n);
-	if (q)
-		n = (size_t)(q - h->path);
-	return n == strlen(path) && !memcmp(h->path, path, n);
-}
-
 static int method_is(const struct sim_http_req *h, const char *m)
 {
 	return h->method_len == strlen(m) && !memcmp(h->method, m, h->method_len);
@@ -327,11 +318,11 @@ void sim_api_dispatch(struct sim_conn *c, const struct sim_http_req *h, const ch
 {
 	uint64_t received_ns = ls_now_ns();
 	if (method_is(h, "POST")) {
-		if (path_is(h, "/v1/completions"))
+		if (sim_http_path_is(h, "/v1/completions"))
 			return generation(c, h, body, body_len, SIM_EP_COMPLETIONS, received_ns);
-		if (path_is(h, "/v1/chat/completions"))
+		if (sim_http_path_is(h, "/v1/chat/completions"))
 			return generation(c, h, body, body_len, SIM_EP_CHAT, received_ns);
-		if (path_is(h, "/generate"))
+		if (sim_http_path_is(h, "/generate"))
 			return generation(c, h, body, body_len, SIM_EP_GENERATE, received_ns);
 	}
 	if (sim_info_dispatch(c, h, body, body_len, h->keep_alive))

@@ -223,3 +223,12 @@ const char *sim_http_reason(int status)
 	default: return "Unknown";
 	}
 }
+
+int sim_http_path_is(const struct sim_http_req *req, const char *path)
+{
+	size_t n = req->path_len;
+	const char *q = memchr(req->path, '?', n);
+	if (q)
+		n = (size_t)(q - req->path);
+	return n == strlen(path) && !memcmp(req->path, path, n);
+}

@@ -48,5 +48,7 @@ const struct sim_http_header *sim_http_find(const struct sim_http_req *req, cons
 
 /* The reason phrase of a status code ("OK", "Bad Request", ...). */
 const char *sim_http_reason(int status);
+/* 1 when the request's path, without its query string, is exactly path. */
+int sim_http_path_is(const struct sim_http_req *req, const char *path);
 
 #endif

@@ -35,15 +35,6 @@ static void send_json(struct sim_conn *c, cJSON *obj, int keep_alive)
 	free(s);
 }
 
-static int path_is(const struct sim_http_req *h, const char *path)
-{
-	size_t n = h->path_len;
-	const char *q = memchr(h->path, '?', n);
-	if (q)
-		n = (size_t)(q - h->path);
-	return n == strlen(path) && !memcmp(h->path, path, n);
-}
-
 static double avg_accept_len(const struct sim_engine *e)
 {
 	if (!e->spec_drafts_total)
@@ -210,19 +201,19 @@ int sim_info_dispatch(struct sim_conn *c, const struct sim_http_req *h, const ch
 {
 	int get = h->method_len == 3 && !memcmp(h->method, "GET", 3);
 	int post = h->method_len == 4 && !memcmp(h->method, "POST", 4);
-	if (get && (path_is(h, "/health") || path_is(h, "/ping")))
+	if (get && (sim_http_path_is(h, "/health") || sim_http_path_is(h, "/ping")))
 		send_body(c, 200, "application/json", "", 0, keep_alive);
-	else if (get && path_is(h, "/v1/models"))
+	else if (get && sim_http_path_is(h, "/v1/models"))
 		models(c, keep_alive);
-	else if (get && path_is(h, "/metrics"))
+	else if (get && sim_http_path_is(h, "/metrics"))
 		metrics(c, keep_alive);
-	else if (get && (path_is(h, "/server_info") || path_is(h, "/get_server_info")))
+	else if (get && (sim_http_path_is(h, "/server_info") || sim_http_path_is(h, "/get_server_info")))
 		server_info(c, keep_alive);
-	else if (post && path_is(h, "/tokenize"))
+	else if (post && sim_http_path_is(h, "/tokenize"))
 		tokenize(c, body, body_len, keep_alive);
-	else if (post && path_is(h, "/detokenize"))
+	else if (post && sim_http_path_is(h, "/detokenize"))
 		detokenize(c, body, body_len, keep_alive);
-	else if ((post || get) && path_is(h, "/flush_cache")) {
+	else if ((post || get) && sim_http_path_is(h, "/flush_cache")) {
 		sim_engine_flush_cache(c->srv);
 		static const char msg[] = "Cache flushed.\n";
 		send_body(c, 200, "text/plain", msg, sizeof(msg) - 1, keep_alive);
