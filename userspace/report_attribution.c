@@ -1,5 +1,7 @@
 /* report_attribution.c — the report section "Where the latency went" (text) and the parts of
  * each request as JSON for the per-request JSONL. */
+#include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
@@ -144,21 +146,99 @@ void ls_attribution_print(FILE *out, const struct ls_attribution *a)
 	free(buf);
 }
 
+/* ---- the per-request JSON ----
+ * Every value is an integer (ns, counts, cookies). cJSON prints numbers with "%1.15g" and
+ * reads each back with sscanf (~3,000 instructions apiece), and a double loses uint64 bits, so
+ * integers go in as raw decimal text, exact. Their valuedouble is set too: code that reads the
+ * tree in memory sees the number. Per-frame values are built as text: each inter-token gap is
+ * one raw object, the kernel's frame stamps one raw array. */
+
+#define U64_CHARS 20
+
+/* Decimal text of v ending at end (not NUL-terminated); returns its first byte. */
+static char *u64_text(char *end, uint64_t v)
+{
+	do
+		*--end = (char)('0' + v % 10);
+	while (v /= 10);
+	return end;
+}
+
+static cJSON *int_item(uint64_t v)
+{
+	char buf[U64_CHARS + 1];
+	buf[U64_CHARS] = 0;
+	cJSON *item = cJSON_CreateRaw(u64_text(buf + U64_CHARS, v));
+	if (item) {
+		item->valuedouble = (double)v;
+		item->valueint = v > INT_MAX ? INT_MAX : (int)v;
+	}
+	return item;
+}
+
+/* key must be a string constant: it is not copied. */
+static void add_int(cJSON *o, const char *key, uint64_t v)
+{
+	cJSON *item = int_item(v);
+	if (item && !cJSON_AddItemToObjectCS(o, key, item))
+		cJSON_Delete(item);
+}
+
+/* "<part>_ns" for every part, made once (the keys are shared, not copied per item). */
+static char part_keys[LS_PART__COUNT][40];
+static pthread_once_t part_keys_once = PTHREAD_ONCE_INIT;
+
+static void make_part_keys(void)
+{
+	for (int part = 0; part < LS_PART__COUNT; part++)
+		snprintf(part_keys[part], sizeof(part_keys[part]), "%s_ns", ls_part_name((enum ls_part)part));
+}
+
 static cJSON *parts_json(const struct ls_parts *p, uint64_t total)
 {
 	cJSON *o = cJSON_CreateObject();
 
 	if (!o)
 		return NULL;
-	cJSON_AddNumberToObject(o, "total_ns", (double)total);
-	for (int part = 0; part < LS_PART__COUNT; part++) {
-		char key[40];
-		if (!p->ns[part])
-			continue;
-		snprintf(key, sizeof(key), "%s_ns", ls_part_name((enum ls_part)part));
-		cJSON_AddNumberToObject(o, key, (double)p->ns[part]);
-	}
+	pthread_once(&part_keys_once, make_part_keys);
+	add_int(o, "total_ns", total);
+	for (int part = 0; part < LS_PART__COUNT; part++)
+		if (p->ns[part])
+			add_int(o, part_keys[part], p->ns[part]);
 	return o;
+}
+
+/* Appends "key":v at p; returns the end. */
+static char *put_int(char *p, const char *key, uint64_t v)
+{
+	char buf[U64_CHARS], *d = u64_text(buf + U64_CHARS, v);
+	size_t k = strlen(key), n = (size_t)(buf + U64_CHARS - d);
+	*p++ = '"';
+	memcpy(p, key, k);
+	p += k;
+	*p++ = '"';
+	*p++ = ':';
+	memcpy(p, d, n);
+	return p + n;
+}
+
+/* One inter-token gap, {"total_ns":..,"<part>_ns":..,"frame":..}, as a raw item: the same
+ * text parts_json and add_int give, without a node (and a strdup) per value. */
+static cJSON *gap_json(const struct ls_parts *p, uint64_t total, uint32_t frame)
+{
+	char text[(LS_PART__COUNT + 2) * (sizeof(part_keys[0]) + U64_CHARS + 4) + 3], *t = text;
+	*t++ = '{';
+	t = put_int(t, "total_ns", total);
+	for (int part = 0; part < LS_PART__COUNT; part++)
+		if (p->ns[part]) {
+			*t++ = ',';
+			t = put_int(t, part_keys[part], p->ns[part]);
+		}
+	*t++ = ',';
+	t = put_int(t, "frame", frame);
+	*t++ = '}';
+	*t = 0;
+	return cJSON_CreateRaw(text);
 }
 
 static const char *const flag_names[] = {
@@ -168,7 +248,44 @@ static const char *const flag_names[] = {
 static void add_stamp(cJSON *o, const char *key, uint64_t ns)
 {
 	if (ns)
-		cJSON_AddNumberToObject(o, key, (double)ns);
+		add_int(o, key, ns);
+}
+
+/* [[server_write_ns, kernel_ns, read_ns], ...] per frame (0 = unknown), as one raw item. */
+static cJSON *frames_json(const struct ls_req_attr *r)
+{
+	char *text = cJSON_malloc((size_t)r->n_frames * (3 * U64_CHARS + 5) + 3);
+	char *p = text;
+
+	if (!text)
+		return NULL;
+	*p++ = '[';
+	for (uint32_t f = 0; f < r->n_frames; f++) {
+		const struct ls_frame_attr *fa = &r->frames[f];
+		const uint64_t v[3] = { fa->server_write_ns, fa->kernel_ns, fa->read_ns };
+		if (f)
+			*p++ = ',';
+		*p++ = '[';
+		for (int k = 0; k < 3; k++) {
+			char buf[U64_CHARS], *d = u64_text(buf + U64_CHARS, v[k]);
+			size_t n = (size_t)(buf + U64_CHARS - d);
+			if (k)
+				*p++ = ',';
+			memcpy(p, d, n);
+			p += n;
+		}
+		*p++ = ']';
+	}
+	*p++ = ']';
+	*p = 0;
+	cJSON *item = cJSON_CreateRaw("");
+	if (!item) {
+		cJSON_free(text);
+		return NULL;
+	}
+	cJSON_free(item->valuestring);
+	item->valuestring = text;
+	return item;
 }
 
 cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
@@ -182,21 +299,20 @@ cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
 	o = cJSON_CreateObject();
 	if (!o)
 		return NULL;
-	cJSON_AddNumberToObject(o, "id", (double)r->id);
+	add_int(o, "id", r->id);
 	flags = cJSON_AddArrayToObject(o, "flags");
 	for (size_t b = 0; flags && b < sizeof(flag_names) / sizeof(flag_names[0]); b++)
 		if (r->flags & (1u << b))
-			cJSON_AddItemToArray(flags, cJSON_CreateString(flag_names[b]));
+			cJSON_AddItemToArray(flags, cJSON_CreateStringReference(flag_names[b]));
 	if (!(r->flags & LS_ATTR_NOT_OK)) {
-		cJSON_AddItemToObject(o, "ttft", parts_json(&r->ttft, r->ttft_ns));
-		cJSON_AddItemToObject(o, "e2el", parts_json(&r->e2el, r->e2el_ns));
+		cJSON_AddItemToObjectCS(o, "ttft", parts_json(&r->ttft, r->ttft_ns));
+		cJSON_AddItemToObjectCS(o, "e2el", parts_json(&r->e2el, r->e2el_ns));
 		itl = cJSON_AddArrayToObject(o, "itl");
+		pthread_once(&part_keys_once, make_part_keys);
 		for (uint32_t g = 0; itl && g < r->n_gaps; g++) {
-			cJSON *gj = parts_json(&r->gaps[g], r->gap_ns[g]);
-			if (gj) {
-				cJSON_AddNumberToObject(gj, "frame", r->gap_frame[g]);
-				cJSON_AddItemToArray(itl, gj);
-			}
+			cJSON *gj = gap_json(&r->gaps[g], r->gap_ns[g], r->gap_frame[g]);
+			if (gj && !cJSON_AddItemToArray(itl, gj))
+				cJSON_Delete(gj);
 		}
 	}
 	k = cJSON_AddObjectToObject(o, "kernel");
@@ -213,13 +329,9 @@ cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
 		add_stamp(k, "server_read_ns", r->server_read_ns);
 		add_stamp(k, "srtt_us", r->srtt_us);
 		add_stamp(k, "retransmits", r->retransmits);
-		fr = cJSON_AddArrayToObject(k, "frames");
-		/* [server_write_ns, kernel_ns, read_ns] per frame, 0 = unknown */
-		for (uint32_t f = 0; fr && f < r->n_frames; f++) {
-			const struct ls_frame_attr *fa = &r->frames[f];
-			double v[3] = { (double)fa->server_write_ns, (double)fa->kernel_ns, (double)fa->read_ns };
-			cJSON_AddItemToArray(fr, cJSON_CreateDoubleArray(v, 3));
-		}
+		fr = frames_json(r);
+		if (fr && !cJSON_AddItemToObjectCS(k, "frames", fr))
+			cJSON_Delete(fr);
 	}
 	return o;
 }
