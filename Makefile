@@ -151,7 +151,9 @@ FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -D_GNU_SO
                -I$(GEN) -Iuserspace -Ibpf -Igpu -MMD -MP
 REPLAY_BINS := $(patsubst %,$(BUILD)/tests/fuzz/%,$(FUZZ_NAMES))
 .PHONY: fuzz-bins
-.PRECIOUS: $(FUZZ_DIR)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/%.o
+# keep the fuzz objects (make would delete them as intermediates and rebuild them each time)
+.SECONDARY: $(patsubst %,$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) \
+            $(patsubst %,$(BUILD)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(BUILD)/obj/tests/fuzz/replay_main.o
 
 $(FUZZ_DIR)/obj/%.o: %.c | $(SKEL)
 	$(Q)mkdir -p $(@D)
