@@ -169,13 +169,19 @@ static __always_inline void ls_submit(struct ls_event *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
-static __always_inline void ls_fill_sock(struct ls_event *e, const struct ls_sock_info *info,
-					 const struct sock *sk)
+/* An event on a tracked socket: its cookie, owner, role and ports filled in. */
+static __always_inline struct ls_event *ls_reserve_sock(__u16 kind, const struct ls_sock_info *info,
+							const struct sock *sk)
 {
+	struct ls_event *e = ls_reserve(kind, info->cookie);
+
+	if (!e)
+		return NULL;
 	e->tgid = info->tgid;
 	e->role = (__u8)info->role;
 	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
 	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	return e;
 }
 
 static __always_inline struct ls_sock_info *ls_sock_get(const struct sock *sk)

@@ -65,10 +65,9 @@ static __always_inline void ls_on_syn_sent(struct sock *sk)
 	p = bpf_map_lookup_elem(&ls_connects, &tid);
 	if (p)
 		p->cookie = info->cookie;
-	e = ls_reserve(LS_EV_CONNECT, info->cookie);
+	e = ls_reserve_sock(LS_EV_CONNECT, info, sk);
 	if (!e)
 		return;
-	ls_fill_sock(e, info, sk);
 	if (p) {
 		e->ts_ns = p->ts_ns;
 		e->len = (__u32)(now - p->ts_ns);
@@ -119,9 +118,8 @@ int BPF_PROG(ls_set_state, struct sock *sk, int oldstate, int newstate)
 		kind = LS_EV_CLOSE;
 	else
 		kind = LS_EV_STATE;
-	e = ls_reserve(kind, info->cookie);
+	e = ls_reserve_sock(kind, info, sk);
 	if (e) {
-		ls_fill_sock(e, info, sk);
 		e->aux = ((__u32)oldstate << 8) | (__u32)newstate;
 		ls_submit(e);
 	}

@@ -15,10 +15,9 @@ int BPF_PROG(ls_send_start, struct sock *sk, struct msghdr *msg, struct sk_buff 
 		return 0;
 	if (info->role == LS_ROLE_CLIENT)
 		ls_ssl_link(info->cookie);
-	e = ls_reserve(LS_EV_SEND_START, info->cookie);
+	e = ls_reserve_sock(LS_EV_SEND_START, info, sk);
 	if (!e)
 		return 0;
-	ls_fill_sock(e, info, sk);
 	e->seq = BPF_CORE_READ(tp, write_seq);
 	e->len = (__u32)BPF_CORE_READ(msg, msg_iter.count);
 	e->aux = (__u32)size_goal;
@@ -38,10 +37,9 @@ int BPF_PROG(ls_send_end, struct sock *sk, int ret, int flags)
 	info = ls_sock_task(sk);
 	if (!info)
 		return 0;
-	e = ls_reserve(LS_EV_SEND_END, info->cookie);
+	e = ls_reserve_sock(LS_EV_SEND_END, info, sk);
 	if (!e)
 		return 0;
-	ls_fill_sock(e, info, sk);
 	e->seq = BPF_CORE_READ(tp, write_seq);
 	e->len = (__u32)ret;
 	ls_submit(e);
@@ -58,10 +56,9 @@ int BPF_PROG(ls_arrived, struct sock *sk)
 
 	if (!info)
 		return 0;
-	e = ls_reserve(LS_EV_ARRIVED, info->cookie);
+	e = ls_reserve_sock(LS_EV_ARRIVED, info, sk);
 	if (!e)
 		return 0;
-	ls_fill_sock(e, info, sk);
 	e->seq = BPF_CORE_READ(tp, rcv_nxt);
 	e->aux = BPF_CORE_READ(tp, copied_seq);
 	ls_submit(e);
@@ -82,10 +79,9 @@ int BPF_PROG(ls_read, struct sock *sk, int ret, int flags)
 		return 0;
 	if (info->role == LS_ROLE_CLIENT)
 		ls_ssl_link(info->cookie);
-	e = ls_reserve(LS_EV_READ, info->cookie);
+	e = ls_reserve_sock(LS_EV_READ, info, sk);
 	if (!e)
 		return 0;
-	ls_fill_sock(e, info, sk);
 	e->seq = BPF_CORE_READ(tp, copied_seq);
 	e->len = (__u32)ret;
 	e->aux = (__u32)flags;
@@ -108,10 +104,9 @@ int BPF_PROG(ls_rtt, struct sock *sk, struct sk_buff *skb)
 	if (srtt_us == info->last_srtt_us)
 		return 0;
 	info->last_srtt_us = srtt_us;
-	e = ls_reserve(LS_EV_RTT, info->cookie);
+	e = ls_reserve_sock(LS_EV_RTT, info, sk);
 	if (!e)
 		return 0;
-	ls_fill_sock(e, info, sk);
 	e->seq = BPF_CORE_READ(tp, snd_una);
 	e->aux = srtt_us;
 	ls_submit(e);
@@ -127,10 +122,9 @@ int BPF_PROG(ls_retransmit, struct sock *sk, struct sk_buff *skb, int err)
 
 	if (!info)
 		return 0;
-	e = ls_reserve(LS_EV_RETRANSMIT, info->cookie);
+	e = ls_reserve_sock(LS_EV_RETRANSMIT, info, sk);
 	if (!e)
 		return 0;
-	ls_fill_sock(e, info, sk);
 	e->seq = BPF_CORE_READ(tp, snd_una);
 	e->aux = (__u32)err;
 	ls_submit(e);

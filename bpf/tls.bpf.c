@@ -10,6 +10,34 @@ static __always_inline int ls_tls_client(void)
 	return w && w->role == LS_ROLE_CLIENT;
 }
 
+/* The SSL* this thread entered the probed call with (map: tid -> SSL*), taken out of the map. */
+static __always_inline int ls_ssl_pop(void *map, __u64 *ssl)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *key = bpf_map_lookup_elem(map, &tid);
+
+	if (!key)
+		return 0;
+	*ssl = *key;
+	bpf_map_delete_elem(map, &tid);
+	return 1;
+}
+
+/* An event of the client process; ts_ns 0 means now. */
+static __always_inline void ls_client_event(__u16 kind, __u64 cookie, __u64 ts_ns, __u32 len)
+{
+	struct ls_event *e = ls_reserve(kind, cookie);
+
+	if (!e)
+		return;
+	if (ts_ns)
+		e->ts_ns = ts_ns;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->role = LS_ROLE_CLIENT;
+	e->len = len;
+	ls_submit(e);
+}
+
 /* Non-blocking: curl calls SSL_connect several times per handshake (-1 WANT_READ ... 1). The
  * first entry starts the handshake; an entry on a finished session is a new one (SSL* reuse). */
 SEC("uprobe")
@@ -34,33 +62,17 @@ int BPF_KPROBE(ls_ssl_connect, void *ssl)
 SEC("uretprobe")
 int BPF_KRETPROBE(ls_ssl_connect_ret, int ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 *key = bpf_map_lookup_elem(&ls_ssl_cur, &tid);
 	struct ls_ssl_info *s;
-	struct ls_event *e;
 	__u64 ssl;
 
-	if (!key)
+	if (!ls_ssl_pop(&ls_ssl_cur, &ssl))
 		return 0;
-	ssl = *key;
-	bpf_map_delete_elem(&ls_ssl_cur, &tid);
 	s = bpf_map_lookup_elem(&ls_ssl, &ssl);
 	if (!s || ret != 1 || s->done)
 		return 0;
 	s->done = 1;
-	e = ls_reserve(LS_EV_TLS_START, s->cookie);
-	if (e) {
-		e->ts_ns = s->start_ns;
-		e->tgid = bpf_get_current_pid_tgid() >> 32;
-		e->role = LS_ROLE_CLIENT;
-		ls_submit(e);
-	}
-	e = ls_reserve(LS_EV_TLS_END, s->cookie);
-	if (e) {
-		e->tgid = bpf_get_current_pid_tgid() >> 32;
-		e->role = LS_ROLE_CLIENT;
-		ls_submit(e);
-	}
+	ls_client_event(LS_EV_TLS_START, s->cookie, s->start_ns, 0);
+	ls_client_event(LS_EV_TLS_END, s->cookie, 0, 0);
 	return 0;
 }
 
@@ -69,18 +81,11 @@ int BPF_KPROBE(ls_ssl_write, void *ssl, const void *buf, int num)
 {
 	__u64 key = (__u64)(unsigned long)ssl;
 	struct ls_ssl_info *s;
-	struct ls_event *e;
 
 	if (!ls_tls_client())
 		return 0;
 	s = bpf_map_lookup_elem(&ls_ssl, &key);
-	e = ls_reserve(LS_EV_TLS_WRITE, s ? s->cookie : 0);
-	if (!e)
-		return 0;
-	e->tgid = bpf_get_current_pid_tgid() >> 32;
-	e->role = LS_ROLE_CLIENT;
-	e->len = (__u32)num;
-	ls_submit(e);
+	ls_client_event(LS_EV_TLS_WRITE, s ? s->cookie : 0, 0, (__u32)num);
 	return 0;
 }
 
@@ -100,25 +105,12 @@ int BPF_KPROBE(ls_ssl_read, void *ssl)
 SEC("uretprobe")
 int BPF_KRETPROBE(ls_ssl_read_ret, int ret)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 *key = bpf_map_lookup_elem(&ls_ssl_rd, &tid);
 	struct ls_ssl_info *s;
-	struct ls_event *e;
 	__u64 ssl;
 
-	if (!key)
-		return 0;
-	ssl = *key;
-	bpf_map_delete_elem(&ls_ssl_rd, &tid);
-	if (ret <= 0)
+	if (!ls_ssl_pop(&ls_ssl_rd, &ssl) || ret <= 0)
 		return 0;
 	s = bpf_map_lookup_elem(&ls_ssl, &ssl);
-	e = ls_reserve(LS_EV_TLS_READ, s ? s->cookie : 0);
-	if (!e)
-		return 0;
-	e->tgid = bpf_get_current_pid_tgid() >> 32;
-	e->role = LS_ROLE_CLIENT;
-	e->len = (__u32)ret;
-	ls_submit(e);
+	ls_client_event(LS_EV_TLS_READ, s ? s->cookie : 0, 0, (__u32)ret);
 	return 0;
 }

@@ -253,12 +253,16 @@ static void resolve_comm(struct ls_probes *p, const char *name)
 		note(p, "server comm '%s': no such process when the probes opened: server side not watched", name);
 }
 
-static int set_tgid(struct ls_probes *p, pid_t pid, __u32 role)
+/* Watches pid in role; on failure says so in why (naming the pid). */
+static int set_tgid(struct ls_probes *p, pid_t pid, __u32 role, char *why, size_t why_len)
 {
 	struct ls_tgid_info info = { .role = role };
 	__u32 key = (__u32)pid;
+	int err = bpf_map_update_elem(bpf_map__fd(p->skel->maps.ls_tgids), &key, &info, BPF_ANY);
 
-	return bpf_map_update_elem(bpf_map__fd(p->skel->maps.ls_tgids), &key, &info, BPF_ANY);
+	if (err)
+		snprintf(why, why_len, "watching pid %d (tgid map) failed: %s", (int)pid, strerror(-err));
+	return err;
 }
 
 /* Listen ports the server already has: its socket inodes (/proc/PID/fd) that are LISTEN
@@ -511,15 +515,11 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 	if (opts->server_comm)
 		resolve_comm(p, opts->server_comm);
 	for (size_t i = 0; i < opts->n_client_pids; i++)
-		if (set_tgid(p, opts->client_pids[i], LS_ROLE_CLIENT)) {
-			snprintf(why, why_len, "filling the tgid map failed: %s", strerror(errno));
+		if (set_tgid(p, opts->client_pids[i], LS_ROLE_CLIENT, why, why_len))
 			goto fail;
-		}
 	for (size_t i = 0; i < p->n_server_pids; i++) {
-		if (set_tgid(p, p->server_pids[i], LS_ROLE_SERVER)) {
-			snprintf(why, why_len, "filling the tgid map failed: %s", strerror(errno));
+		if (set_tgid(p, p->server_pids[i], LS_ROLE_SERVER, why, why_len))
 			goto fail;
-		}
 		if (add_listen_ports(p, p->server_pids[i]) <= 0)
 			note(p, "server pid %d has no listening TCP socket yet: its connections are tracked "
 			     "from its first read or listen()", (int)p->server_pids[i]);

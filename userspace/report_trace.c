@@ -176,7 +176,6 @@ int ls_trace_write(const char *path, const struct ls_run *run, const struct ls_a
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 	char *text = NULL;
-	FILE *f = NULL;
 	int rc = -ENOMEM;
 
 	if (!root || !(arr = cJSON_AddArrayToObject(root, "traceEvents")))
@@ -203,23 +202,19 @@ int ls_trace_write(const char *path, const struct ls_run *run, const struct ls_a
 	text = cJSON_PrintUnformatted(root);
 	if (!text)
 		goto out;
-	f = fopen(path, "w");
+	FILE *f = fopen(path, "w");
 	if (!f) {
 		rc = -errno;
-		fprintf(stderr, "latscope: --trace %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "latscope: --trace %s: %s\n", path, strerror(-rc));
 		goto out;
 	}
-	if (fputs(text, f) < 0 || fclose(f) != 0) {
-		rc = -EIO;
+	int failed = fputs(text, f) < 0;
+	if (fclose(f) != 0) /* closed either way, also when fputs failed */
+		failed = 1;
+	rc = failed ? -EIO : 0;
+	if (failed)
 		fprintf(stderr, "latscope: --trace %s: write failed\n", path);
-		f = NULL;
-		goto out;
-	}
-	f = NULL;
-	rc = 0;
 out:
-	if (f)
-		fclose(f);
 	free(text);
 	cJSON_Delete(root);
 	return rc;

@@ -57,6 +57,9 @@ pid_t lab_ns_owner(const char *name);
 int lab_socket_in(const struct lab_ns *ns, int side, int domain, int type);
 /* Moves the calling thread into one side (host side with side < 0). 0 or -1. */
 int lab_ns_enter(const struct lab_ns *ns, int side);
+/* Opens path read-only as seen from one side's namespace (/proc/thread-self/net/... follows the
+ * thread's namespace at open time). An fd or -1. */
+int lab_open_in(const struct lab_ns *ns, int side, const char *path);
 /* Reads a small file as seen from one side's namespace (e.g. /proc/sys/net/...). Bytes or -1. */
 ssize_t lab_read_in(const struct lab_ns *ns, int side, const char *path, char *buf, size_t cap);
 /* Runs `ip ARGS...` (NULL-terminated), quiet unless it fails. 0 or -1. */

@@ -275,10 +275,11 @@ static void write_json(const char *path, const struct lab_opts *o, const struct 
 	cJSON_AddBoolToObject(root, "ok", all_ok);
 	char *text = cJSON_Print(root);
 	FILE *f = text ? fopen(path, "we") : NULL;
-	if (!f || fprintf(f, "%s\n", text) < 0)
-		fprintf(stderr, "lab: cannot write %s: %s\n", path, strerror(errno));
-	if (f)
-		fclose(f);
+	int failed = !f || fprintf(f, "%s\n", text) < 0;
+	if (f && fclose(f)) /* a full disk shows up here, not at fprintf */
+		failed = 1;
+	if (failed)
+		fprintf(stderr, "lab: cannot write --json %s: %s\n", path, text ? strerror(errno) : "out of memory");
 	free(text);
 	cJSON_Delete(root);
 }

@@ -83,6 +83,18 @@ static int parse_num(const char *flag, const char *s, double lo, double hi, doub
 	return 0;
 }
 
+/* A count, port or seed: parse_num, and no fraction ("--port 80.5" is a typo, not port 80). */
+static int parse_whole(const char *flag, const char *s, double lo, double hi, double *out)
+{
+	if (parse_num(flag, s, lo, hi, out) < 0)
+		return -1;
+	if (*out != floor(*out)) {
+		fprintf(stderr, "latscope lab: %s wants a whole number from %g to %g, got '%s'\n", flag, lo, hi, s);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct lab_opts *o)
 {
 	static const struct option longs[] = {
@@ -133,12 +145,12 @@ static int parse_args(int argc, char **argv, struct lab_opts *o)
 				return 2;
 			break;
 		case OPT_SEED:
-			if (parse_num("--seed", optarg, 0, 1e15, &v) < 0)
+			if (parse_whole("--seed", optarg, 0, 1e15, &v) < 0)
 				return 2;
 			o->delay.seed = (uint64_t)v;
 			break;
 		case OPT_QUEUE:
-			if (parse_num("--queue-pkts", optarg, 16, 1 << 20, &v) < 0)
+			if (parse_whole("--queue-pkts", optarg, 16, 1 << 20, &v) < 0)
 				return 2;
 			o->delay.queue_pkts = (uint32_t)v;
 			break;
@@ -149,7 +161,7 @@ static int parse_args(int argc, char **argv, struct lab_opts *o)
 			break;
 		case OPT_NO_RT: o->delay.realtime = 0; break;
 		case OPT_PORT:
-			if (parse_num("--port", optarg, 1, 65535, &v) < 0)
+			if (parse_whole("--port", optarg, 1, 65535, &v) < 0)
 				return 2;
 			o->port = (int)v;
 			break;
@@ -165,14 +177,14 @@ static int parse_args(int argc, char **argv, struct lab_opts *o)
 		case OPT_SIM_ARGS: o->sim_args = optarg; break;
 		case OPT_NO_SIM: o->no_sim = 1; break;
 		case OPT_PING:
-			if (parse_num("--ping", optarg, 1, 100000, &v) < 0)
+			if (parse_whole("--ping", optarg, 1, 100000, &v) < 0)
 				return 2;
 			o->ping_n = (int)v;
 			break;
 		case OPT_CLIENT_SH: o->client_sh = optarg; break;
 		case OPT_EXPERIMENT: o->experiment = 1; break;
 		case OPT_REQUESTS:
-			if (parse_num("--requests", optarg, 5, 100000, &v) < 0)
+			if (parse_whole("--requests", optarg, 5, 100000, &v) < 0)
 				return 2;
 			o->requests = (int)v;
 			break;

@@ -239,9 +239,9 @@ int lab_socket_in(const struct lab_ns *ns, int side, int domain, int type)
 	return fd;
 }
 
-ssize_t lab_read_in(const struct lab_ns *ns, int side, const char *path, char *buf, size_t cap)
+int lab_open_in(const struct lab_ns *ns, int side, const char *path)
 {
-	if (!cap || lab_ns_enter(ns, side) < 0)
+	if (lab_ns_enter(ns, side) < 0)
 		return -1;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (lab_ns_enter(ns, -1) < 0) {
@@ -249,6 +249,12 @@ ssize_t lab_read_in(const struct lab_ns *ns, int side, const char *path, char *b
 			close(fd);
 		return -1;
 	}
+	return fd;
+}
+
+ssize_t lab_read_in(const struct lab_ns *ns, int side, const char *path, char *buf, size_t cap)
+{
+	int fd = cap ? lab_open_in(ns, side, path) : -1;
 	if (fd < 0)
 		return -1;
 	ssize_t r = read(fd, buf, cap - 1);

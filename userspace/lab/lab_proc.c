@@ -182,18 +182,15 @@ long lab_sockstat_tw(const char *sockstat)
 	return end == tw + 4 || n < 0 ? -1 : n;
 }
 
-/* Opens path as the calling thread sees it from one side's namespace. */
-static int open_in(const struct lab_ns *ns, int side, const char *path)
+/* The whole of path as seen from one side's namespace (malloc'd), or NULL. */
+static char *read_all_in(const struct lab_ns *ns, int side, const char *path)
 {
-	if (lab_ns_enter(ns, side) < 0)
-		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (lab_ns_enter(ns, -1) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
+	int fd = lab_open_in(ns, side, path);
+	if (fd < 0)
+		return NULL;
+	char *text = read_all(fd);
+	close(fd);
+	return text;
 }
 
 long lab_time_wait_in(const struct lab_ns *ns, int side)
@@ -201,10 +198,7 @@ long lab_time_wait_in(const struct lab_ns *ns, int side)
 	/* sockstat's tw is the namespace's own TIME_WAIT counter: O(1). /proc/net/tcp walks the
 	 * whole host's established hash (~10 ms per read here), so it is only the fallback. */
 	long total = -1;
-	int fd = open_in(ns, side, "/proc/thread-self/net/sockstat");
-	char *text = fd >= 0 ? read_all(fd) : NULL;
-	if (fd >= 0)
-		close(fd);
+	char *text = read_all_in(ns, side, "/proc/thread-self/net/sockstat");
 	if (text)
 		total = lab_sockstat_tw(text);
 	free(text);
@@ -212,10 +206,7 @@ long lab_time_wait_in(const struct lab_ns *ns, int side)
 		return total;
 	static const char *const files[] = { "/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6" };
 	for (size_t i = 0; i < 2; i++) {
-		fd = open_in(ns, side, files[i]);
-		text = fd >= 0 ? read_all(fd) : NULL;
-		if (fd >= 0)
-			close(fd);
+		text = read_all_in(ns, side, files[i]);
 		if (!text)
 			continue;
 		total = (total < 0 ? 0 : total) + lab_count_time_wait(text);

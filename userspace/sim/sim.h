@@ -214,6 +214,8 @@ struct sim_conn {
 int  sim_conn_accept(struct sim_server *srv, int fd);
 void sim_conn_on_event(struct sim_conn *c, uint32_t events);
 int  sim_conn_send(struct sim_conn *c, const void *data, size_t len); /* queue + flush */
+/* Sends a whole reply built in out (cut instead when build_rc != 0) and frees out. */
+void sim_conn_reply(struct sim_conn *c, struct sim_buf *out, int build_rc, int keep_alive);
 int  sim_conn_flush(struct sim_conn *c);
 void sim_conn_kill(struct sim_conn *c, int reset);  /* close after this event batch */
 void sim_conn_process_input(struct sim_conn *c);     /* parse and dispatch buffered requests */

@@ -38,14 +38,8 @@ void sim_api_send_error(struct sim_conn *c, int status, const char *type, const 
 			     status == 429 ? "Retry-After: 1\r\n" : "",
 			     keep_alive ? "" : "Connection: close\r\n");
 	rc |= sim_buf_append(&out, body.data, body.len);
-	if (!keep_alive)
-		c->close_after_flush = 1;
-	if (!rc)
-		sim_conn_send(c, out.data, out.len);
-	else
-		sim_conn_kill(c, 0);
+	sim_conn_reply(c, &out, rc, keep_alive);
 	sim_buf_free(&body);
-	sim_buf_free(&out);
 }
 
 static int bad(struct sim_conn *c, const struct sim_http_req *h, const char *msg)

@@ -135,6 +135,17 @@ int sim_conn_send(struct sim_conn *c, const void *data, size_t len)
 	return sim_conn_flush(c);
 }
 
+void sim_conn_reply(struct sim_conn *c, struct sim_buf *out, int build_rc, int keep_alive)
+{
+	if (!keep_alive)
+		c->close_after_flush = 1;
+	if (!build_rc)
+		sim_conn_send(c, out->data, out->len);
+	else
+		sim_conn_kill(c, 0); /* a reply we could not build: cut rather than send half */
+	sim_buf_free(out);
+}
+
 void sim_conn_process_input(struct sim_conn *c)
 {
 	const struct sim_config *cfg = c->srv->cfg;

@@ -192,6 +192,19 @@ static int spec_k(const struct sim_config *cfg)
 	return cfg->accept_len > 1.0 ? cfg->num_spec_tokens : 0;
 }
 
+/* Gives r its next prefill chunk out of *budget (r->prefilled < prompt_len). 1 when the chunk
+ * ends the prompt: the step then samples r's first token. */
+static int prefill_chunk(struct sim_req *r, int *budget, uint32_t *prefill_tokens)
+{
+	int chunk = r->prompt_len - r->prefilled;
+	if (chunk > *budget)
+		chunk = *budget;
+	r->step_prefill = chunk;
+	*budget -= chunk;
+	*prefill_tokens += (uint32_t)chunk;
+	return r->prefilled + chunk == r->prompt_len;
+}
+
 /* Plans and starts a step at now whose planned start is base. 0 when there is no work. */
 static int start_step(struct sim_server *srv, uint64_t now, uint64_t base)
 {
@@ -211,16 +224,9 @@ static int start_step(struct sim_server *srv, uint64_t now, uint64_t base)
 			decode_tokens += (uint32_t)decode_cost;
 			sampled++;
 		} else {
-			int chunk = r->prompt_len - r->prefilled;
-			if (chunk > budget)
-				chunk = budget;
-			if (chunk <= 0)
+			if (budget <= 0)
 				continue;
-			r->step_prefill = chunk;
-			budget -= chunk;
-			prefill_tokens += (uint32_t)chunk;
-			if (r->prefilled + chunk == r->prompt_len)
-				sampled++;
+			sampled += prefill_chunk(r, &budget, &prefill_tokens);
 		}
 		r->in_step = any = 1;
 	}
@@ -236,15 +242,8 @@ static int start_step(struct sim_server *srv, uint64_t now, uint64_t base)
 			e->prefix_hits_total += (uint64_t)r->cached_tokens;
 		}
 		r->prefilled = r->cached_tokens;
-		int chunk = r->prompt_len - r->prefilled;
-		if (chunk > budget)
-			chunk = budget;
 		r->step_decode = 0;
-		r->step_prefill = chunk;
-		budget -= chunk;
-		prefill_tokens += (uint32_t)chunk;
-		if (r->prefilled + chunk == r->prompt_len)
-			sampled++;
+		sampled += prefill_chunk(r, &budget, &prefill_tokens);
 		r->in_step = any = 1;
 	}
 	if (!any) {

@@ -123,13 +123,7 @@ static void send_empty_error(struct sim_conn *c, int status, int keep_alive)
 		rc = sim_buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n%s\r\n", status,
 				    sim_http_reason(status), keep_alive ? "" : "Connection: close\r\n");
 	}
-	if (!keep_alive)
-		c->close_after_flush = 1;
-	if (!rc)
-		sim_conn_send(c, out.data, out.len);
-	else
-		sim_conn_kill(c, 0);
-	sim_buf_free(&out);
+	sim_conn_reply(c, &out, rc, keep_alive);
 }
 
 int sim_fault_before_head(struct sim_server *srv, struct sim_conn *c, struct sim_req *r)

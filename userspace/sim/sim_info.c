@@ -14,13 +14,7 @@ static void send_body(struct sim_conn *c, int status, const char *ctype, const c
 	int rc = sim_buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
 				status, sim_http_reason(status), ctype, len, keep_alive ? "" : "Connection: close\r\n");
 	rc |= sim_buf_append(&out, body, len);
-	if (!keep_alive)
-		c->close_after_flush = 1;
-	if (!rc)
-		sim_conn_send(c, out.data, out.len);
-	else
-		sim_conn_kill(c, 0);
-	sim_buf_free(&out);
+	sim_conn_reply(c, &out, rc, keep_alive);
 }
 
 static void send_json(struct sim_conn *c, cJSON *obj, int keep_alive)

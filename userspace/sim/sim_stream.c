@@ -143,6 +143,22 @@ static void push_message(uint32_t tokens, uint32_t text_len, enum sim_frame_kind
 	W.msg.len = 0;
 }
 
+/* The text generated so far, as a JSON string. */
+static void whole_text_json(const struct sim_req *r, struct sim_buf *m)
+{
+	W.rc |= sim_buf_json_str(m, r->text.data ? r->text.data : "", r->text.len);
+}
+
+/* SGLang's /generate object: the cumulative text, then meta_info (its streams resend it whole). */
+static void generate_json(struct sim_server *srv, struct sim_req *r, const char *reason, struct sim_buf *m)
+{
+	W.rc |= sim_buf_puts(m, "{\"text\":");
+	whole_text_json(r, m);
+	W.rc |= sim_buf_puts(m, ",");
+	meta_info(srv, r, reason, m);
+	W.rc |= sim_buf_puts(m, "}");
+}
+
 /* From the no-blank-line fault on, every data: line ends in one newline: no event ever ends. */
 static int no_blank_line(const struct sim_req *r)
 {
@@ -157,11 +173,7 @@ static void token_message(struct sim_server *srv, struct sim_req *r, const char 
 	W.rc |= sim_buf_puts(m, "data: ");
 	size_t json_start = m->len;
 	if (r->ep == SIM_EP_GENERATE) {
-		W.rc |= sim_buf_puts(m, "{\"text\":");
-		W.rc |= sim_buf_json_str(m, r->text.data ? r->text.data : "", r->text.len);
-		W.rc |= sim_buf_puts(m, ",");
-		meta_info(srv, r, reason, m);
-		W.rc |= sim_buf_puts(m, "}");
+		generate_json(srv, r, reason, m);
 	} else {
 		oai_prefix(srv, r, m);
 		W.rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
@@ -229,23 +241,14 @@ static void whole_body(struct sim_server *srv, struct sim_req *r, const char *re
 {
 	struct sim_buf *m = &W.msg;
 	if (r->ep == SIM_EP_GENERATE) {
-		W.rc |= sim_buf_puts(m, "{\"text\":");
-		W.rc |= sim_buf_json_str(m, r->text.data ? r->text.data : "", r->text.len);
-		W.rc |= sim_buf_puts(m, ",");
-		meta_info(srv, r, reason, m);
-		W.rc |= sim_buf_puts(m, "}");
+		generate_json(srv, r, reason, m);
 	} else {
 		oai_prefix(srv, r, m);
 		W.rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
-		if (r->ep == SIM_EP_CHAT) {
-			W.rc |= sim_buf_puts(m, "\"message\":{\"role\":\"assistant\",\"content\":");
-			W.rc |= sim_buf_json_str(m, r->text.data ? r->text.data : "", r->text.len);
-			W.rc |= sim_buf_puts(m, "},");
-		} else {
-			W.rc |= sim_buf_puts(m, "\"text\":");
-			W.rc |= sim_buf_json_str(m, r->text.data ? r->text.data : "", r->text.len);
-			W.rc |= sim_buf_puts(m, ",");
-		}
+		W.rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"message\":{\"role\":\"assistant\",\"content\":"
+							     : "\"text\":");
+		whole_text_json(r, m);
+		W.rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
 		W.rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
 		finish_json(reason, m);
 		W.rc |= sim_buf_puts(m, "}],");
