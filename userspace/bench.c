@@ -82,6 +82,10 @@ static int build_arrival(struct bench *b)
 	double *ts = NULL;
 	if (c->arrival == LS_ARRIVAL_TRACE) {
 		ts = ls_dataset_timestamps(&b->ds);
+		if (!ts && errno != ENOENT) {
+			fprintf(stderr, "latscope bench: out of memory for the trace's timestamps\n");
+			return -ENOMEM;
+		}
 		if (!ts) {
 			fprintf(stderr, "latscope bench: --arrival trace needs a \"timestamp\" on every line of %s\n",
 				c->dataset_path ? c->dataset_path : "the dataset");
@@ -160,7 +164,6 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	ls_bench_probes_hook(b->probes, o);
 }
 
-/* Warmups, then the measured run. Returns 0, 1 when interrupted, or -errno. */
 /* After an interrupt, requests that were never handed to libcurl are not failures: drop them
  * so that completed + failed = sent in every report, as in the record file. */
 static void drop_unsent(struct bench *b)
@@ -181,6 +184,7 @@ static void drop_unsent(struct bench *b)
 	b->run.n_requests = b->n_warmup + kept;
 }
 
+/* Warmups, then the measured run. Returns 0, 1 when interrupted, or -errno. */
 static int drive(struct bench *b)
 {
 	struct ls_driver_opts o;
@@ -197,11 +201,16 @@ static int drive(struct bench *b)
 		if (rc)
 			return rc;
 		size_t bad = 0;
-		for (size_t i = 0; i < b->n_warmup; i++)
-			bad += b->run.requests[i].fail != LS_OK;
-		if (bad)
+		const struct ls_request *first_bad = NULL;
+		for (size_t i = 0; i < b->n_warmup; i++) {
+			if (b->run.requests[i].fail == LS_OK)
+				continue;
+			if (!bad++)
+				first_bad = &b->run.requests[i];
+		}
+		if (first_bad)
 			fprintf(stderr, "latscope bench: %zu of %zu warmup requests failed (first: %s)\n", bad,
-				b->n_warmup, b->run.requests[0].error);
+				b->n_warmup, first_bad->error);
 		if (b->cfg.warmup_shape == LS_WARMUP_SGLANG) {
 			struct timespec pause = { 1, 0 }; /* SGLang sleeps 1 s after its warmup */
 			while (nanosleep(&pause, &pause) && errno == EINTR)

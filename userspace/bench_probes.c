@@ -122,25 +122,11 @@ static double cpu_us(const struct rusage *u)
 	return (u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1e6 + u->ru_utime.tv_usec + u->ru_stime.tv_usec;
 }
 
-struct flight {
-	uint64_t t;
-	int      d;
-};
-
-static int cmp_flight(const void *a, const void *b)
-{
-	const struct flight *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	return x->d - y->d; /* an end before a start at the same instant */
-}
-
 /* Most requests in flight at once: [started, finished) sweep. */
 static size_t peak_in_flight(const struct ls_run *run)
 {
-	struct flight *ev = malloc((2 * run->n_requests + 1) * sizeof(*ev));
-	size_t n = 0, peak = 0;
-	long cur = 0;
+	struct ls_conc_event *ev = malloc((2 * run->n_requests + 1) * sizeof(*ev));
+	size_t n = 0;
 
 	if (!ev)
 		return 0;
@@ -148,15 +134,10 @@ static size_t peak_in_flight(const struct ls_run *run)
 		const struct ls_request *r = &run->requests[i];
 		if (!r->started_ns || r->finished_ns < r->started_ns)
 			continue;
-		ev[n++] = (struct flight){ r->started_ns, +1 };
-		ev[n++] = (struct flight){ r->finished_ns, -1 };
+		ev[n++] = (struct ls_conc_event){ r->started_ns, +1 };
+		ev[n++] = (struct ls_conc_event){ r->finished_ns, -1 };
 	}
-	qsort(ev, n, sizeof(*ev), cmp_flight);
-	for (size_t i = 0; i < n; i++) {
-		cur += ev[i].d;
-		if (cur > (long)peak)
-			peak = (size_t)cur;
-	}
+	size_t peak = ls_peak_in_flight(ev, n);
 	free(ev);
 	return peak;
 }

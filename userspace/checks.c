@@ -80,13 +80,9 @@ static void check_failures(const struct ls_run *run, const struct ls_metrics *m,
 		return;
 	}
 	if (m->failed) {
-		add(c, "%zu of %zu requests failed (", m->failed, m->n_measured);
-		int shown = 0;
-		for (int f = 1; f < LS_FAIL__COUNT; f++)
-			if (m->fail_counts[f])
-				add(c, "%s%s %zu", shown++ ? ", " : "", ls_fail_name((enum ls_fail)f), m->fail_counts[f]);
-		if (m->no_first_token)
-			add(c, "%sno_first_token %zu", shown++ ? ", " : "", m->no_first_token);
+		char reasons[LS_CHECK_TEXT];
+		ls_metrics_fail_list(m, reasons, sizeof(reasons));
+		add(c, "%zu of %zu requests failed (%s", m->failed, m->n_measured, reasons);
 		add(c, "): every latency above is conditioned on the %zu that survived", m->completed);
 		if (!m->rules.failures_in_headline)
 			add(c, ", and these rules do not print the failures");

@@ -231,8 +231,13 @@ static int run_bench(struct compare *c, size_t k)
 		_exit(127);
 	}
 	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	pid_t waited;
+	while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
+	if (waited < 0) { /* status was never filled in: do not read it as a clean exit */
+		fprintf(stderr, "latscope compare: waiting for run %zu (%s): %s\n", k + 1, run->profiles, strerror(errno));
+		return 1;
+	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		fprintf(stderr, "latscope compare: run %zu (%s) failed (%s %d); its report is in %s\n", k + 1, run->profiles,
 			WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dataset.h"
+#include "json_file.h"
 #include "rng.h"
 
 #define SHAREGPT_MIN_LEN        4
@@ -190,54 +191,6 @@ int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o
 	return 0;
 }
 
-/* Whole file, NUL-terminated. Message on failure. */
-static char *read_whole(const char *path, size_t *len_out)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "latscope: cannot open dataset %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		if (len + 1 >= cap) {
-			char *grown = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-			if (!grown) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-		size_t r = fread(buf + len, 1, cap - len - 1, f);
-		len += r;
-		if (r == 0)
-			break;
-	}
-	if (!buf)
-		fprintf(stderr, "latscope: out of memory reading %s\n", path);
-	else if (ferror(f)) {
-		fprintf(stderr, "latscope: cannot read dataset %s: %s\n", path, strerror(errno));
-		free(buf);
-		buf = NULL;
-	} else {
-		buf[len] = 0;
-		*len_out = len;
-	}
-	fclose(f);
-	return buf;
-}
-
-static size_t line_of(const char *buf, const char *at)
-{
-	size_t line = 1;
-	for (const char *p = buf; p < at && *p; p++)
-		line += *p == '\n';
-	return line;
-}
-
 /* 1 token per 4 bytes, at least 1: the usual rule of thumb for English BPE vocabularies. */
 static uint32_t estimate_tokens(const char *text)
 {
@@ -275,7 +228,7 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 {
 	memset(ds, 0, sizeof(*ds));
 	size_t len = 0;
-	char *buf = read_whole(path, &len);
+	char *buf = ls_read_file(path, "latscope", "dataset", &len);
 	if (!buf)
 		return -EIO;
 	const char *end = NULL;
@@ -285,7 +238,7 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 		if (!at || at < buf || at > buf + len)
 			at = buf + len;
 		fprintf(stderr, "latscope: %s:%zu: malformed JSON (ShareGPT format is a JSON list of "
-				"{\"conversations\": [...]})\n", path, line_of(buf, at));
+				"{\"conversations\": [...]})\n", path, ls_line_at(buf, at));
 		free(buf);
 		return -EINVAL;
 	}
@@ -488,7 +441,7 @@ int ls_dataset_jsonl(struct ls_dataset *ds, const char *path, size_t n, uint32_t
 {
 	memset(ds, 0, sizeof(*ds));
 	size_t len = 0;
-	char *buf = read_whole(path, &len);
+	char *buf = ls_read_file(path, "latscope", "dataset", &len);
 	if (!buf)
 		return -EIO;
 	size_t cap = 0, line = 0;

@@ -185,6 +185,8 @@ static struct xfer *xfer_new(struct drv *d)
 	if (!grown)
 		goto fail;
 	x->headers = grown;
+	for (x->id_header = grown; x->id_header->next;)
+		x->id_header = x->id_header->next;
 	if (d->n_xfers == d->cap_xfers) {
 		size_t cap = d->cap_xfers ? d->cap_xfers * 2 : 64;
 		struct xfer **all = realloc(d->xfers, cap * sizeof(*all));
@@ -420,6 +422,17 @@ void drv_cancel_all(struct drv *d, const char *why)
 	}
 }
 
+/* A request that never got onto the multi handle: it ends here, failed. */
+static void fail_unsent(struct drv *d, struct ls_request *rec, const char *msg)
+{
+	rec->finished_ns = ls_now_ns();
+	fail(rec, LS_FAIL_OTHER, msg);
+	d->n_done++;
+	d->n_failed++;
+	if (d->opts->on_finish)
+		d->opts->on_finish(d->opts->on_finish_ctx, rec);
+}
+
 int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_ns)
 {
 	struct ls_request *rec = job->rec;
@@ -430,12 +443,8 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 		x = xfer_new(d);
 	rec->admitted_ns = admitted_ns;
 	if (!x) {
-		rec->started_ns = rec->finished_ns = ls_now_ns();
-		fail(rec, LS_FAIL_OTHER, "could not set up a transfer (out of memory?)");
-		d->n_done++;
-		d->n_failed++;
-		if (d->opts->on_finish)
-			d->opts->on_finish(d->opts->on_finish_ctx, rec);
+		rec->started_ns = ls_now_ns();
+		fail_unsent(d, rec, "could not set up a transfer (out of memory?)");
 		return -ENOMEM;
 	}
 	x->job = job;
@@ -454,10 +463,7 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
 	reserve_frames(rec, rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096);
 
-	struct curl_slist *last = x->headers;
-	while (last->next)
-		last = last->next;
-	snprintf(last->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
+	snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
 		 (unsigned long long)rec->id);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, job->body);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
@@ -466,12 +472,7 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	CURLMcode mc = curl_multi_add_handle(d->multi, x->easy);
 	d->n_started++;
 	if (mc != CURLM_OK) {
-		rec->finished_ns = ls_now_ns();
-		fail(rec, LS_FAIL_OTHER, curl_multi_strerror(mc));
-		d->n_done++;
-		d->n_failed++;
-		if (d->opts->on_finish)
-			d->opts->on_finish(d->opts->on_finish_ctx, rec);
+		fail_unsent(d, rec, curl_multi_strerror(mc));
 		xfer_release(d, x);
 		return -EIO;
 	}

@@ -56,7 +56,8 @@ struct sock {
 struct xfer {
 	struct drv          *drv;
 	CURL                *easy;
-	struct curl_slist   *headers;   /* last node is X-Request-Id, rewritten per request */
+	struct curl_slist   *headers;
+	struct curl_slist   *id_header; /* headers' last node: X-Request-Id, rewritten per request */
 	struct ls_driver_job *job;
 	struct ls_request   *rec;
 	struct ls_sse        sse;

@@ -48,6 +48,11 @@ int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o
 		curl_easy_setopt(easy, CURLOPT_CAINFO, o->cacert);
 	if (body) {
 		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+		if (!hdrs) {
+			snprintf(resp->error, sizeof(resp->error), "out of memory for the request headers");
+			curl_easy_cleanup(easy);
+			return -1;
+		}
 		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

@@ -104,11 +104,6 @@ int ls_goodput_parse(const char *s, struct ls_goodput *g)
 	return 0;
 }
 
-static double span_s(uint64_t from, uint64_t to)
-{
-	return to >= from ? (double)(to - from) / NS : -((double)(from - to) / NS);
-}
-
 double ls_percentile(const double *sorted, size_t n, double p)
 {
 	if (!n)
@@ -175,24 +170,52 @@ void ls_metrics_free(struct ls_metrics *m)
 	memset(m, 0, sizeof(*m));
 }
 
-struct conc_event {
-	uint64_t t;
-	int delta;
-};
+static void fail_list_add(char *buf, size_t cap, size_t *len, const char *name, size_t count)
+{
+	if (!count || *len + 1 >= cap)
+		return;
+	int w = snprintf(buf + *len, cap - *len, "%s%s %zu", *len ? ", " : "", name, count);
+	if (w > 0)
+		*len = *len + (size_t)w < cap ? *len + (size_t)w : cap - 1;
+}
+
+void ls_metrics_fail_list(const struct ls_metrics *m, char *buf, size_t cap)
+{
+	size_t len = 0;
+	if (!cap)
+		return;
+	buf[0] = 0;
+	for (int f = 1; f < LS_FAIL__COUNT; f++)
+		fail_list_add(buf, cap, &len, ls_fail_name((enum ls_fail)f), m->fail_counts[f]);
+	fail_list_add(buf, cap, &len, "no_first_token", m->no_first_token);
+}
 
 static int cmp_event(const void *a, const void *b)
 {
-	const struct conc_event *x = a, *y = b;
+	const struct ls_conc_event *x = a, *y = b;
 	if (x->t != y->t)
 		return x->t < y->t ? -1 : 1;
 	return x->delta - y->delta; /* departures (-1) before arrivals at the same instant */
+}
+
+size_t ls_peak_in_flight(struct ls_conc_event *ev, size_t n)
+{
+	qsort(ev, n, sizeof(*ev), cmp_event);
+	long cur = 0;
+	size_t peak = 0;
+	for (size_t e = 0; e < n; e++) {
+		cur += ev[e].delta;
+		if (cur > (long)peak)
+			peak = (size_t)cur;
+	}
+	return peak;
 }
 
 /* Scratch arrays freed together. */
 struct scratch {
 	struct ls_req_view *views;
 	double *buf;
-	struct conc_event *events;
+	struct ls_conc_event *events;
 	double *buckets;
 };
 
@@ -273,17 +296,10 @@ static int peak_concurrency(const struct ls_run *run, struct scratch *s, struct 
 		if (!v->ok)
 			continue;
 		uint64_t start = ls_clock_origin(&run->requests[i], LS_CLOCK_STARTED);
-		s->events[ne++] = (struct conc_event){ start, +1 };
-		s->events[ne++] = (struct conc_event){ v->end_ns > start ? v->end_ns : start, -1 };
+		s->events[ne++] = (struct ls_conc_event){ start, +1 };
+		s->events[ne++] = (struct ls_conc_event){ v->end_ns > start ? v->end_ns : start, -1 };
 	}
-	qsort(s->events, ne, sizeof(*s->events), cmp_event);
-	int cur = 0, peak = 0;
-	for (size_t e = 0; e < ne; e++) {
-		cur += s->events[e].delta;
-		if (cur > peak)
-			peak = cur;
-	}
-	m->peak_concurrency = (uint32_t)peak;
+	m->peak_concurrency = (uint32_t)ls_peak_in_flight(s->events, ne);
 	return 0;
 }
 

@@ -203,4 +203,17 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 		       const struct ls_goodput *goodput, struct ls_metrics *m);
 void ls_metrics_free(struct ls_metrics *m);
 
+/* A request entering (+1) or leaving (-1) flight at t. */
+struct ls_conc_event {
+	uint64_t t;
+	int      delta;
+};
+/* Most requests in flight at once over n events (sorted here, in place; a departure before an
+ * arrival at the same instant). */
+size_t ls_peak_in_flight(struct ls_conc_event *ev, size_t n);
+
+/* The failed requests by reason, as every report words them: "timeout 2, no_first_token 1"
+ * ("" when none failed); truncated to fit cap. */
+void ls_metrics_fail_list(const struct ls_metrics *m, char *buf, size_t cap);
+
 #endif

@@ -6,6 +6,12 @@
 #include <stdint.h>
 #include "metrics.h"
 
+/* Seconds from one stamp to another, negative when `to` is earlier. */
+static inline double span_s(uint64_t from, uint64_t to)
+{
+	return to >= from ? (double)(to - from) / 1e9 : -((double)(from - to) / 1e9);
+}
+
 /* A frame claiming more tokens than this is clamped when its gap is spread (token ITL). */
 #define ITL_TOKENS_CAP 4096
 

@@ -6,13 +6,6 @@
 #include "metrics.h"
 #include "metrics_int.h"
 
-#define NS 1e9
-
-static double span_s(uint64_t from, uint64_t to)
-{
-	return to >= from ? (double)(to - from) / NS : -((double)(from - to) / NS);
-}
-
 /* Whether a frame passes the gate; cum_text carries the text seen so far (CUM_TEXT). */
 int ls_gate_pass(const struct ls_frame *fr, enum ls_ttft_gate gate, uint64_t *cum_text)
 {

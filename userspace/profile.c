@@ -295,14 +295,6 @@ int ls_profile_apply_json(struct ls_profile *p, const cJSON *obj, const char *wh
 	return 0;
 }
 
-static cJSON *pct_array(const double *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	for (size_t i = 0; a && i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-	return a;
-}
-
 cJSON *ls_profile_to_json(const struct ls_profile *p)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -320,8 +312,8 @@ cJSON *ls_profile_to_json(const struct ls_profile *p)
 	static const char *const bools[] = { "failures_in_headline", "no_token_ok", "no_done_ok", "itl_max" };
 	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
 		cJSON_AddBoolToObject(o, bools[i], *bool_field(&tmp, bools[i]));
-	cJSON_AddItemToObject(o, "percentiles", pct_array(r->percentiles, r->n_percentiles));
-	cJSON_AddItemToObject(o, "itl_percentiles", pct_array(r->itl_percentiles, r->n_itl_percentiles));
+	cJSON_AddItemToObject(o, "percentiles", ls_json_doubles(r->percentiles, r->n_percentiles));
+	cJSON_AddItemToObject(o, "itl_percentiles", ls_json_doubles(r->itl_percentiles, r->n_itl_percentiles));
 	cJSON_AddStringToObject(o, "backend", ls_backend_name(p->backend));
 	cJSON_AddStringToObject(o, "arrival", ls_arrival_kind_name(p->arrival));
 	cJSON_AddStringToObject(o, "connection", p->per_request_conn ? "per-request" : "reuse");

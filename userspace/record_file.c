@@ -446,8 +446,9 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 	struct ls_record_meta m = { 0 };
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		fprintf(stderr, "latscope: cannot open record file %s: %s\n", path, strerror(errno));
-		return -errno;
+		int open_errno = errno;
+		fprintf(stderr, "latscope: cannot open record file %s: %s\n", path, strerror(open_errno));
+		return -open_errno;
 	}
 	char *line = NULL;
 	size_t cap = 0, n_cap = 0, lineno = 0;
@@ -516,11 +517,21 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 		struct ls_request *r = &run->requests[run->n_requests++];
 		err = parse_request(o, m.base_ns, r);
 		cJSON_Delete(o);
+		if (err == -ENOMEM) {
+			fprintf(stderr, "latscope: %s:%zu: out of memory for the request's frames\n", path, lineno);
+			break;
+		}
 		if (err) {
-			fprintf(stderr, "latscope: %s:%zu: malformed request record\n", path, lineno);
+			fprintf(stderr, "latscope: %s:%zu: malformed request record (\"frames\" must be a list of "
+					"7-number lists)\n", path, lineno);
 			break;
 		}
 		run->n_warmup += r->warmup != 0;
+	}
+	if (!err && (ferror(f) || !feof(f))) { /* getline failed before the end of the file */
+		fprintf(stderr, "latscope: cannot read record file %s past line %zu: %s\n", path, lineno,
+			strerror(errno));
+		err = -EIO;
 	}
 	free(line);
 	fclose(f);

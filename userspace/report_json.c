@@ -8,18 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
+#include "json_file.h"
 #include "report.h"
-
-static cJSON *num_array_d(const double *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	for (size_t i = 0; a && i < n; i++)
-		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]))) {
-			cJSON_Delete(a);
-			return NULL;
-		}
-	return a;
-}
 
 static cJSON *num_array_u(const uint32_t *v, size_t n)
 {
@@ -98,10 +88,10 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 		cJSON_AddBoolToObject(rules, "failures_in_headline", r->failures_in_headline);
 		cJSON_AddBoolToObject(rules, "no_token_ok", r->no_token_ok);
 		cJSON_AddBoolToObject(rules, "no_done_ok", r->no_done_ok);
-		cJSON_AddItemToObject(rules, "percentiles", num_array_d(r->percentiles, r->n_percentiles));
+		cJSON_AddItemToObject(rules, "percentiles", ls_json_doubles(r->percentiles, r->n_percentiles));
 		if (r->n_itl_percentiles)
 			cJSON_AddItemToObject(rules, "itl_percentiles",
-					      num_array_d(r->itl_percentiles, r->n_itl_percentiles));
+					      ls_json_doubles(r->itl_percentiles, r->n_itl_percentiles));
 	}
 	cJSON_AddStringToObject(o, "arrival", ctx->arrival ? ctx->arrival : "");
 	cJSON_AddStringToObject(o, "run_tag", ctx->run_tag ? ctx->run_tag : "");
@@ -125,7 +115,7 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 		double hist[LS_TPF_MAX + 1];
 		for (int b = 0; b <= LS_TPF_MAX; b++)
 			hist[b] = (double)m->tpf_hist[b];
-		cJSON_AddItemToObject(tpf, "histogram", num_array_d(hist, LS_TPF_MAX + 1));
+		cJSON_AddItemToObject(tpf, "histogram", ls_json_doubles(hist, LS_TPF_MAX + 1));
 		cJSON_AddNumberToObject(tpf, "unknown", (double)m->tpf_unknown);
 		cJSON_AddNumberToObject(tpf, "mean", m->tpf_mean);
 		cJSON_AddNumberToObject(tpf, "mean_from_usage", m->tpf_usage_mean);
@@ -136,7 +126,7 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 			cJSON_AddNumberToObject(fails, ls_fail_name((enum ls_fail)f), (double)m->fail_counts[f]);
 	if (fails && m->no_first_token)
 		cJSON_AddNumberToObject(fails, "no_first_token", (double)m->no_first_token);
-	cJSON_AddItemToObject(o, "slot_waits", num_array_d(m->slot_waits_s, m->n));
+	cJSON_AddItemToObject(o, "slot_waits", ls_json_doubles(m->slot_waits_s, m->n));
 	if (ctx->spec && ctx->spec->has_avg)
 		cJSON_AddNumberToObject(o, "server_avg_spec_accept_length", ctx->spec->avg_accept_len);
 	if (ctx->record_path)
@@ -184,13 +174,13 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 	cJSON_AddNumberToObject(root, "total_token_throughput", m->total_token_throughput);
 	cJSON_AddItemToObject(root, "input_lens", num_array_u(m->input_lens, m->n));
 	cJSON_AddItemToObject(root, "output_lens", num_array_u(m->output_lens, m->n));
-	cJSON_AddItemToObject(root, "ttfts", num_array_d(m->ttfts_s, m->n));
+	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
 	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
 	for (size_t i = 0; itls && i < m->n; i++)
-		cJSON_AddItemToArray(itls, num_array_d(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
-	cJSON_AddItemToObject(root, "latencies", num_array_d(m->e2els_s, m->n));
-	cJSON_AddItemToObject(root, "start_times", num_array_d(m->start_times_s, m->n));
-	cJSON_AddItemToObject(root, "queue_times", num_array_d(m->queue_times_s, m->n));
+		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
+	cJSON_AddItemToObject(root, "latencies", ls_json_doubles(m->e2els_s, m->n));
+	cJSON_AddItemToObject(root, "start_times", ls_json_doubles(m->start_times_s, m->n));
+	cJSON_AddItemToObject(root, "queue_times", ls_json_doubles(m->queue_times_s, m->n));
 	cJSON *texts = cJSON_AddArrayToObject(root, "generated_texts");
 	cJSON *errors = cJSON_AddArrayToObject(root, "errors");
 	for (size_t i = 0, k = 0; run && i < run->n_requests && k < m->n; i++) {
@@ -226,7 +216,7 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 		cJSON_AddNumberToObject(root, "spec_decode_draft_tokens", (double)s->draft_tokens);
 		cJSON_AddNumberToObject(root, "spec_decode_accepted_tokens", (double)s->accepted);
 		cJSON_AddItemToObject(root, "spec_decode_per_position_acceptance_rates",
-				      num_array_d(s->per_pos_rate, (size_t)s->n_pos));
+				      ls_json_doubles(s->per_pos_rate, (size_t)s->n_pos));
 	}
 	cJSON_AddItemToObject(root, "latscope", latscope_obj(m, ctx));
 	char *text = cJSON_Print(root);

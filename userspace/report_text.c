@@ -177,13 +177,9 @@ static void failures(FILE *out, const struct ls_metrics *m)
 		fprintf(out, "none\n");
 		return;
 	}
-	int shown = 0;
-	for (int f = 1; f < LS_FAIL__COUNT; f++)
-		if (m->fail_counts[f])
-			fprintf(out, "%s%s %zu", shown++ ? ", " : "", ls_fail_name((enum ls_fail)f), m->fail_counts[f]);
-	if (m->no_first_token)
-		fprintf(out, "%sno_first_token %zu", shown++ ? ", " : "", m->no_first_token);
-	fprintf(out, " (of %zu; latencies above are of the %zu that succeeded)\n", m->n_measured, m->completed);
+	char reasons[1024];
+	ls_metrics_fail_list(m, reasons, sizeof(reasons));
+	fprintf(out, "%s (of %zu; latencies above are of the %zu that succeeded)\n", reasons, m->n_measured, m->completed);
 }
 
 static void spec_block(FILE *out, const struct ls_spec_stats *s)

@@ -97,6 +97,18 @@ static int on_line(struct ls_sse *p, const char *line, size_t len, uint64_t end_
 	return 0;
 }
 
+/* Appends n bytes to the line kept across reads, within the frame cap. */
+static int line_append(struct ls_sse *p, const char *src, size_t n)
+{
+	if (p->line_len + n > p->max)
+		return -EMSGSIZE;
+	if (reserve(&p->line, &p->line_cap, p->line_len + n))
+		return -ENOMEM;
+	memcpy(p->line + p->line_len, src, n);
+	p->line_len += n;
+	return 0;
+}
+
 int ls_sse_feed(struct ls_sse *p, const char *buf, size_t len, ls_sse_cb cb, void *ctx)
 {
 	if (p->error)
@@ -120,17 +132,9 @@ int ls_sse_feed(struct ls_sse *p, const char *buf, size_t len, ls_sse_cb cb, voi
 		const char *eol = cr ? cr : nl;
 		if (!eol) {
 			/* Unfinished line: keep it for the next read. */
-			if (p->line_len + avail > p->max) {
-				rc = -EMSGSIZE;
-				break;
-			}
-			if (reserve(&p->line, &p->line_cap, p->line_len + avail)) {
-				rc = -ENOMEM;
-				break;
-			}
-			memcpy(p->line + p->line_len, cur, avail);
-			p->line_len += avail;
-			p->off += avail;
+			rc = line_append(p, cur, avail);
+			if (!rc)
+				p->off += avail;
 			break;
 		}
 		size_t seg = (size_t)(eol - cur);
@@ -145,16 +149,9 @@ int ls_sse_feed(struct ls_sse *p, const char *buf, size_t len, ls_sse_cb cb, voi
 		}
 		uint64_t end_off = p->off + seg + eol_len - 1;
 		if (p->line_len) {
-			if (p->line_len + seg > p->max) {
-				rc = -EMSGSIZE;
+			if ((rc = line_append(p, cur, seg)))
 				break;
-			}
-			if (reserve(&p->line, &p->line_cap, p->line_len + seg)) {
-				rc = -ENOMEM;
-				break;
-			}
-			memcpy(p->line + p->line_len, cur, seg);
-			size_t line_len = p->line_len + seg;
+			size_t line_len = p->line_len;
 			p->line_len = 0;
 			rc = on_line(p, p->line, line_len, end_off, cb, ctx);
 		} else {
