@@ -226,7 +226,11 @@ static void resolve_comm(struct ls_probes *p, const char *name)
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	size_t found = 0;
+	char want[16]; /* the kernel keeps 15 characters of a command name (TASK_COMM_LEN) */
 
+	snprintf(want, sizeof(want), "%s", name);
+	if (strlen(name) >= sizeof(want))
+		note(p, "server comm '%s' is matched as '%s': the kernel keeps 15 characters", name, want);
 	if (!d) {
 		note(p, "server comm '%s': cannot read /proc (%s)", name, strerror(errno));
 		return;
@@ -243,7 +247,7 @@ static void resolve_comm(struct ls_probes *p, const char *name)
 			continue;
 		if (fgets(comm, sizeof(comm), f)) {
 			comm[strcspn(comm, "\n")] = '\0';
-			if (strcmp(comm, name) == 0 && add_server_pid(p, (pid_t)atoi(de->d_name)) == 0)
+			if (strcmp(comm, want) == 0 && add_server_pid(p, (pid_t)atoi(de->d_name)) == 0)
 				found++;
 		}
 		fclose(f);

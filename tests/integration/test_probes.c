@@ -365,6 +365,8 @@ Test(probes, server_comm_finds_the_simulator, .timeout = 60)
 	p = ls_probes_open(&po, why, sizeof(why));
 	cr_assert_not_null(p, "%s", why);
 	cr_assert(strstr(ls_probes_notes(p), "no such process"), "%s", ls_probes_notes(p));
+	cr_assert(strstr(ls_probes_notes(p), "matched as 'no-such-process'"),
+		  "a name past 15 characters is matched as the kernel keeps it: %s", ls_probes_notes(p));
 	ls_probes_close(p);
 	t_sim_stop(&sim);
 }
