@@ -28,6 +28,10 @@ void t_sim_stop(struct t_sim *sim);
  * -1 when it could not run or was killed after timeout_s. */
 int t_run(const char *const *argv, char **out, char **err, int timeout_s);
 
+/* Removes a test's scratch directory and everything in it, unless T_KEEP is set. Only paths
+ * under /tmp/latscope- are touched, so a half-initialised name cannot remove anything else. */
+void t_remove_tree(const char *dir);
+
 /* Reads a whole file (malloc'd, NUL-terminated), NULL on error. */
 char *t_read_file(const char *path, size_t *len);
 

@@ -25,10 +25,7 @@ static void setup(void)
 static void teardown(void)
 {
 	t_sim_stop(&sim);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (!getenv("T_KEEP") && system(cmd)) {
-	}
+	t_remove_tree(tmpdir);
 }
 
 TestSuite(profiles, .init = setup, .fini = teardown);

@@ -136,10 +136,7 @@ Test(reliability_input, table_of_bad_inputs, .timeout = 90)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_case(&cases[i], &sim, t_bin(), NULL);
 	t_sim_stop(&sim);
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (!getenv("T_KEEP"))
-		(void)!system(cmd);
+	t_remove_tree(dir);
 }
 
 /* Probes that cannot run: --probes on fails (exit 1) naming why and what to do; auto runs
@@ -187,9 +184,7 @@ Test(reliability_input, probes_without_btf_or_root, .timeout = 90)
 	free(out);
 	rl_done(&p);
 	t_sim_stop(&sim);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (!getenv("T_KEEP"))
-		(void)!system(cmd);
+	t_remove_tree(dir);
 }
 
 /* A process without libssl: the TLS uprobes are skipped with a note, the rest runs. */

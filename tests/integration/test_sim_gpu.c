@@ -16,10 +16,7 @@ static char dir[] = "/tmp/latscope-simgpu-XXXXXX";
 static void fini(void)
 {
 	t_sim_stop(&sim);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (strncmp(dir, "/tmp/latscope-simgpu-", 21) == 0 && !strstr(dir, "XXXXXX"))
-		(void)!system(cmd);
+	t_remove_tree(dir);
 }
 
 TestSuite(sim_gpu, .fini = fini, .timeout = 60);
