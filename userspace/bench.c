@@ -156,6 +156,7 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	o->arrival = measured ? (struct ls_arrival *)&b->arrival : NULL;
 	o->run_tag = b->run_tag;
 	o->progress = measured && !c->disable_tqdm && isatty(STDERR_FILENO);
+	o->busy_poll = c->busy_poll;
 	if (b->record) {
 		o->on_finish = ls_record_on_finish;
 		o->on_finish_ctx = b->record;
@@ -233,6 +234,7 @@ static int drive(struct bench *b)
 	struct ls_run main_run = { .requests = b->run.requests + b->n_warmup, .n_requests = b->n_measured };
 	driver_opts(b, &o, 1);
 	int rc = ls_driver_run(&o, b->jobs + b->n_warmup, b->n_measured, &main_run);
+	ls_bench_probes_run_ended(b->probes);
 	b->run.start_ns = main_run.start_ns;
 	b->run.end_ns = main_run.end_ns;
 	b->run.interrupted = main_run.interrupted || rc == 1;

@@ -19,6 +19,8 @@ struct ls_bench_probes {
 	struct ls_loop_hook hook;
 	char why[256];
 	struct rusage before;       /* at open: the run's CPU and peak RSS are measured from here */
+	struct rusage after;        /* at the run's end (ls_bench_probes_run_ended) */
+	int ended;
 };
 
 int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out)
@@ -56,6 +58,12 @@ int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **o
 	getrusage(RUSAGE_SELF, &bp->before);
 	*out = bp;
 	return 0;
+}
+
+void ls_bench_probes_run_ended(struct ls_bench_probes *bp)
+{
+	if (bp && !getrusage(RUSAGE_SELF, &bp->after))
+		bp->ended = 1;
 }
 
 void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o)
@@ -117,9 +125,9 @@ static void print_client_delay(FILE *out, const struct ls_run *run, const struct
 	free(d);
 }
 
-static double cpu_us(const struct rusage *u)
+static double tv_us(const struct timeval *tv)
 {
-	return (u->ru_utime.tv_sec + u->ru_stime.tv_sec) * 1e6 + u->ru_utime.tv_usec + u->ru_stime.tv_usec;
+	return tv->tv_sec * 1e6 + tv->tv_usec;
 }
 
 /* Most requests in flight at once: [started, finished) sweep. */
@@ -152,13 +160,21 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 
 	for (size_t i = 0; i < run->n_requests; i++)
 		frames += run->requests[i].n_frames;
-	double cpu = cpu_us(now) - cpu_us(&bp->before);
+	/* User time is latscope's own code and libraries (libcurl, SSE, JSON, stamping); kernel time
+	 * is mostly TCP receive, and the ACK each small frame's read sends on loopback. */
+	double user = tv_us(&now->ru_utime) - tv_us(&bp->before.ru_utime);
+	double kern = tv_us(&now->ru_stime) - tv_us(&bp->before.ru_stime);
+	double cpu = user + kern;
 	size_t n = run->n_requests, peak = peak_in_flight(run);
 	long rss_kib = now->ru_maxrss - bp->before.ru_maxrss;
 	fprintf(out, "harness cost (getrusage, the run): CPU %.1f ms = %.1f us per request, %.2f us per frame "
-		"(%zu requests, %llu frames); peak RSS +%.1f MiB = %.1f KiB per stream in flight (peak %zu)",
-		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, n, (unsigned long long)frames,
+		"(user %.2f + kernel %.2f) (%zu requests, %llu frames); peak RSS +%.1f MiB = %.1f KiB per stream "
+		"in flight (peak %zu)",
+		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, frames ? user / frames : 0.0,
+		frames ? kern / frames : 0.0, n, (unsigned long long)frames,
 		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
+	if (bp->cfg->busy_poll)
+		fprintf(out, "; --busy-poll: the loop's spinning is in the CPU");
 	if (bp->probes) {
 		uint64_t drain_ns = 0, events = 0;
 		ls_probes_cost(bp->probes, NULL, 0, &drain_ns, &events);
@@ -274,7 +290,10 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 		return 0;
 	cfg = bp->cfg;
 	struct rusage end;
-	getrusage(RUSAGE_SELF, &end); /* the run ends here: attribution is not its cost */
+	if (bp->ended)
+		end = bp->after;
+	else
+		getrusage(RUSAGE_SELF, &end); /* the run ends here: attribution is not its cost */
 	ls_probes_drain(bp->probes); /* what arrived after the loop's last drain */
 	run_span(run, &from, &to);
 	if (cfg->gpu_dir) {

@@ -22,6 +22,10 @@ int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **o
 /* Adds the probes' drain hook to a driver run (nothing when the probes are off). bp may be NULL. */
 void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o);
 
+/* Marks the end of the measured run: the harness's cost is its CPU from open to here (metrics
+ * and reports after it are not). bp may be NULL. */
+void ls_bench_probes_run_ended(struct ls_bench_probes *bp);
+
 /* After the run: drains the ring once more, loads GPU steps (--gpu-dir), attributes every
  * request of run, prints the section(s) to out, writes the attribution JSONL (when cfg has a
  * --record path and the probes ran: ls_bench_attribution_path) and --trace. 0, or -errno when an output file

@@ -72,6 +72,7 @@ struct ls_config {
 	double   request_timeout_s; /* 0 = none */
 	double   ready_check_timeout_s;
 	int      disable_tqdm;
+	int      busy_poll;         /* the loop spins instead of sleeping */
 	/* results */
 	unsigned percentile_metrics; /* LS_PM_* */
 	struct ls_goodput goodput;

@@ -223,8 +223,8 @@ static void handle_cqe(struct drv *d, const struct io_uring_cqe *cqe, uint64_t n
 		struct drv_hook *h = (struct drv_hook *)op;
 		if (cqe->res == -EINVAL && !d->poll_oneshot)
 			d->poll_oneshot = 1;
-		if (cqe->res > 0)
-			h->hook->on_ready(h->hook->ctx, now);
+		if (cqe->res > 0 && h->hook->on_ready(h->hook->ctx, now) > 0)
+			h->next_ns = now; /* more to do: the next turn calls it again */
 		if (!more) {
 			h->live = 0;
 			if (cqe->res >= 0 || cqe->res == -EINVAL)
@@ -266,6 +266,17 @@ static uint64_t spin_window(uint64_t p90_ns)
 	return w < ARRIVAL_SPIN_MAX_NS ? w : ARRIVAL_SPIN_MAX_NS;
 }
 
+/* --busy-poll: runs the ring's completions (task work included) until one is ready or until
+ * (0 = no deadline), never sleeping, so no wake-up stands between a frame and its stamp. */
+static int spin_for_events(struct drv *d, uint64_t until)
+{
+	int rc;
+	do
+		rc = io_uring_submit_and_get_events(&d->ring);
+	while (rc >= 0 && !io_uring_cq_ready(&d->ring) && (!until || ls_now_ns() < until));
+	return rc;
+}
+
 static int loop(struct drv *d)
 {
 	uint64_t wake_late_ns = WAKE_LATE_START_NS;
@@ -289,9 +300,14 @@ static int loop(struct drv *d)
 		for (size_t i = 0; i < d->n_hooks; i++) {
 			struct drv_hook *h = &d->hooks[i];
 			if (h->next_ns && h->next_ns <= now) {
-				h->hook->on_ready(h->hook->ctx, now);
-				while (h->next_ns <= now)
-					h->next_ns += h->hook->period_ns;
+				int more = h->hook->on_ready(h->hook->ctx, now) > 0;
+				if (more)
+					h->next_ns = now + 1; /* due again on the next turn */
+				else if (h->hook->period_ns)
+					while (h->next_ns <= now)
+						h->next_ns += h->hook->period_ns;
+				else
+					h->next_ns = 0;
 			}
 		}
 		if (d->opts->progress && d->progress_next_ns <= now) {
@@ -327,6 +343,8 @@ static int loop(struct drv *d)
 		if ((wake && wake <= now) || (arrival && arrival <= now + early)) {
 			/* Due, or an arrival in the spin window: take what completed, do not sleep. */
 			rc = io_uring_submit_and_get_events(&d->ring);
+		} else if (d->opts->busy_poll) {
+			rc = spin_for_events(d, arrival ? min_ns(wake, arrival) : wake);
 		} else {
 			if (arrival)
 				wake = min_ns(wake, arrival - early);

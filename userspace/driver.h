@@ -13,7 +13,9 @@
 struct ls_loop_hook {
 	int       fd;                 /* polled for POLLIN, or -1 for timer only */
 	uint64_t  period_ns;          /* also called every period (0 = only on fd readiness) */
-	void    (*on_ready)(void *ctx, uint64_t now_ns);
+	/* Returns 1 to be called again on the loop's next turn (work left, done in slices so
+	 * that frames are not held behind it), else 0. */
+	int     (*on_ready)(void *ctx, uint64_t now_ns);
 	void     *ctx;
 };
 
@@ -29,6 +31,7 @@ struct ls_driver_opts {
 	struct ls_arrival *arrival;     /* schedule of measured requests */
 	const char *run_tag;            /* X-Request-Id prefix */
 	int         progress;           /* print a progress line to stderr (tty) */
+	int         busy_poll;          /* spin on the ring instead of sleeping in io_uring_enter */
 	const struct ls_loop_hook *hooks;
 	size_t      n_hooks;
 	/* Called once per request as it finishes (record file), in the loop thread. */

@@ -31,6 +31,7 @@ struct ls_probes {
 	int oom;                  /* an event could not be stored */
 	int stats_fd;             /* BPF_STATS_RUN_TIME held while open, -1 */
 	uint64_t drain_ns, drained;
+	uint64_t budget;          /* events this drain may still take, 0 = no limit */
 	pid_t server_pids[LS_MAX_PIDS];
 	size_t n_server_pids;
 	char notes[1024];
@@ -72,6 +73,9 @@ static int handle_event(void *ctx, void *data, size_t size)
 	if (ls_evstore_add(p->store, data))
 		p->oom = 1;
 	p->drained++;
+	/* Out of budget: libbpf keeps this event consumed and stops here. */
+	if (p->budget && !--p->budget)
+		return -EAGAIN;
 	return 0;
 }
 
@@ -97,16 +101,24 @@ static void collect_lost(struct ls_probes *p)
 	}
 }
 
-void ls_probes_drain(struct ls_probes *p)
+/* Drains up to budget events (0: all); 1 when the budget ran out (more may wait), else 0. */
+static int drain(struct ls_probes *p, uint64_t budget)
 {
-	uint64_t t0;
+	uint64_t t0 = ls_now_ns();
+	int more;
 
-	if (!p)
-		return;
-	t0 = ls_now_ns();
-	ring_buffer__consume(p->rb);
+	p->budget = budget;
+	more = ring_buffer__consume(p->rb) == -EAGAIN;
+	p->budget = 0;
 	collect_lost(p);
 	p->drain_ns += ls_now_ns() - t0;
+	return more;
+}
+
+void ls_probes_drain(struct ls_probes *p)
+{
+	if (p)
+		drain(p, 0);
 }
 
 size_t ls_probes_cost(const struct ls_probes *p, struct ls_probe_cost *out, size_t cap,
@@ -136,10 +148,12 @@ size_t ls_probes_cost(const struct ls_probes *p, struct ls_probe_cost *out, size
 	return n;
 }
 
-static void on_ready(void *ctx, uint64_t now_ns)
+/* In the loop: slices of LS_PROBES_DRAIN_SLICE events, so a frame waits at most one slice
+ * (~50 us) behind the drain instead of a whole period's events. */
+static int on_ready(void *ctx, uint64_t now_ns)
 {
 	(void)now_ns;
-	ls_probes_drain(ctx);
+	return drain(ctx, LS_PROBES_DRAIN_SLICE);
 }
 
 int ls_probes_fd(const struct ls_probes *p)

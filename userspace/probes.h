@@ -12,6 +12,7 @@
 struct ls_loop_hook;
 
 #define LS_PROBES_DRAIN_PERIOD_NS 10000000ull /* timer drain: 10 ms */
+#define LS_PROBES_DRAIN_SLICE 256                /* events per drain call in the loop */
 #define LS_PROBES_RING_DEFAULT (4u << 20)
 
 struct ls_probes_opts {

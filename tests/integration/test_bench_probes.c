@@ -4,6 +4,7 @@
  * as an unprivileged user (setuid nobody) the bench still runs and says why the probes are off,
  * and --probes on refuses to run. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <grp.h>
@@ -71,6 +72,13 @@ Test(bench_probes, root_report_record_and_trace, .timeout = 90)
 	cr_expect(strstr(out, "Where the latency went"), "%s", out);
 	cr_expect(!strstr(out, "probes off"), "%s", out);
 	cr_expect(strstr(out, "client delay per frame"), "%s", out);
+	/* The harness's cost per frame, split into its own code (user) and the kernel's. */
+	const char *hc = strstr(out, "harness cost"), *pf = hc ? strstr(hc, "us per request, ") : NULL;
+	double per_frame = -1, user = -1, kern = -1;
+	cr_assert(pf && sscanf(pf, "us per request, %lf us per frame (user %lf + kernel %lf)", &per_frame, &user,
+			       &kern) == 3, "%s", out);
+	cr_expect(user >= 0 && kern >= 0 && fabs(user + kern - per_frame) <= 0.02, "%.2f = %.2f + %.2f", per_frame,
+		  user, kern);
 	/* The server was watched: its part is split out of TTFT. */
 	cr_expect(strstr(out, "  server "), "%s", out);
 

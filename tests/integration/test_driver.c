@@ -129,6 +129,50 @@ Test(driver, constant_arrivals_follow_the_schedule, .timeout = 60)
 	td_sim_stop(&sim);
 }
 
+/* --busy-poll: the loop spins on the ring instead of sleeping. Streams are whole, requests
+ * leave on schedule (the spin ends at the next arrival), and no frame is stamped before the sim
+ * wrote it. */
+Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "2", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	struct td_batch b;
+	const uint32_t max_tokens = 4;
+	td_batch_init(&b, LS_BACKEND_OPENAI, 20, max_tokens);
+	struct ls_arrival a;
+	cr_assert_eq(ls_arrival_init(&a, LS_ARRIVAL_CONSTANT, 100.0, 1.0, 1, b.n, NULL), 0);
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	o.arrival = &a;
+	o.busy_poll = 1;
+	cr_assert_eq(td_run(&o, &b), 0);
+	struct td_truth t;
+	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0, "truth has every request");
+	uint64_t lag[64];
+	for (size_t i = 0; i < b.n; i++) {
+		const struct ls_request *r = &b.recs[i];
+		check_stream(r, &t, b.run.run_tag, LS_BACKEND_OPENAI, max_tokens);
+		cr_assert_eq(r->scheduled_ns, b.run.start_ns + a.offsets_ns[i]);
+		cr_assert_geq(r->admitted_ns, r->scheduled_ns, "no request leaves early");
+		lag[i] = r->started_ns - r->scheduled_ns;
+		char id[64];
+		snprintf(id, sizeof(id), "%s-%zu", b.run.run_tag, i);
+		long k = td_truth_find(&t, id);
+		for (uint32_t f = 0; f < r->n_frames && f < t.n_frames[k]; f++)
+			cr_assert_geq(r->frames[f].arrived_ns, t.frame_t[k][f], "frame %u stamped before the sim wrote it", f);
+	}
+	qsort(lag, b.n, sizeof(lag[0]), cmp_u64);
+	cr_log_info("busy-poll, constant 100/s: start lag p50 %.1f us, max %.1f us", (double)lag[b.n / 2] / 1e3,
+		    (double)lag[b.n - 1] / 1e3);
+	cr_assert_lt(lag[b.n / 2], 2000000ull, "median lag behind the schedule %.1f us", (double)lag[b.n / 2] / 1e3);
+	td_truth_free(&t);
+	ls_arrival_free(&a);
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}
+
 Test(driver, slots_cap_concurrency_and_show_the_wait, .timeout = 60)
 {
 	struct t_sim sim;

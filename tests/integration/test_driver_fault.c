@@ -156,7 +156,7 @@ struct sig_ctx {
 	uint64_t sent_at;
 };
 
-static void send_sigint(void *ctx, uint64_t now)
+static int send_sigint(void *ctx, uint64_t now)
 {
 	struct sig_ctx *c = ctx;
 	if (++c->calls == 1) {
@@ -167,15 +167,17 @@ static void send_sigint(void *ctx, uint64_t now)
 		c->sent_at = now;
 		kill(getpid(), SIGINT);
 	}
+	return 0;
 }
 
-static void on_efd(void *ctx, uint64_t now)
+static int on_efd(void *ctx, uint64_t now)
 {
 	struct sig_ctx *c = ctx;
 	uint64_t v;
 	(void)now;
 	if (read(c->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
 		c->fd_ready++;
+	return 0;
 }
 
 static void sigint_run(uint64_t grace_ns)

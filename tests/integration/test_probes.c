@@ -468,3 +468,45 @@ Test(probes, mounts_tracefs_when_missing, .timeout = 60)
 		cr_skip_test("tracefs could not be unmounted in the namespace");
 	cr_assert_eq(WEXITSTATUS(status), 0, "probes did not open without tracefs mounted");
 }
+
+/* The loop drains the ring in slices of LS_PROBES_DRAIN_SLICE events (a frame waits behind one
+ * slice, not a period's worth): a run without the hook leaves thousands of events in the ring;
+ * each hook call takes one slice and says "more" until the ring is empty, and nothing is lost. */
+Test(probes, loop_drain_goes_in_slices, .timeout = 120)
+{
+	struct t_sim sim;
+	struct drive d;
+	struct ls_loop_hook hook;
+	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
+
+	need_root_and_btf();
+	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
+	struct ls_probes *p = open_probes(sim.pid, 0);
+	ls_probes_loop_hook(p, &hook);
+	drive(&d, sim.url, 16, 60, 16, 0, NULL);
+	uint64_t before = 0, after = 0, calls = 0, drain_ns;
+	int more = 1;
+	ls_probes_cost(p, NULL, 0, &drain_ns, &before);
+	after = before;
+	while (more) {
+		uint64_t prev = after;
+		more = hook.on_ready(hook.ctx, 0);
+		ls_probes_cost(p, NULL, 0, &drain_ns, &after);
+		calls++;
+		cr_assert_leq(after - prev, (uint64_t)LS_PROBES_DRAIN_SLICE, "one call took %llu events",
+			      (unsigned long long)(after - prev));
+		if (more)
+			cr_assert_eq(after - prev, (uint64_t)LS_PROBES_DRAIN_SLICE, "\"more\" after a short slice");
+	}
+	fprintf(stderr, "loop drain: %llu events in %llu calls\n", (unsigned long long)(after - before),
+		(unsigned long long)calls);
+	cr_assert_gt(calls, 4, "the run left more than a few slices (%llu events)", (unsigned long long)(after - before));
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	cr_assert_not_null(a);
+	cr_assert_eq(a->lost_events, 0);
+	assert_frames(&d, a, 1);
+	ls_attribution_free(a);
+	ls_probes_close(p);
+	drive_free(&d);
+	t_sim_stop(&sim);
+}

@@ -421,7 +421,7 @@ Test(sim_api, help_and_bad_flags)
 	cr_assert_eq(t_run(help, &out, NULL, 10), 0);
 	const char *flags[] = { "--host", "--port", "--truth", "--seed", "--step-ms", "--decode-token-us",
 				"--prefill-token-us", "--max-batch", "--max-batch-tokens", "--prefix-cache",
-				"--accept-len", "--num-spec-tokens", "--accept-dist", "--empty-frame-every",
+				"--accept-len", "--num-spec-tokens", "--accept-dist", "--empty-frame-every", "--api-frame-us",
 				"--fail-rate", "--fail-kind", "--tls", "--tls-cert", "--tls-key", "--tls-max",
 				"--gpu", "--gpu-lib", "--max-header-bytes", "--max-body-bytes", NULL };
 	for (int i = 0; flags[i]; i++)

@@ -313,3 +313,50 @@ Test(sim_engine, eos_within_min_and_max_and_seeded)
 	}
 	cr_expect_gt(stops, 0, "some requests end at EOS");
 }
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* --api-frame-us 2000: the server spends 2 ms of CPU before each frame, so the 4 frames of one
+ * step leave at least 2 ms apart (truth stamps), and a step's last frame leaves >= 6 ms after
+ * its first. */
+Test(sim_engine, api_frame_us_spaces_one_steps_frames)
+{
+	const char *extra[] = { "--step-ms", "20", "--prefill-token-us", "0", "--api-frame-us", "2000", NULL };
+	start(extra);
+	enum { N_REQ = 4, N_TOK = 6 };
+	struct job jobs[N_REQ];
+	for (int i = 0; i < N_REQ; i++) {
+		jobs[i] = (struct job){ .path = "/v1/completions",
+					.body = "{\"prompt\":\"a\",\"max_tokens\":6,\"ignore_eos\":true,\"stream\":true}" };
+		snprintf(jobs[i].headers, sizeof(jobs[i].headers), "X-Request-Id: api-%d\r\n", i);
+	}
+	run_parallel(jobs, N_REQ);
+	for (int i = 0; i < N_REQ; i++) {
+		cr_expect_eq(jobs[i].resp.status, 200);
+		tsc_free(&jobs[i].resp);
+	}
+	cJSON **lines;
+	int n = stop_and_truth(&lines);
+	cr_assert_eq(n, N_REQ);
+	double t[N_REQ * (N_TOK + 2)];
+	size_t nt = 0;
+	for (int i = 0; i < n; i++) {
+		cJSON *f;
+		cJSON_ArrayForEach(f, cJSON_GetObjectItem(lines[i], "frames"))
+			if (num(f, "tokens") > 0 && nt < sizeof(t) / sizeof(t[0]))
+				t[nt++] = num(f, "t");
+	}
+	tsc_truth_free(lines, n);
+	cr_assert_eq(nt, (size_t)N_REQ * N_TOK);
+	qsort(t, nt, sizeof(t[0]), cmp_dbl);
+	double min_gap = 1e18;
+	for (size_t i = 1; i < nt; i++)
+		if (t[i] - t[i - 1] < min_gap)
+			min_gap = t[i] - t[i - 1];
+	fprintf(stderr, "sim api-frame-us 2000: smallest gap between any two frames %.3f ms\n", min_gap / 1e6);
+	cr_expect_geq(min_gap, 2.0e6, "frames leave at least 2 ms apart: %.0f ns", min_gap);
+}

@@ -86,19 +86,48 @@ parse_report() {
 		if ($i == "P50") cd50 = $(i + 1) * 1e3; if ($i == "P99") cd99 = $(i + 1) * 1e3; if ($i == "max") cdmax = $(i + 1) * 1e3 } }
 	/^harness cost/ { for (i = 1; i <= NF; i++) {
 		if ($i == "per" && $(i + 1) == "request,") ureq = $(i - 2)
-		if ($i == "per" && $(i + 1) == "frame") ufr = $(i - 2)
+		if ($i == "per" && $(i + 1) == "frame" && ufr == "") ufr = $(i - 2)
+		if ($i == "(user") { uu = $(i + 1); uk = $(i + 4); sub(/\).*/, "", uk) }
 		if ($i == "frames);") frames = $(i - 1)
 		if ($i == "KiB" && $(i + 1) == "per") kib = $(i - 1)
 		if ($i == "(peak") { peak = $(i + 1); sub(/\).*/, "", peak) }
 		if ($i == "events,") ev = $(i - 1) } }
-	END { printf "ok=%s failed=%s cd50=%s cd99=%s cdmax=%s ureq=%s ufr=%s frames=%s kib=%s peak=%s events=%s\n",
+	END { printf "ok=%s failed=%s cd50=%s cd99=%s cdmax=%s ureq=%s ufr=%s uu=%s uk=%s frames=%s kib=%s peak=%s events=%s\n",
 		ok + 0, failed + 0, cd50 == "" ? "-" : cd50, cd99 == "" ? "-" : cd99, cdmax == "" ? "-" : cdmax,
-		ureq == "" ? "-" : ureq, ufr == "" ? "-" : ufr, frames + 0, kib == "" ? "-" : kib, peak + 0, ev + 0 }' "$1"
+		ureq == "" ? "-" : ureq, ufr == "" ? "-" : ufr, uu == "" ? "-" : uu, uk == "" ? "-" : uk, frames + 0,
+		kib == "" ? "-" : kib, peak + 0, ev + 0 }' "$1"
+}
+
+# verdict value limit: "met" when value <= limit, "missed", or "-" without a value.
+verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v == "" || v == "-") print "-"; else print (v + 0 <= l + 0 ? "met" : "missed") }'; }
+
+stand_delay() { # case:mode label
+	local n=$1
+	[ -n "${V[$n:cd50]:-}" ] || return 0
+	local c50=${V[$n:cd50]} c99=${V[$n:cd99]}
+	local both; both=$([ "$(verdict "$c50" 20)" = met ] && [ "$(verdict "$c99" 200)" = met ] && echo met || echo missed)
+	[ "$c50" = - ] && both="- (needs the probes)"
+	printf '  %-62s p50 %s, p99 %s us (<= 20, <= 200): %s\n' "$2" "$c50" "$c99" "$both"
+}
+
+# marginal_cpu short:mode long:mode: CPU per extra frame between two runs that differ only in
+# tokens per stream (user = libcurl + SSE + JSON + stamping; kernel = TCP receive and its ACK).
+marginal_cpu() {
+	local a=$1 b=$2
+	[ -n "${V[$a:frames]:-}" ] && [ -n "${V[$b:frames]:-}" ] || return 0
+	awk -v f1="${V[$a:frames]}" -v u1="${V[$a:uu]}" -v k1="${V[$a:uk]}" \
+		-v f2="${V[$b:frames]}" -v u2="${V[$b:uu]}" -v k2="${V[$b:uk]}" 'BEGIN {
+		if (f2 <= f1) exit
+		u = (u2 * f2 - u1 * f1) / (f2 - f1); k = (k2 * f2 - k1 * f1) / (f2 - f1)
+		printf "  %-62s user %.2f + kernel %.2f = %.2f us (<= 5): user %s, total %s\n",
+			"harness CPU per frame, marginal (1,000 streams, 4x the tokens)", u, k, u + k,
+			u <= 5 ? "met" : "missed", u + k <= 5 ? "met" : "missed" }'
 }
 
 ROWS=()
 JSON=()
 declare -A UFR SFR EVF # per "case:mode": harness and simulator CPU per frame, probe events per frame
+declare -A V # per "case:mode:key": the figures the targets block reads
 NAMES=()
 # run_case name probes "sim args" bench args...
 run_case() {
@@ -121,13 +150,15 @@ run_case() {
 	simfr=$(awk -v s=$((s1 - s0)) -v f="$frames" 'BEGIN { if (f > 0) printf "%.2f", s / f / 1e3; else print "-" }')
 	wall=$(awk -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", t / 1e9 }')
 	[ $rc -ne 0 ] && failed="$failed(rc$rc)"
-	ROWS+=("$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %7s %6s | %6s %6s | %5s' \
+	ROWS+=("$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %6s %5s %5s %6s | %6s %6s | %5s' \
 		"$name" "$mode" "$peak" "$ok" "$frames" "$failed" "$cd50" "$cd99" "$cdmax" "$lag50" "$lag99" "$lagmax" \
-		"$ureq" "$ufr" "$kib" "$held" "$simfr" "$wall")")
-	JSON+=("$(printf '{"case":"%s","probes":"%s","peak_in_flight":%s,"ok":%s,"failed":"%s","frames":%s,"client_delay_us":{"p50":"%s","p99":"%s","max":"%s"},"schedule_lag_us":{"p50":"%s","p99":"%s","max":"%s"},"harness_cpu_us_per_request":"%s","harness_cpu_us_per_frame":"%s","rss_kib_per_stream":"%s","probe_events":%s,"sim_streams_held":%s,"sim_cpu_us_per_frame":"%s","wall_s":%s}' \
+		"$ureq" "$ufr" "$uu" "$uk" "$kib" "$held" "$simfr" "$wall")")
+	JSON+=("$(printf '{"case":"%s","probes":"%s","peak_in_flight":%s,"ok":%s,"failed":"%s","frames":%s,"client_delay_us":{"p50":"%s","p99":"%s","max":"%s"},"schedule_lag_us":{"p50":"%s","p99":"%s","max":"%s"},"harness_cpu_us_per_request":"%s","harness_cpu_us_per_frame":"%s","harness_user_us_per_frame":"%s","harness_kernel_us_per_frame":"%s","rss_kib_per_stream":"%s","probe_events":%s,"sim_streams_held":%s,"sim_cpu_us_per_frame":"%s","wall_s":%s}' \
 		"$name" "$mode" "$peak" "$ok" "$failed" "$frames" "$cd50" "$cd99" "$cdmax" "$lag50" "$lag99" "$lagmax" \
-		"$ureq" "$ufr" "$kib" "$events" "$held" "$simfr" "$wall")")
+		"$ureq" "$ufr" "$uu" "$uk" "$kib" "$events" "$held" "$simfr" "$wall")")
 	UFR[$name:$mode]=$ufr SFR[$name:$mode]=$simfr
+	local k
+	for k in ok failed frames cd50 cd99 lag99 uu uk kib held; do V[$name:$mode:$k]=${!k}; done
 	EVF[$name:$mode]=$(awk -v e="$events" -v f="$frames" 'BEGIN { printf "%.2f", (f > 0 ? e / f : 0) }')
 	[ "$mode" = off ] && NAMES+=("$name")
 	echo "  done: $name probes $mode (${wall}s)" >&2
@@ -155,14 +186,30 @@ for r in $RATES; do
 			--num-prompts $((2 * r)) --request-rate "$r" --random-output-len 4
 	done
 done
+# The same 1,000 streams from a server that spends 25 us of CPU per frame it writes (a Python API
+# server serialises and detokenises each frame for longer than that), so a step's frames leave
+# 25 us apart instead of the simulator's ~10: the harness's own delay per frame without a queue
+# of frames ahead of it; the loop sleeping between frames, then spinning (--busy-poll).
+c=1000; IFS=: read -r _ step tokens <<<"$(tr ' ' '\n' <<<"$STREAMS" | grep "^1000:")"
+CMODE=off; [[ " $MODES " == *" on "* ]] && CMODE=on
+SRV25="--step-ms $step --prefill-token-us 0 --decode-token-us 0 --max-batch $((c + 16)) --max-batch-tokens 1000000 --api-frame-us 25"
+run_case "srv25us-1000" "$CMODE" "$SRV25" --num-prompts "$c" --max-concurrency "$c" --random-output-len "$tokens"
+run_case "srv25us-busy" "$CMODE" "$SRV25" --num-prompts "$c" --max-concurrency "$c" --random-output-len "$tokens" --busy-poll
+# Marginal CPU per frame: streams-1000 again with 4x the tokens; the slope leaves out per-request
+# costs (connection, request, record) that a per-frame average carries.
+run_case "frames-1000" off "--step-ms $step --prefill-token-us 0 --decode-token-us 0 --max-batch $((c + 16)) --max-batch-tokens 1000000" \
+	--num-prompts "$c" --max-concurrency "$c" --random-output-len $((4 * tokens))
+# Schedule lag at 1,000 req/s with the loop spinning.
+run_case "rate-1000-bp" off "--step-ms 5 --prefill-token-us 0 --decode-token-us 0 --max-batch 4096 --max-batch-tokens 1000000" \
+	--num-prompts 2000 --request-rate 1000 --random-output-len 4 --busy-poll
 # Streams held by one latscope (probes off: the point is holding them).
 run_case "hold-$HOLD" off "--step-ms 200 --prefill-token-us 0 --decode-token-us 0 --max-batch $((HOLD + 16)) --max-batch-tokens 10000000" \
 	--num-prompts "$HOLD" --max-concurrency "$HOLD" --random-output-len 8
 
-HDR1=$(printf '%-12s %-3s %6s %5s %7s %6s | %-24s | %-24s | %-23s | %-13s | %5s' case prb peak ok frames failed \
-	"client delay us (kernel)" "schedule lag us" "harness CPU/RSS" "simulator" wall)
-HDR2=$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %7s %6s | %6s %6s | %5s' "" "" "" "" "" "" \
-	p50 p99 max p50 p99 max us/req us/frm KiB/st held us/frm s)
+HDR1=$(printf '%-12s %-3s %6s %5s %7s %6s | %-24s | %-24s | %-34s | %-13s | %5s' case prb peak ok frames failed \
+	"client delay us (kernel)" "schedule lag us" "harness CPU (us/frm = user + kern)" "simulator" wall)
+HDR2=$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %6s %5s %5s %6s | %6s %6s | %5s' "" "" "" "" "" "" \
+	p50 p99 max p50 p99 max us/req us/frm user kern KiB/st held us/frm s)
 {
 	echo
 	echo "latscope harness cost against latscope sim on loopback ($(nproc) cores, $PINNED; kernel $(uname -r))"
@@ -183,6 +230,30 @@ HDR2=$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %7s 
 			printf "probes %-12s %.2f events/frame: harness %+.2f us/event, simulator %+.2f us/event\n", n, e,
 				(h1 - h0) / e, (s1 - s0) / e }'
 	done
+	echo
+	echo "where the targets stand (this run):"
+	stand_delay "streams-1000:$CMODE" "client delay, 1,000 streams, simulator's bursts (~10 us/frame)"
+	stand_delay "srv25us-1000:$CMODE" "client delay, 1,000 streams, server 25 us/frame"
+	stand_delay "srv25us-busy:$CMODE" "client delay, 1,000 streams, server 25 us/frame, --busy-poll"
+	for n in rate-1000:off rate-1000:on rate-1000-bp:off; do
+		[ -n "${V[$n:lag99]:-}" ] || continue
+		printf '  %-62s p99 %s us (<= 100): %s\n' "schedule lag, 1,000 req/s ($n)" "${V[$n:lag99]}" \
+			"$(verdict "${V[$n:lag99]}" 100)"
+	done
+	marginal_cpu streams-1000:off frames-1000:off
+	kib=$(printf '%s\n' "${V[streams-1000:off:kib]:-}" "${V[streams-5000:off:kib]:-}" "${V[hold-$HOLD:off:kib]:-}" |
+		awk '$1 != "" && $1 != "-" && $1 + 0 > m { m = $1 + 0 } END { print m + 0 }')
+	printf '  %-62s %s KiB (<= 64): %s\n' "resident memory per stream in flight (most of 1k/5k/hold)" "$kib" "$(verdict "$kib" 64)"
+	h="hold-$HOLD:off"
+	printf '  %-62s %s ok, %s failed: %s\n' "$HOLD streams held by one latscope" "${V[$h:ok]:-0}" "${V[$h:failed]:-?}" \
+		"$([ "${V[$h:ok]:-0}" = "$HOLD" ] && [ "${V[$h:failed]:-}" = 0 ] && echo met || echo missed)"
+	h="streams-5000:off"
+	if [ -n "${V[$h:held]:-}" ]; then
+		printf '  %-62s %s held: %s\n' "simulator, 5,000 streams on one core ($PINNED)" "${V[$h:held]}" \
+			"$([ "${V[$h:held]}" -ge 5000 ] 2>/dev/null && echo met || echo missed)"
+	else
+		printf '  %-62s not run (LATSCOPE_PERF_QUICK=1)\n' "simulator, 5,000 streams on one core"
+	fi
 } | tee "$OUT/table.txt"
 
 COST=""

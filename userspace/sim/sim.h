@@ -101,6 +101,7 @@ struct sim_config {
 	enum sim_accept_dist accept_dist;
 	int         empty_frame_every;
 	int         empty_first_frame;  /* the first token frame carries only an empty-text special */
+	double      api_frame_us;      /* API server CPU per frame it writes (busy), 0 = none */
 	/* faults */
 	double      fail_rate;
 	unsigned    fail_kinds;        /* bitmask of 1 << enum sim_fault */

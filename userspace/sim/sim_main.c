@@ -43,6 +43,9 @@ static void usage(FILE *out)
 "  --empty-frame-every N    every Nth frame carries only special tokens with empty text (default 0 = never)\n"
 "  --empty-first-frame      the first token frame of every stream has empty text (a special token):\n"
 "                           harnesses that gate TTFT on text start their clock one step later\n"
+"  --api-frame-us US        the API server's CPU per frame it writes, spent busy before the write\n"
+"                           (a Python server's serialising + detokenising: tens of us), so one\n"
+"                           step's frames leave at least US apart (default 0)\n"
 "faults (seeded, per request):\n"
 "  --fail-rate P            probability a generation request gets a fault (default 0)\n"
 "  --fail-kind LIST         comma list of http500, http429, http400-empty, http503-empty,\n"
@@ -66,7 +69,7 @@ static void usage(FILE *out)
 enum {
 	O_HOST = 1000, O_PORT, O_MODEL, O_MAX_MODEL_LEN, O_MAX_CONNS, O_MAX_HEADER, O_MAX_BODY, O_TRUTH,
 	O_SEED, O_QUIET, O_STEP_MS, O_DECODE_US, O_PREFILL_US, O_MAX_BATCH, O_MAX_BATCH_TOKENS,
-	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST,
+	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST, O_API_FRAME_US,
 	O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB, O_GPU_DEVICE,
 };
 
@@ -93,6 +96,7 @@ static const struct option options[] = {
 	{ "accept-dist", required_argument, NULL, O_ACCEPT_DIST },
 	{ "empty-frame-every", required_argument, NULL, O_EMPTY_EVERY },
 	{ "empty-first-frame", no_argument, NULL, O_EMPTY_FIRST },
+	{ "api-frame-us", required_argument, NULL, O_API_FRAME_US },
 	{ "fail-rate", required_argument, NULL, O_FAIL_RATE },
 	{ "fail-kind", required_argument, NULL, O_FAIL_KIND },
 	{ "tls", no_argument, NULL, O_TLS },
@@ -254,6 +258,10 @@ static int parse_flags(int argc, char **argv, struct sim_config *cfg)
 			break;
 		case O_EMPTY_FIRST:
 			cfg->empty_first_frame = 1;
+			break;
+		case O_API_FRAME_US:
+			if (parse_num(optarg, 0, 1e5, &cfg->api_frame_us))
+				return bad_flag(name, optarg, "microseconds 0..100000");
 			break;
 		case O_FAIL_RATE:
 			if (parse_num(optarg, 0, 1, &cfg->fail_rate))

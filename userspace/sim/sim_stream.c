@@ -189,8 +189,20 @@ static void token_message(struct sim_server *srv, struct sim_req *r, const char 
 	W.rc |= sim_buf_puts(m, no_blank_line(r) ? "\n" : "\n\n");
 }
 
+/* --api-frame-us: a Python API server spends tens of microseconds serialising and detokenising
+ * each frame, so one step's frames leave that far apart; the sim's one thread is that server. */
+static void api_frame_work(const struct sim_config *cfg)
+{
+	if (cfg->api_frame_us <= 0)
+		return;
+	uint64_t until = ls_now_ns() + (uint64_t)(cfg->api_frame_us * 1e3);
+	while (ls_now_ns() < until)
+		;
+}
+
 static void send_wire(struct sim_req *r)
 {
+	api_frame_work(r->conn->srv->cfg);
 	uint64_t t = ls_now_ns(); /* just before the write */
 	for (int i = 0; i < W.n && (r->fault != SIM_FAULT_ENDLESS_STREAM || r->n_frames < TRUTH_FRAMES_MAX); i++)
 		sim_req_add_frame(r, t, W.frames[i].bytes, W.frames[i].tokens, W.frames[i].text_len,
