@@ -156,7 +156,7 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	o->arrival = measured ? (struct ls_arrival *)&b->arrival : NULL;
 	o->run_tag = b->run_tag;
 	o->progress = measured && !c->disable_tqdm && isatty(STDERR_FILENO);
-	o->busy_poll = c->busy_poll;
+	o->spin_ns = c->busy_poll ? LS_SPIN_FOREVER : (uint64_t)c->spin_us * 1000;
 	if (b->record) {
 		o->on_finish = ls_record_on_finish;
 		o->on_finish_ctx = b->record;

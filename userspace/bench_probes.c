@@ -173,8 +173,8 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, frames ? user / frames : 0.0,
 		frames ? kern / frames : 0.0, n, (unsigned long long)frames,
 		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
-	if (bp->cfg->busy_poll)
-		fprintf(out, "; --busy-poll: the loop's spinning is in the CPU");
+	if (bp->cfg->busy_poll || bp->cfg->spin_us)
+		fprintf(out, "; %s: the loop's spinning is in the CPU", bp->cfg->busy_poll ? "--busy-poll" : "--spin-us");
 	if (bp->probes) {
 		uint64_t drain_ns = 0, events = 0;
 		ls_probes_cost(bp->probes, NULL, 0, &drain_ns, &events);

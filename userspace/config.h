@@ -73,6 +73,7 @@ struct ls_config {
 	double   ready_check_timeout_s;
 	int      disable_tqdm;
 	int      busy_poll;         /* the loop spins instead of sleeping */
+	uint32_t spin_us;           /* the loop spins this long before sleeping */
 	/* results */
 	unsigned percentile_metrics; /* LS_PM_* */
 	struct ls_goodput goodput;

@@ -58,9 +58,10 @@ static const struct opt opts[] = {
 	  "wait up to S seconds for the server to answer before the run, 0 = skip [600]", NULL },
 	{ "disable-tqdm", O_DISABLE_TQDM, ARG_NONE, NULL,
 	  "no progress line (it is shown only when stderr is a terminal)", NULL },
-	{ "busy-poll", O_BUSY_POLL, ARG_NONE, NULL,
-	  "the loop spins instead of sleeping (one core at 100%): frames are stamped without a "
-	  "wake-up, which costs 20-80 us on a VM (the report's client delay shows it)", NULL },
+	{ "spin-us", O_SPIN_US, ARG_ONE, "US",
+	  "spin up to US for the next event before sleeping: a frame within US needs no wake-up "
+	  "(20-80 us on a VM), for up to US of CPU per idle gap; keep the server off this core [0]", NULL },
+	{ "busy-poll", O_BUSY_POLL, ARG_NONE, NULL, "the loop never sleeps (--spin-us forever: one core at 100%)", NULL },
 	{ "test-loop-delay-us", O_TEST_LOOP_DELAY_US, ARG_ONE, "US",
 	  "test only: add US of loop overhead per dispatch (arrival drift experiment) [0]", NULL },
 	{ "percentile-metrics", O_PERCENTILE_METRICS, ARG_ONE, "LIST",
@@ -303,6 +304,11 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 			c->request_timeout_s = d;
 		else
 			c->ready_check_timeout_s = d;
+		return NULL;
+	case O_SPIN_US:
+		if (parse_u64(v, 1000000, &u))
+			return "must be microseconds 0..1000000";
+		c->spin_us = (uint32_t)u;
 		return NULL;
 	case O_TEST_LOOP_DELAY_US:
 		if (parse_u64(v, 10000000, &u))

@@ -266,8 +266,8 @@ static uint64_t spin_window(uint64_t p90_ns)
 	return w < ARRIVAL_SPIN_MAX_NS ? w : ARRIVAL_SPIN_MAX_NS;
 }
 
-/* --busy-poll: runs the ring's completions (task work included) until one is ready or until
- * (0 = no deadline), never sleeping, so no wake-up stands between a frame and its stamp. */
+/* Runs the ring's completions (task work included) without sleeping until one is ready or
+ * until (0 = no deadline), so no wake-up stands between a frame and its stamp. */
 static int spin_for_events(struct drv *d, uint64_t until)
 {
 	int rc;
@@ -275,6 +275,18 @@ static int spin_for_events(struct drv *d, uint64_t until)
 		rc = io_uring_submit_and_get_events(&d->ring);
 	while (rc >= 0 && !io_uring_cq_ready(&d->ring) && (!until || ls_now_ns() < until));
 	return rc;
+}
+
+/* --spin-us / --busy-poll: spins up to opts->spin_ns (never past until, the loop's own next
+ * deadline, 0 = none). 1 when the loop must not sleep: a completion, until, or an error. */
+static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
+{
+	uint64_t spin = d->opts->spin_ns;
+	if (!spin)
+		return 0;
+	uint64_t end = spin == LS_SPIN_FOREVER || now + spin < now ? until : min_ns(until, now + spin);
+	*rc = spin_for_events(d, end);
+	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
 }
 
 static int loop(struct drv *d)
@@ -343,8 +355,8 @@ static int loop(struct drv *d)
 		if ((wake && wake <= now) || (arrival && arrival <= now + early)) {
 			/* Due, or an arrival in the spin window: take what completed, do not sleep. */
 			rc = io_uring_submit_and_get_events(&d->ring);
-		} else if (d->opts->busy_poll) {
-			rc = spin_for_events(d, arrival ? min_ns(wake, arrival) : wake);
+		} else if (spin_first(d, arrival ? min_ns(wake, arrival) : wake, now, &rc)) {
+			/* completed, due or failed while spinning: no sleep */
 		} else {
 			if (arrival)
 				wake = min_ns(wake, arrival - early);

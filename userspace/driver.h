@@ -31,7 +31,9 @@ struct ls_driver_opts {
 	struct ls_arrival *arrival;     /* schedule of measured requests */
 	const char *run_tag;            /* X-Request-Id prefix */
 	int         progress;           /* print a progress line to stderr (tty) */
-	int         busy_poll;          /* spin on the ring instead of sleeping in io_uring_enter */
+	/* After the last event, spin on the ring this long before sleeping in io_uring_enter: an
+	 * event within it needs no wake-up. 0 = sleep at once; LS_SPIN_FOREVER = never sleep. */
+	uint64_t    spin_ns;
 	const struct ls_loop_hook *hooks;
 	size_t      n_hooks;
 	/* Called once per request as it finishes (record file), in the loop thread. */
@@ -39,6 +41,8 @@ struct ls_driver_opts {
 	void       *on_finish_ctx;
 	uint64_t    grace_ns;           /* after SIGINT/SIGTERM: wait this long for streams in flight */
 };
+
+#define LS_SPIN_FOREVER UINT64_MAX
 
 struct ls_driver_job {
 	const char *body;               /* JSON body */

@@ -129,10 +129,10 @@ Test(driver, constant_arrivals_follow_the_schedule, .timeout = 60)
 	td_sim_stop(&sim);
 }
 
-/* --busy-poll: the loop spins on the ring instead of sleeping. Streams are whole, requests
- * leave on schedule (the spin ends at the next arrival), and no frame is stamped before the sim
- * wrote it. */
-Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60)
+/* --busy-poll / --spin-us: the loop spins on the ring instead of (or before) sleeping. Streams
+ * are whole, requests leave on schedule (a spin ends at the next arrival), and no frame is
+ * stamped before the sim wrote it. */
+static void spinning_run(uint64_t spin_ns)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "2", "--quiet", NULL };
@@ -146,7 +146,7 @@ Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60)
 	char url[256];
 	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.arrival = &a;
-	o.busy_poll = 1;
+	o.spin_ns = spin_ns;
 	cr_assert_eq(td_run(&o, &b), 0);
 	struct td_truth t;
 	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0, "truth has every request");
@@ -164,7 +164,8 @@ Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60)
 			cr_assert_geq(r->frames[f].arrived_ns, t.frame_t[k][f], "frame %u stamped before the sim wrote it", f);
 	}
 	qsort(lag, b.n, sizeof(lag[0]), cmp_u64);
-	cr_log_info("busy-poll, constant 100/s: start lag p50 %.1f us, max %.1f us", (double)lag[b.n / 2] / 1e3,
+	cr_log_info("spin %llu ns, constant 100/s: start lag p50 %.1f us, max %.1f us", (unsigned long long)spin_ns,
+		    (double)lag[b.n / 2] / 1e3,
 		    (double)lag[b.n - 1] / 1e3);
 	cr_assert_lt(lag[b.n / 2], 2000000ull, "median lag behind the schedule %.1f us", (double)lag[b.n / 2] / 1e3);
 	td_truth_free(&t);
@@ -172,6 +173,9 @@ Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60)
 	td_batch_free(&b);
 	td_sim_stop(&sim);
 }
+
+Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60) { spinning_run(LS_SPIN_FOREVER); }
+Test(driver, spin_then_sleep_streams_and_keeps_the_schedule, .timeout = 60) { spinning_run(200000); }
 
 Test(driver, slots_cap_concurrency_and_show_the_wait, .timeout = 60)
 {

@@ -189,11 +189,13 @@ done
 # The same 1,000 streams from a server that spends 25 us of CPU per frame it writes (a Python API
 # server serialises and detokenises each frame for longer than that), so a step's frames leave
 # 25 us apart instead of the simulator's ~10: the harness's own delay per frame without a queue
-# of frames ahead of it; the loop sleeping between frames, then spinning (--busy-poll).
+# of frames ahead of it; the loop sleeping between frames, spinning 50 us before it sleeps
+# (--spin-us 50), and never sleeping (--busy-poll).
 c=1000; IFS=: read -r _ step tokens <<<"$(tr ' ' '\n' <<<"$STREAMS" | grep "^1000:")"
 CMODE=off; [[ " $MODES " == *" on "* ]] && CMODE=on
 SRV25="--step-ms $step --prefill-token-us 0 --decode-token-us 0 --max-batch $((c + 16)) --max-batch-tokens 1000000 --api-frame-us 25"
 run_case "srv25us-1000" "$CMODE" "$SRV25" --num-prompts "$c" --max-concurrency "$c" --random-output-len "$tokens"
+run_case "srv25us-spin" "$CMODE" "$SRV25" --num-prompts "$c" --max-concurrency "$c" --random-output-len "$tokens" --spin-us 50
 run_case "srv25us-busy" "$CMODE" "$SRV25" --num-prompts "$c" --max-concurrency "$c" --random-output-len "$tokens" --busy-poll
 # Marginal CPU per frame: streams-1000 again with 4x the tokens; the slope leaves out per-request
 # costs (connection, request, record) that a per-frame average carries.
@@ -219,6 +221,9 @@ HDR2=$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %6s 
 	echo "streams-C: C streams at once (step 10/40/100 ms: 10k/25k/50k frames/s); rate-R: R req/s Poisson, free slots;"
 	echo "peak: most requests in flight (harness); held: most the simulator held; KiB/st: peak RSS growth / peak;"
 	echo "us/frm (simulator): its CPU (schedstat) per frame; '-': needs the probes (root + BTF)."
+	echo "srv25us-*: streams-1000 from a server spending 25 us per frame written (sim --api-frame-us 25),"
+	echo "the loop sleeping / --spin-us 50 / --busy-poll (their CPU includes the spinning); frames-1000:"
+	echo "streams-1000 with 4x the tokens (marginal CPU per frame below); rate-1000-bp: rate-1000, --busy-poll."
 	echo "targets: client delay p50 <= 20 us, p99 <= 200 us at 1,000 streams; schedule lag p99 <= 100 us at"
 	echo "1,000 req/s; harness <= 5 us per frame, probes <= 1 us per event; <= 64 KiB per stream; 10,000 streams"
 	echo "held without error; the simulator holds 5,000 streams on one core."
@@ -234,6 +239,7 @@ HDR2=$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %6s 
 	echo "where the targets stand (this run):"
 	stand_delay "streams-1000:$CMODE" "client delay, 1,000 streams, simulator's bursts (~10 us/frame)"
 	stand_delay "srv25us-1000:$CMODE" "client delay, 1,000 streams, server 25 us/frame"
+	stand_delay "srv25us-spin:$CMODE" "client delay, 1,000 streams, server 25 us/frame, --spin-us 50"
 	stand_delay "srv25us-busy:$CMODE" "client delay, 1,000 streams, server 25 us/frame, --busy-poll"
 	for n in rate-1000:off rate-1000:on rate-1000-bp:off; do
 		[ -n "${V[$n:lag99]:-}" ] || continue
