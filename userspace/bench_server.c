@@ -7,6 +7,7 @@
 #include <time.h>
 #include "bench_server.h"
 #include "clock.h"
+#include "numconv.h"
 
 static void sleep_ms(long ms)
 {
@@ -93,7 +94,7 @@ int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens)
 	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(root, "tokens");
 	int rc = 0;
 	if (cJSON_IsNumber(count) && count->valuedouble >= 0)
-		*tokens = (uint32_t)count->valuedouble;
+		*tokens = (uint32_t)ls_d2i(count->valuedouble, 0, UINT32_MAX);
 	else if (cJSON_IsArray(ids))
 		*tokens = (uint32_t)cJSON_GetArraySize(ids);
 	else

@@ -210,16 +210,23 @@ static int run_bench(struct compare *c, size_t k)
 	exe[n] = 0;
 	fprintf(stderr, "latscope compare: run %zu of %zu (%s), sent as %s ...\n", k + 1, c->n_runs, run->profiles,
 		c->names[c->sender[k]]);
+	/* Opened here, not in the child, so that a failure is one line naming the file. */
+	int out_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out_fd < 0) {
+		fprintf(stderr, "latscope compare: cannot write run %zu's report %s: %s\n", k + 1, out_path,
+			strerror(errno));
+		return 1;
+	}
 	fflush(stderr);
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "latscope compare: fork: %s\n", strerror(errno));
+		close(out_fd);
 		return 1;
 	}
 	if (pid == 0) {
-		int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
+		if (dup2(out_fd, STDOUT_FILENO) < 0)
 			_exit(126);
 		char **full = calloc((size_t)argc + 2, sizeof(char *));
 		if (!full)
@@ -230,6 +237,7 @@ static int run_bench(struct compare *c, size_t k)
 		execv("/proc/self/exe", full);
 		_exit(127);
 	}
+	close(out_fd);
 	int status = 0;
 	pid_t waited;
 	while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR)

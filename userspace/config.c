@@ -176,8 +176,12 @@ int ls_config_parse(struct ls_config *c, int argc, char **argv)
 	}
 	cJSON *file = NULL;
 	if (config_flag) {
-		if (ls_config_set_str(&c->config_path, config_flag) || !(file = read_config(config_flag)))
+		if (ls_config_set_str(&c->config_path, config_flag)) {
+			fprintf(stderr, "latscope bench: out of memory reading --config %s\n", config_flag);
 			return 2;
+		}
+		if (!(file = read_config(config_flag)))
+			return 2; /* read_config said why */
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(file, "profile");
 		if (p && (!cJSON_IsString(p) || ls_config_set_str(&c->profile_name, p->valuestring))) {
 			fprintf(stderr, "latscope bench: %s: \"profile\" must be a profile name or path\n", config_flag);
@@ -186,6 +190,7 @@ int ls_config_parse(struct ls_config *c, int argc, char **argv)
 		}
 	}
 	if (profile_flag && ls_config_set_str(&c->profile_name, profile_flag)) {
+		fprintf(stderr, "latscope bench: out of memory reading --profile %s\n", profile_flag);
 		cJSON_Delete(file);
 		return 2;
 	}

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "clock.h"
+#include "numconv.h"
 #include "record_file.h"
 
 struct ls_record_writer {
@@ -342,9 +343,12 @@ static uint64_t abs_of(const cJSON *obj, const char *key, uint64_t base)
 	if (!cJSON_IsNumber(v) || v->valuedouble == 0.0)
 		return 0;
 	double d = v->valuedouble;
-	if (d < 0.0)
-		return base > (uint64_t)(-d) ? base - (uint64_t)(-d) : 1;
-	return base + (uint64_t)d;
+	if (d < 0.0) {
+		uint64_t back = ls_d2u64(-d);
+		return base > back ? base - back : 1;
+	}
+	uint64_t ahead = ls_d2u64(d);
+	return ahead > UINT64_MAX - base ? UINT64_MAX : base + ahead;
 }
 
 static double num_of(const cJSON *obj, const char *key, double dflt)
@@ -358,7 +362,7 @@ static uint64_t u64_str(const cJSON *obj, const char *key)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 	if (cJSON_IsString(v))
 		return strtoull(v->valuestring, NULL, 10);
-	return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+	return cJSON_IsNumber(v) ? ls_d2u64(v->valuedouble) : 0;
 }
 
 static void str_of(const cJSON *obj, const char *key, char *dst, size_t cap)
@@ -378,10 +382,10 @@ static enum ls_fail fail_of(const char *name)
 
 static int parse_request(const cJSON *o, uint64_t base, struct ls_request *r)
 {
-	ls_request_reset(r, (uint64_t)num_of(o, "id", 0));
-	r->warmup = (int)num_of(o, "warmup", 0);
-	r->prompt_len = (uint32_t)num_of(o, "prompt_len", 0);
-	r->output_len = (uint32_t)num_of(o, "output_len", 0);
+	ls_request_reset(r, ls_d2u64(num_of(o, "id", 0)));
+	r->warmup = (int)ls_d2i(num_of(o, "warmup", 0), 0, 1);
+	r->prompt_len = (uint32_t)ls_d2i(num_of(o, "prompt_len", 0), 0, UINT32_MAX);
+	r->output_len = (uint32_t)ls_d2i(num_of(o, "output_len", 0), 0, UINT32_MAX);
 	r->scheduled_ns = abs_of(o, "scheduled_ns", base);
 	r->admitted_ns = abs_of(o, "admitted_ns", base);
 	r->started_ns = abs_of(o, "started_ns", base);
@@ -391,19 +395,19 @@ static int parse_request(const cJSON *o, uint64_t base, struct ls_request *r)
 	r->headers_ns = abs_of(o, "headers_ns", base);
 	r->done_frame_ns = abs_of(o, "done_frame_ns", base);
 	r->finished_ns = abs_of(o, "finished_ns", base);
-	r->new_connection = (int)num_of(o, "new_connection", 0);
-	r->fd = (int)num_of(o, "fd", -1);
+	r->new_connection = (int)ls_d2i(num_of(o, "new_connection", 0), 0, 1);
+	r->fd = (int)ls_d2i(num_of(o, "fd", -1), -1, INT32_MAX);
 	r->socket_cookie = u64_str(o, "socket_cookie");
-	r->conn_seq = (uint32_t)num_of(o, "conn_seq", 0);
-	r->http_status = (int)num_of(o, "http_status", 0);
+	r->conn_seq = (uint32_t)ls_d2i(num_of(o, "conn_seq", 0), 0, UINT32_MAX);
+	r->http_status = (int)ls_d2i(num_of(o, "http_status", 0), 0, 999);
 	char fail[32] = "ok";
 	str_of(o, "fail", fail, sizeof(fail));
 	r->fail = fail_of(fail);
 	str_of(o, "error", r->error, sizeof(r->error));
-	r->usage_prompt_tokens = (int32_t)num_of(o, "usage_prompt_tokens", -1);
-	r->usage_completion_tokens = (int32_t)num_of(o, "usage_completion_tokens", -1);
-	r->body_bytes = (uint64_t)num_of(o, "body_bytes", 0);
-	r->text_bytes = (uint64_t)num_of(o, "text_bytes", 0);
+	r->usage_prompt_tokens = (int32_t)ls_d2i(num_of(o, "usage_prompt_tokens", -1), -1, INT32_MAX);
+	r->usage_completion_tokens = (int32_t)ls_d2i(num_of(o, "usage_completion_tokens", -1), -1, INT32_MAX);
+	r->body_bytes = ls_d2u64(num_of(o, "body_bytes", 0));
+	r->text_bytes = ls_d2u64(num_of(o, "text_bytes", 0));
 	const cJSON *frames = cJSON_GetObjectItemCaseSensitive(o, "frames");
 	if (frames && !cJSON_IsArray(frames))
 		return -EINVAL;
@@ -420,13 +424,14 @@ static int parse_request(const cJSON *o, uint64_t base, struct ls_request *r)
 		struct ls_frame *fr = ls_request_add_frame(r);
 		if (!fr)
 			return -ENOMEM;
-		fr->arrived_ns = v[0] > 0 ? base + (uint64_t)v[0] : 0;
-		fr->stream_off = (uint64_t)(v[1] > 0 ? v[1] : 0);
-		fr->bytes = (uint32_t)(v[2] > 0 ? v[2] : 0);
-		fr->text_len = (uint32_t)(v[3] > 0 ? v[3] : 0);
-		fr->tokens = (int32_t)v[4];
-		fr->cum_tokens = (int32_t)v[5];
-		fr->flags = (uint32_t)(v[6] > 0 ? v[6] : 0);
+		uint64_t arrived = ls_d2u64(v[0]);
+		fr->arrived_ns = !arrived ? 0 : arrived > UINT64_MAX - base ? UINT64_MAX : base + arrived;
+		fr->stream_off = ls_d2u64(v[1]);
+		fr->bytes = (uint32_t)ls_d2i(v[2], 0, UINT32_MAX);
+		fr->text_len = (uint32_t)ls_d2i(v[3], 0, UINT32_MAX);
+		fr->tokens = (int32_t)ls_d2i(v[4], INT32_MIN, INT32_MAX);
+		fr->cum_tokens = (int32_t)ls_d2i(v[5], INT32_MIN, INT32_MAX);
+		fr->flags = (uint32_t)ls_d2i(v[6], 0, UINT32_MAX);
 	}
 	return 0;
 }
@@ -489,7 +494,7 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 			str_of(o, "profile", m.profile, sizeof(m.profile));
 			str_of(o, "backend", m.backend, sizeof(m.backend));
 			m.target_rate = num_of(o, "target_rate", 0);
-			m.max_concurrency = (uint32_t)num_of(o, "max_concurrency", 0);
+			m.max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
 			cJSON_Delete(o);
 			continue;
 		}
@@ -497,7 +502,7 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 			m.complete = 1;
 			run->start_ns = abs_of(o, "start_ns", m.base_ns);
 			run->end_ns = abs_of(o, "end_ns", m.base_ns);
-			run->interrupted = (int)num_of(o, "interrupted", 0);
+			run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
 			start_rel_set = 1;
 			cJSON_Delete(o);
 			continue;

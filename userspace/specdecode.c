@@ -5,11 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "numconv.h"
 #include "specdecode.h"
 
 static uint64_t as_count(double v)
 {
-	return v > 0 ? (uint64_t)(v + 0.5) : 0;
+	return ls_d2u64(v + 0.5);
 }
 
 int ls_spec_parse_prometheus(const char *text, struct ls_spec_snapshot *s)

@@ -312,6 +312,17 @@ Test(sim_api, errors_400_404_413_431)
 	tsc_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":[99999]}", &r, 5000);
 	expect_error(&r, 400);
 	tsc_free(&r);
+	/* numbers no integer holds: 400, not a cast out of range */
+	const char *huge[] = { "{\"prompt\":\"x\",\"max_tokens\":1e300}", "{\"prompt\":\"x\",\"max_tokens\":-1e300}",
+			       "{\"prompt\":\"x\",\"max_tokens\":1e999}", "{\"prompt\":[1e300]}" };
+	for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+		tsc_request(sim.port, "POST", "/v1/completions", NULL, huge[i], &r, 5000);
+		expect_error(&r, 400);
+		tsc_free(&r);
+	}
+	tsc_request(sim.port, "POST", "/detokenize", NULL, "{\"tokens\":[1e300,-1e999]}", &r, 5000);
+	expect_error(&r, 400);
+	tsc_free(&r);
 	tsc_request(sim.port, "GET", "/nope", NULL, NULL, &r, 5000);
 	expect_error(&r, 404);
 	tsc_free(&r);

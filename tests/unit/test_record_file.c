@@ -278,3 +278,47 @@ Test(record_file, escapes_and_extremes)
 	ls_request_free(&r);
 	unlink(path);
 }
+
+/* A hand-edited or hostile record file can hold any JSON number: out-of-range values are
+ * clamped, not cast (under UBSan an out-of-range cast aborts this test). */
+Test(record_file, out_of_range_numbers_are_clamped)
+{
+	char *path = tmp_path();
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "{\"latscope_record\":1,\"base_ns\":\"1000\",\"max_concurrency\":1e300,\"interrupted\":-1e300}\n");
+	fprintf(f, "{\"id\":1e300,\"warmup\":0,\"prompt_len\":1e300,\"output_len\":-5,\"scheduled_ns\":-1e300,"
+		   "\"started_ns\":1e999,\"fd\":-1e300,\"conn_seq\":1e20,\"http_status\":1e10,"
+		   "\"usage_prompt_tokens\":-1e300,\"usage_completion_tokens\":1e300,\"body_bytes\":1e999,"
+		   "\"text_bytes\":-1,\"socket_cookie\":1e300,"
+		   "\"frames\":[[1e999,-1e999,1e300,-1e300,1e300,-1e300,1e300]]}\n");
+	fclose(f);
+	struct ls_run run;
+	struct ls_record_meta meta;
+	cr_assert_eq(ls_record_load(path, &run, &meta), 0);
+	cr_assert_eq(run.n_requests, 1);
+	const struct ls_request *r = &run.requests[0];
+	cr_expect_eq(r->id, UINT64_MAX);
+	cr_expect_eq(r->prompt_len, UINT32_MAX);
+	cr_expect_eq(r->output_len, 0);
+	cr_expect_eq(r->scheduled_ns, 1, "a stamp before the base stays non-zero (it happened)");
+	cr_expect_eq(r->started_ns, UINT64_MAX);
+	cr_expect_eq(r->fd, -1);
+	cr_expect_eq(r->conn_seq, UINT32_MAX);
+	cr_expect_eq(r->usage_prompt_tokens, -1);
+	cr_expect_eq(r->usage_completion_tokens, INT32_MAX);
+	cr_expect_eq(r->body_bytes, UINT64_MAX);
+	cr_expect_eq(r->text_bytes, 0);
+	cr_expect_eq(r->socket_cookie, UINT64_MAX);
+	cr_assert_eq(r->n_frames, 1);
+	cr_expect_eq(r->frames[0].arrived_ns, UINT64_MAX);
+	cr_expect_eq(r->frames[0].stream_off, 0);
+	cr_expect_eq(r->frames[0].bytes, UINT32_MAX);
+	cr_expect_eq(r->frames[0].text_len, 0);
+	cr_expect_eq(r->frames[0].tokens, INT32_MAX);
+	cr_expect_eq(r->frames[0].cum_tokens, INT32_MIN);
+	cr_expect_eq(r->frames[0].flags, UINT32_MAX);
+	cr_expect_eq(meta.max_concurrency, UINT32_MAX);
+	ls_run_free(&run);
+	unlink(path);
+}

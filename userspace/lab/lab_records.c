@@ -59,7 +59,7 @@ static double first_token_frame(const cJSON *frames)
 		}
 		if (arrived <= 0)
 			continue;
-		if ((unsigned)flags & LS_FRAME_CHOICES)
+		if (flags > 0 && flags < 4294967296.0 && ((uint32_t)flags & LS_FRAME_CHOICES))
 			return arrived;
 		if (!first_any)
 			first_any = arrived;

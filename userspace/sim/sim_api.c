@@ -56,8 +56,9 @@ static int int_field(const cJSON *obj, const char *name, int dflt, int lo, int h
 		*out = dflt;
 		return 0;
 	}
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble ||
-	    v->valuedouble < lo || v->valuedouble > hi)
+	/* The range first: casting a double outside long long is undefined. */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+	    v->valuedouble != (double)(long long)v->valuedouble)
 		return -1;
 	*out = (int)v->valuedouble;
 	return 0;

@@ -1,6 +1,7 @@
 /* sim/sim_info.c — the small endpoints: GET /health, /v1/models, /metrics (Prometheus text,
  * vLLM names), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +162,8 @@ static void detokenize(struct sim_conn *c, const char *body, size_t len, int kee
 	const cJSON *it;
 	if (!err) {
 		cJSON_ArrayForEach(it, t) {
-			if (!cJSON_IsNumber(it) || it->valuedouble != (double)(int)it->valuedouble) {
+			if (!cJSON_IsNumber(it) || !(fabs(it->valuedouble) < 2147483648.0) ||
+			    it->valuedouble != (double)(int)it->valuedouble) {
 				err = "tokens must be integers";
 				break;
 			}
