@@ -89,6 +89,19 @@ int BPF_KPROBE(ls_ssl_write, void *ssl, const void *buf, int num)
 	return 0;
 }
 
+/* The SSL* is freed: its entry goes, so that a new SSL* at the same address (malloc reuses it)
+ * is not taken for the old one's unfinished handshake and socket. */
+SEC("uprobe")
+int BPF_KPROBE(ls_ssl_free, void *ssl)
+{
+	__u64 key = (__u64)(unsigned long)ssl;
+
+	if (!ls_tls_client())
+		return 0;
+	bpf_map_delete_elem(&ls_ssl, &key);
+	return 0;
+}
+
 /* Opt-in only (~10 us per hit here: the probed instruction is single-stepped). */
 SEC("uprobe")
 int BPF_KPROBE(ls_ssl_read, void *ssl)

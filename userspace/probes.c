@@ -169,6 +169,21 @@ void ls_probes_loop_hook(struct ls_probes *p, struct ls_loop_hook *hook)
 	hook->ctx = p;
 }
 
+size_t ls_probes_tls_sessions(const struct ls_probes *p)
+{
+	__u64 key, next;
+	size_t n = 0;
+	int fd;
+
+	if (!p || (fd = bpf_map__fd(p->skel->maps.ls_ssl)) < 0)
+		return 0;
+	for (void *prev = NULL; bpf_map_get_next_key(fd, prev, &next) == 0 && n < (1u << 20); prev = &key) {
+		key = next;
+		n++;
+	}
+	return n;
+}
+
 const struct ls_evstore *ls_probes_events(const struct ls_probes *p)
 {
 	return p ? p->store : NULL;
@@ -403,6 +418,8 @@ static void attach_tls(struct ls_probes *p, pid_t pid, int ssl_read)
 		err = attach_uprobe(p, s->progs.ls_ssl_connect_ret, pid, lib, "SSL_connect", 1);
 	if (!err)
 		err = attach_uprobe(p, s->progs.ls_ssl_write, pid, lib, "SSL_write", 0);
+	if (!err)
+		err = attach_uprobe(p, s->progs.ls_ssl_free, pid, lib, "SSL_free", 0);
 	if (!err && ssl_read) {
 		err = attach_uprobe(p, s->progs.ls_ssl_read, pid, lib, "SSL_read", 0);
 		if (!err)
@@ -517,6 +534,7 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 		bpf_program__set_autoload(p->skel->progs.ls_ssl_connect, false);
 		bpf_program__set_autoload(p->skel->progs.ls_ssl_connect_ret, false);
 		bpf_program__set_autoload(p->skel->progs.ls_ssl_write, false);
+		bpf_program__set_autoload(p->skel->progs.ls_ssl_free, false);
 	}
 	err = latscope_bpf__load(p->skel);
 	if (err) {

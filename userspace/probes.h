@@ -51,6 +51,9 @@ void ls_probes_drain(struct ls_probes *p);
 /* Fills a struct ls_loop_hook (driver.h) with the fd, LS_PROBES_DRAIN_PERIOD_NS and the drain. */
 void ls_probes_loop_hook(struct ls_probes *p, struct ls_loop_hook *hook);
 
+/* TLS sessions (SSL*) the probes track now: those the client has not freed (SSL_free). */
+size_t ls_probes_tls_sessions(const struct ls_probes *p);
+
 /* Everything drained so far (call ls_probes_drain once more after the run). */
 const struct ls_evstore *ls_probes_events(const struct ls_probes *p);
 /* What the probes could not cover, one line per item ("" when complete). */

@@ -280,6 +280,8 @@ Test(probes, https_handshake_and_keepalive_reuse, .timeout = 120)
 	maybe_print(a, p);
 	cr_assert_geq(fresh, 1);
 	cr_assert_geq(reused, 1);
+	/* At most the pool's open connections are tracked (their SSL* live on after the run). */
+	cr_assert_leq(ls_probes_tls_sessions(p), 2, "%zu sessions tracked", ls_probes_tls_sessions(p));
 	ls_attribution_free(a);
 	ls_probes_close(p);
 	drive_free(&d);
@@ -505,6 +507,35 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	assert_frames(&d, a, 1);
+	ls_attribution_free(a);
+	ls_probes_close(p);
+	drive_free(&d);
+	t_sim_stop(&sim);
+}
+
+/* Fresh TLS connections: curl frees each SSL* when its transfer closes the connection, and the
+ * probes forget it (SSL_free), so a new SSL* that malloc puts at the same address is not taken
+ * for the old one (its handshake start, its socket). */
+Test(probes, tls_sessions_are_forgotten_at_ssl_free, .timeout = 120)
+{
+	struct t_sim sim;
+	struct drive d;
+	struct ls_loop_hook hook;
+	const char *extra[] = { "--tls", "--step-ms", "2", "--quiet", NULL };
+
+	need_root_and_btf();
+	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
+	struct ls_probes *p = open_probes(sim.pid, 0);
+	ls_probes_loop_hook(p, &hook);
+	drive(&d, sim.url, 8, 4, 2, 1, &hook);
+	ls_probes_drain(p);
+	cr_assert_eq(ls_probes_tls_sessions(p), 0, "%zu SSL* still tracked after every connection closed",
+		     ls_probes_tls_sessions(p));
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	cr_assert_not_null(a);
+	for (size_t i = 0; i < d.n; i++)
+		cr_assert(a->req[i].tls_end_ns > a->req[i].tls_start_ns && a->req[i].tls_start_ns,
+			  "request %zu: no handshake", i);
 	ls_attribution_free(a);
 	ls_probes_close(p);
 	drive_free(&d);
