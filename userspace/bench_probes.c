@@ -94,9 +94,12 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+#define CLIENT_DELAY_HINT_NS 50000ull /* p50 above this: say what the delay is made of */
+
 /* How long each frame waited between the kernel having it and the harness stamping it: the
  * harness's own delay per frame (warmups left out). */
-static void print_client_delay(FILE *out, const struct ls_run *run, const struct ls_attribution *a)
+static void print_client_delay(FILE *out, const struct ls_run *run, const struct ls_attribution *a,
+			       int loop_sleeps)
 {
 	size_t n = 0, cap = 0;
 	uint64_t *d;
@@ -121,6 +124,11 @@ static void print_client_delay(FILE *out, const struct ls_run *run, const struct
 		fprintf(out, "client delay per frame (harness stamp - kernel arrival, n=%zu): P50 %.3f ms, "
 			"P99 %.3f ms, max %.3f ms\n", n, d[n / 2] / 1e6, d[(size_t)((n - 1) * 0.99)] / 1e6,
 			d[n - 1] / 1e6);
+		/* A sleeping loop's wake-up is part of every delay after a quiet moment. */
+		if (loop_sleeps && d[n / 2] > CLIENT_DELAY_HINT_NS)
+			fprintf(out, "  (the loop sleeps between events, and waking it costs 20-100 us on a VM: "
+				"--busy-poll, or --spin-us longer than the quiet gaps, avoids that on a core the "
+				"server does not use)\n");
 	}
 	free(d);
 }
@@ -314,7 +322,7 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 	fprintf(out, "\n");
 	ls_attribution_print(out, a);
 	if (bp->probes) {
-		print_client_delay(out, run, a);
+		print_client_delay(out, run, a, !bp->cfg->busy_poll && !bp->cfg->spin_us);
 		const char *notes = ls_probes_notes(bp->probes);
 		for (const char *p = notes; p && *p;) {
 			size_t len = strcspn(p, "\n");

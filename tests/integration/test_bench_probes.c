@@ -72,6 +72,13 @@ Test(bench_probes, root_report_record_and_trace, .timeout = 90)
 	cr_expect(strstr(out, "Where the latency went"), "%s", out);
 	cr_expect(!strstr(out, "probes off"), "%s", out);
 	cr_expect(strstr(out, "client delay per frame"), "%s", out);
+	/* A sleeping loop's client delay above 50 us at P50 comes with what it is made of. */
+	const char *cd = strstr(out, "client delay per frame");
+	double cd50 = -1;
+	cr_assert(cd && (cd = strstr(cd, "P50 ")) && sscanf(cd, "P50 %lf ms", &cd50) == 1, "%s", out);
+	if (fabs(cd50 - 0.050) > 0.0005) /* the printed P50 is rounded to the microsecond */
+		cr_expect_eq(strstr(out, "waking it costs") != NULL, cd50 > 0.050, "P50 %.3f ms; hint %s", cd50,
+			     strstr(out, "waking it costs") ? "printed" : "absent");
 	/* The harness's cost per frame, split into its own code (user) and the kernel's. */
 	const char *hc = strstr(out, "harness cost"), *pf = hc ? strstr(hc, "us per request, ") : NULL;
 	double per_frame = -1, user = -1, kern = -1;
