@@ -311,14 +311,15 @@ static int loop(struct drv *d)
 		now = ls_now_ns();
 		for (size_t i = 0; i < d->n_hooks; i++) {
 			struct drv_hook *h = &d->hooks[i];
-			if (h->next_ns && h->next_ns <= now) {
+			int due = h->next_ns && h->next_ns <= now;
+			if (due || h->hook->each_turn) {
 				int more = h->hook->on_ready(h->hook->ctx, now) > 0;
 				if (more)
 					h->next_ns = now + 1; /* due again on the next turn */
-				else if (h->hook->period_ns)
+				else if (due && h->hook->period_ns)
 					while (h->next_ns <= now)
 						h->next_ns += h->hook->period_ns;
-				else
+				else if (due)
 					h->next_ns = 0;
 			}
 		}

@@ -17,6 +17,7 @@ struct ls_loop_hook {
 	 * that frames are not held behind it), else 0. */
 	int     (*on_ready)(void *ctx, uint64_t now_ns);
 	void     *ctx;
+	int       each_turn;          /* also called on every turn of the loop (cheap when idle) */
 };
 
 struct ls_driver_opts {

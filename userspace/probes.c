@@ -165,6 +165,7 @@ void ls_probes_loop_hook(struct ls_probes *p, struct ls_loop_hook *hook)
 {
 	hook->fd = ls_probes_fd(p);
 	hook->period_ns = LS_PROBES_DRAIN_PERIOD_NS;
+	hook->each_turn = 1; /* events drain as frames come, in the turns the loop takes anyway */
 	hook->on_ready = on_ready;
 	hook->ctx = p;
 }

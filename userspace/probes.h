@@ -11,7 +11,7 @@
 
 struct ls_loop_hook;
 
-#define LS_PROBES_DRAIN_PERIOD_NS 10000000ull /* timer drain: 10 ms */
+#define LS_PROBES_DRAIN_PERIOD_NS 50000000ull /* timer drain when the loop is idle: 50 ms */
 #define LS_PROBES_DRAIN_SLICE 256                /* events per drain call in the loop */
 #define LS_PROBES_RING_DEFAULT (4u << 20)
 

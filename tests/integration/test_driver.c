@@ -177,6 +177,41 @@ static void spinning_run(uint64_t spin_ns)
 Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60) { spinning_run(LS_SPIN_FOREVER); }
 Test(driver, spin_then_sleep_streams_and_keeps_the_schedule, .timeout = 60) { spinning_run(200000); }
 
+static int count_call(void *ctx, uint64_t now)
+{
+	(void)now;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+/* A hook with each_turn is called on the loop's turns (frames coming), not only every period;
+ * one without it only at its period (here: never within the run). */
+Test(driver, each_turn_hook_runs_with_the_loop, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "2", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	size_t turns = 0, periodic = 0;
+	struct ls_loop_hook hooks[] = {
+		{ .fd = -1, .period_ns = 60000000000ull, .on_ready = count_call, .ctx = &turns, .each_turn = 1 },
+		{ .fd = -1, .period_ns = 60000000000ull, .on_ready = count_call, .ctx = &periodic },
+	};
+	struct td_batch b;
+	td_batch_init(&b, LS_BACKEND_OPENAI, 8, 10);
+	struct ls_driver_opts o;
+	char url[256];
+	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	o.max_concurrency = 4;
+	o.hooks = hooks;
+	o.n_hooks = 2;
+	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(td_count_fail(&b, LS_OK), b.n);
+	cr_expect_geq(turns, b.n * 10 / 4, "each-turn hook called %zu times for %zu frames", turns, b.n * 12);
+	cr_expect_eq(periodic, 0, "a 60 s period is not due in the run (%zu calls)", periodic);
+	td_batch_free(&b);
+	td_sim_stop(&sim);
+}
+
 Test(driver, slots_cap_concurrency_and_show_the_wait, .timeout = 60)
 {
 	struct t_sim sim;
