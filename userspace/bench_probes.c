@@ -183,6 +183,11 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
 	if (bp->cfg->busy_poll || bp->cfg->spin_us)
 		fprintf(out, "; %s: the loop's spinning is in the CPU", bp->cfg->busy_poll ? "--busy-poll" : "--spin-us");
+	if (run->spin_stalls)
+		fprintf(out, "; the spinning loop did not run %llu times for over %.1f ms (longest %.2f ms, %.2f ms "
+			"in all): another task or the hypervisor had its CPU, and frames that came then were "
+			"stamped late", (unsigned long long)run->spin_stalls, LS_SPIN_STALL_NS / 1e6,
+			run->spin_stall_max_ns / 1e6, run->spin_stall_sum_ns / 1e6);
 	if (bp->probes) {
 		uint64_t drain_ns = 0, events = 0;
 		ls_probes_cost(bp->probes, NULL, 0, &drain_ns, &events);

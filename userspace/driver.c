@@ -270,11 +270,24 @@ static uint64_t spin_window(uint64_t p90_ns)
  * until (0 = no deadline), so no wake-up stands between a frame and its stamp. */
 static int spin_for_events(struct drv *d, uint64_t until)
 {
+	uint64_t prev = ls_now_ns(), now;
 	int rc;
-	do
+	for (;;) {
 		rc = io_uring_submit_and_get_events(&d->ring);
-	while (rc >= 0 && !io_uring_cq_ready(&d->ring) && (!until || ls_now_ns() < until));
-	return rc;
+		now = ls_now_ns();
+		int ready = io_uring_cq_ready(&d->ring) != 0;
+		/* An empty turn is a few us: a long one means this thread did not run. */
+		if (!ready && now - prev > LS_SPIN_STALL_NS) {
+			uint64_t gap = now - prev;
+			d->run->spin_stalls++;
+			d->run->spin_stall_sum_ns += gap;
+			if (gap > d->run->spin_stall_max_ns)
+				d->run->spin_stall_max_ns = gap;
+		}
+		prev = now;
+		if (rc < 0 || ready || (until && now >= until))
+			return rc;
+	}
 }
 
 /* --spin-us / --busy-poll: spins up to opts->spin_ns (never past until, the loop's own next
@@ -469,6 +482,7 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 	else if (!run->run_tag[0])
 		snprintf(run->run_tag, sizeof(run->run_tag), "ls%d", (int)getpid());
 	run->interrupted = 0;
+	run->spin_stalls = run->spin_stall_max_ns = run->spin_stall_sum_ns = 0;
 	run->max_concurrency = opts->max_concurrency;
 
 	int rc = 0;

@@ -44,6 +44,7 @@ struct ls_driver_opts {
 };
 
 #define LS_SPIN_FOREVER UINT64_MAX
+#define LS_SPIN_STALL_NS 500000ull /* a spin iteration later than this: the loop was not running */
 
 struct ls_driver_job {
 	const char *body;               /* JSON body */

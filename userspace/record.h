@@ -95,6 +95,9 @@ struct ls_run {
 	double   target_rate;        /* req/s, 0 = inf / closed */
 	uint32_t max_concurrency;    /* 0 = unlimited */
 	int      interrupted;        /* SIGINT/SIGTERM stopped the run */
+	/* --spin-us / --busy-poll: times the spinning loop did not run for over LS_SPIN_STALL_NS
+	 * (another task or the hypervisor had its CPU: frames that came then were stamped late). */
+	uint64_t spin_stalls, spin_stall_max_ns, spin_stall_sum_ns;
 	char     run_tag[32];        /* prefix of X-Request-Id */
 };
 

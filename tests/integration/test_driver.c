@@ -1,9 +1,11 @@
 /* The request driver against `latscope sim` over real sockets: stream shapes per backend,
  * stamps, pacing, slots, connection policy (checked against the sim's truth). */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "arrival.h"
 #include "clock.h"
@@ -176,6 +178,54 @@ static void spinning_run(uint64_t spin_ns)
 
 Test(driver, busy_poll_streams_and_keeps_the_schedule, .timeout = 60) { spinning_run(LS_SPIN_FOREVER); }
 Test(driver, spin_then_sleep_streams_and_keeps_the_schedule, .timeout = 60) { spinning_run(200000); }
+
+/* --busy-poll counts the times its spinning loop did not run: a child stops this process
+ * three times for 5 ms (as a busy host would take the CPU); the stalls are counted and none is
+ * counted in a run left alone. */
+Test(driver, busy_poll_counts_the_loop_not_running, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *extra[] = { "--step-ms", "20", "--quiet", NULL };
+	td_sim_start(&sim, 0, extra);
+	for (int stop = 0; stop <= 1; stop++) {
+		struct td_batch b;
+		td_batch_init(&b, LS_BACKEND_OPENAI, 2, 15); /* ~0.3 s of mostly idle spinning */
+		struct ls_driver_opts o;
+		char url[256];
+		td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+		o.spin_ns = LS_SPIN_FOREVER;
+		pid_t self = getpid(), child = -1;
+		if (stop) {
+			child = fork();
+			cr_assert_geq(child, 0);
+			if (child == 0) {
+				for (int i = 0; i < 3; i++) {
+					usleep(50000);
+					kill(self, SIGSTOP);
+					usleep(5000);
+					kill(self, SIGCONT);
+				}
+				_exit(0);
+			}
+		}
+		cr_assert_eq(td_run(&o, &b), 0);
+		if (child > 0)
+			waitpid(child, NULL, 0);
+		cr_assert_eq(td_count_fail(&b, LS_OK), b.n);
+		cr_log_info("stop %d: %llu stalls, longest %.2f ms", stop, (unsigned long long)b.run.spin_stalls,
+			    b.run.spin_stall_max_ns / 1e6);
+		if (stop) {
+			cr_expect_geq(b.run.spin_stalls, 1, "no stall counted");
+			cr_expect_geq(b.run.spin_stall_max_ns, 4000000ull, "longest %.2f ms",
+				      b.run.spin_stall_max_ns / 1e6);
+		} else {
+			cr_expect_leq(b.run.spin_stalls, 2, "%llu stalls in a run left alone",
+				      (unsigned long long)b.run.spin_stalls);
+		}
+		td_batch_free(&b);
+	}
+	td_sim_stop(&sim);
+}
 
 static int count_call(void *ctx, uint64_t now)
 {
