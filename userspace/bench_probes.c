@@ -21,7 +21,35 @@ struct ls_bench_probes {
 	struct rusage before;       /* at open: the run's CPU and peak RSS are measured from here */
 	struct rusage after;        /* at the run's end (ls_bench_probes_run_ended) */
 	int ended;
+	uint64_t steal_before_ms, steal_after_ms; /* /proc/stat steal, all vCPUs */
+	int have_steal;
 };
+
+int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms)
+{
+	unsigned long long f[8];
+
+	if (!stat_text || strncmp(stat_text, "cpu ", 4) || user_hz <= 0 ||
+	    sscanf(stat_text + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4],
+		   &f[5], &f[6], &f[7]) != 8)
+		return -1;
+	*steal_ms = f[7] * 1000ull / (unsigned long long)user_hz;
+	return 0;
+}
+
+static int read_steal_ms(uint64_t *steal_ms)
+{
+	char line[512];
+	FILE *f = fopen("/proc/stat", "r");
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f))
+		rc = ls_proc_stat_steal_ms(line, sysconf(_SC_CLK_TCK), steal_ms);
+	fclose(f);
+	return rc;
+}
 
 int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out)
 {
@@ -56,6 +84,7 @@ int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **o
 	if (bp->probes)
 		ls_probes_loop_hook(bp->probes, &bp->hook);
 	getrusage(RUSAGE_SELF, &bp->before);
+	bp->have_steal = read_steal_ms(&bp->steal_before_ms) == 0;
 	*out = bp;
 	return 0;
 }
@@ -64,6 +93,8 @@ void ls_bench_probes_run_ended(struct ls_bench_probes *bp)
 {
 	if (bp && !getrusage(RUSAGE_SELF, &bp->after))
 		bp->ended = 1;
+	if (bp && bp->have_steal && read_steal_ms(&bp->steal_after_ms))
+		bp->have_steal = 0;
 }
 
 void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o)
@@ -183,6 +214,10 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
 	if (bp->cfg->busy_poll || bp->cfg->spin_us)
 		fprintf(out, "; %s: the loop's spinning is in the CPU", bp->cfg->busy_poll ? "--busy-poll" : "--spin-us");
+	if (bp->ended && bp->have_steal && bp->steal_after_ms > bp->steal_before_ms)
+		fprintf(out, "; the hypervisor took %llu ms of CPU from this VM's vCPUs during the run (/proc/stat "
+			"steal): stamps taken around it can be late", (unsigned long long)(bp->steal_after_ms -
+										bp->steal_before_ms));
 	if (run->spin_stalls)
 		fprintf(out, "; the spinning loop did not run %llu times for over %.1f ms (longest %.2f ms, %.2f ms "
 			"in all): another task or the hypervisor had its CPU, and frames that came then were "

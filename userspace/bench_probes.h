@@ -35,6 +35,11 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 /* Detaches the probes and frees everything. NULL is fine. */
 void ls_bench_probes_close(struct ls_bench_probes *bp);
 
+/* The "steal" column of /proc/stat's first line (all CPUs): CPU time the hypervisor gave to
+ * others while this VM's vCPUs wanted it, in ms (USER_HZ ticks, 10 ms each). 0, or -1 when
+ * stat_text has no such line. */
+int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms);
+
 /* Where the attribution JSONL of a --record file goes: "run.jsonl" -> "run.attribution.jsonl",
  * any other name gets ".attribution.jsonl" appended. malloc'd; NULL on ENOMEM. */
 char *ls_bench_attribution_path(const char *record_path);

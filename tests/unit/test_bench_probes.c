@@ -47,3 +47,16 @@ Test(bench_probes, probes_auto_by_default)
 	cr_expect_eq(c.n_server_pids, 0);
 	ls_config_free(&c);
 }
+
+Test(bench_probes, steal_from_proc_stat)
+{
+	uint64_t ms = 1;
+	cr_assert_eq(ls_proc_stat_steal_ms("cpu  273539 647 138723 1731034 276149 0 17242 295 0 0\n", 100, &ms), 0);
+	cr_expect_eq(ms, 2950);
+	cr_assert_eq(ls_proc_stat_steal_ms("cpu  1 2 3 4 5 6 7 8\n", 250, &ms), 0);
+	cr_expect_eq(ms, 32);
+	cr_expect_eq(ls_proc_stat_steal_ms("cpu0 1 2 3 4 5 6 7 8\n", 100, &ms), -1, "the first line is all CPUs");
+	cr_expect_eq(ls_proc_stat_steal_ms("cpu  1 2 3\n", 100, &ms), -1, "a kernel without a steal column");
+	cr_expect_eq(ls_proc_stat_steal_ms(NULL, 100, &ms), -1);
+	cr_expect_eq(ls_proc_stat_steal_ms("cpu  1 2 3 4 5 6 7 8\n", 0, &ms), -1);
+}
