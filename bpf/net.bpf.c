@@ -98,7 +98,10 @@ int BPF_PROG(ls_rtt, struct sock *sk, struct sk_buff *skb)
 	struct ls_event *e;
 	__u32 srtt_us;
 
-	if (!info)
+	/* Client sockets only: attribution reads the harness's srtt. A server socket's srtt moves
+	 * with every ACK of a frame (on loopback, in the harness's CPU): 0.8 events a frame for
+	 * nothing. */
+	if (!info || info->role != LS_ROLE_CLIENT)
 		return 0;
 	srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
 	if (srtt_us == info->last_srtt_us)

@@ -16,6 +16,7 @@
 #include "arrival.h"
 #include "backend.h"
 #include "driver.h"
+#include "evstore.h"
 #include "probes.h"
 
 #define MODEL "latscope-sim"
@@ -198,6 +199,9 @@ Test(probes, http_fresh_connections_sim_watched, .timeout = 120)
 	cr_assert_eq(a->lost_events, 0);
 	assert_sums(a);
 	assert_frames(&d, a, 1);
+	/* srtt comes from client sockets only: a few samples a connection, not one per frame's ACK */
+	uint64_t rtt_events = ls_evstore_count(ls_probes_events(p), LS_EV_RTT);
+	cr_assert_leq(rtt_events, 4 * d.n, "%llu RTT events for %zu connections", (unsigned long long)rtt_events, d.n);
 
 	uint64_t srv[24], truth[24];
 	for (size_t i = 0; i < d.n; i++) {
@@ -207,6 +211,7 @@ Test(probes, http_fresh_connections_sim_watched, .timeout = 120)
 		cr_assert_eq(q->flags, 0, "request %zu flags %#x", i, q->flags);
 		cr_assert(q->connect_call_ns && q->established_ns > q->connect_call_ns, "request %zu: no connect", i);
 		cr_assert_gt(q->ttft.ns[LS_PART_NETWORK], 0);
+		cr_assert_gt(q->srtt_us, 0, "request %zu: no srtt of its socket", i);
 		/* The kernel's connect (connect() -> ESTABLISHED) is never longer than curl's
 		 * CONNECT_TIME (its own start -> noticed), which the record keeps as connect - started. */
 		cr_assert_leq(q->established_ns - q->connect_call_ns, r->connect_ns - r->started_ns,
