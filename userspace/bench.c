@@ -239,8 +239,6 @@ static int drive(struct bench *b)
 	b->run.end_ns = main_run.end_ns;
 	b->run.interrupted = main_run.interrupted || rc == 1;
 	b->run.spin_stalls = main_run.spin_stalls;
-	b->run.spin_stall_max_ns = main_run.spin_stall_max_ns;
-	b->run.spin_stall_sum_ns = main_run.spin_stall_sum_ns;
 	if (b->run.interrupted)
 		drop_unsent(b);
 	if (rc >= 0)

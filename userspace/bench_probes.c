@@ -125,6 +125,12 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* --spin-us or --busy-poll: the loop spins rather than sleeps between events. */
+static int loop_spins(const struct ls_config *cfg)
+{
+	return cfg->busy_poll || cfg->spin_us;
+}
+
 #define CLIENT_DELAY_HINT_NS 50000ull /* p50 above this: say what the delay is made of */
 
 /* How long each frame waited between the kernel having it and the harness stamping it: the
@@ -212,17 +218,17 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, frames ? user / frames : 0.0,
 		frames ? kern / frames : 0.0, n, (unsigned long long)frames,
 		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
-	if (bp->cfg->busy_poll || bp->cfg->spin_us)
+	if (loop_spins(bp->cfg))
 		fprintf(out, "; %s: the loop's spinning is in the CPU", bp->cfg->busy_poll ? "--busy-poll" : "--spin-us");
 	if (bp->ended && bp->have_steal && bp->steal_after_ms > bp->steal_before_ms)
 		fprintf(out, "; the hypervisor took %llu ms of CPU from this VM's vCPUs during the run (/proc/stat "
 			"steal): stamps taken around it can be late", (unsigned long long)(bp->steal_after_ms -
 										bp->steal_before_ms));
-	if (run->spin_stalls)
+	if (run->spin_stalls.n)
 		fprintf(out, "; the spinning loop did not run %llu times for over %.1f ms (longest %.2f ms, %.2f ms "
 			"in all): another task or the hypervisor had its CPU, and frames that came then were "
-			"stamped late", (unsigned long long)run->spin_stalls, LS_SPIN_STALL_NS / 1e6,
-			run->spin_stall_max_ns / 1e6, run->spin_stall_sum_ns / 1e6);
+			"stamped late", (unsigned long long)run->spin_stalls.n, LS_SPIN_STALL_NS / 1e6,
+			run->spin_stalls.max_ns / 1e6, run->spin_stalls.sum_ns / 1e6);
 	if (bp->probes) {
 		uint64_t drain_ns = 0, events = 0;
 		ls_probes_cost(bp->probes, NULL, 0, &drain_ns, &events);
@@ -362,7 +368,7 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 	fprintf(out, "\n");
 	ls_attribution_print(out, a);
 	if (bp->probes) {
-		print_client_delay(out, run, a, !bp->cfg->busy_poll && !bp->cfg->spin_us);
+		print_client_delay(out, run, a, !loop_spins(bp->cfg));
 		const char *notes = ls_probes_notes(bp->probes);
 		for (const char *p = notes; p && *p;) {
 			size_t len = strcspn(p, "\n");

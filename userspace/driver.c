@@ -279,10 +279,11 @@ static int spin_for_events(struct drv *d, uint64_t until)
 		/* An empty turn is a few us: a long one means this thread did not run. */
 		if (!ready && now - prev > LS_SPIN_STALL_NS) {
 			uint64_t gap = now - prev;
-			d->run->spin_stalls++;
-			d->run->spin_stall_sum_ns += gap;
-			if (gap > d->run->spin_stall_max_ns)
-				d->run->spin_stall_max_ns = gap;
+			struct ls_spin_stalls *st = &d->run->spin_stalls;
+			st->n++;
+			st->sum_ns += gap;
+			if (gap > st->max_ns)
+				st->max_ns = gap;
 		}
 		prev = now;
 		if (rc < 0 || ready || (until && now >= until))
@@ -482,7 +483,7 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 	else if (!run->run_tag[0])
 		snprintf(run->run_tag, sizeof(run->run_tag), "ls%d", (int)getpid());
 	run->interrupted = 0;
-	run->spin_stalls = run->spin_stall_max_ns = run->spin_stall_sum_ns = 0;
+	run->spin_stalls = (struct ls_spin_stalls){ 0 };
 	run->max_concurrency = opts->max_concurrency;
 
 	int rc = 0;

@@ -97,7 +97,9 @@ struct ls_run {
 	int      interrupted;        /* SIGINT/SIGTERM stopped the run */
 	/* --spin-us / --busy-poll: times the spinning loop did not run for over LS_SPIN_STALL_NS
 	 * (another task or the hypervisor had its CPU: frames that came then were stamped late). */
-	uint64_t spin_stalls, spin_stall_max_ns, spin_stall_sum_ns;
+	struct ls_spin_stalls {
+		uint64_t n, max_ns, sum_ns;
+	} spin_stalls;
 	char     run_tag[32];        /* prefix of X-Request-Id */
 };
 

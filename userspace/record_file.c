@@ -337,6 +337,12 @@ int ls_record_close(struct ls_record_writer *w, const struct ls_run *run)
 
 /* ---- reader ---- */
 
+/* base + ahead, saturating at UINT64_MAX. */
+static uint64_t after_base(uint64_t base, uint64_t ahead)
+{
+	return ahead > UINT64_MAX - base ? UINT64_MAX : base + ahead;
+}
+
 static uint64_t abs_of(const cJSON *obj, const char *key, uint64_t base)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -347,8 +353,7 @@ static uint64_t abs_of(const cJSON *obj, const char *key, uint64_t base)
 		uint64_t back = ls_d2u64(-d);
 		return base > back ? base - back : 1;
 	}
-	uint64_t ahead = ls_d2u64(d);
-	return ahead > UINT64_MAX - base ? UINT64_MAX : base + ahead;
+	return after_base(base, ls_d2u64(d));
 }
 
 static double num_of(const cJSON *obj, const char *key, double dflt)
@@ -425,7 +430,7 @@ static int parse_request(const cJSON *o, uint64_t base, struct ls_request *r)
 		if (!fr)
 			return -ENOMEM;
 		uint64_t arrived = ls_d2u64(v[0]);
-		fr->arrived_ns = !arrived ? 0 : arrived > UINT64_MAX - base ? UINT64_MAX : base + arrived;
+		fr->arrived_ns = arrived ? after_base(base, arrived) : 0;
 		fr->stream_off = ls_d2u64(v[1]);
 		fr->bytes = (uint32_t)ls_d2i(v[2], 0, UINT32_MAX);
 		fr->text_len = (uint32_t)ls_d2i(v[3], 0, UINT32_MAX);
