@@ -41,8 +41,9 @@ CFLAGS    += $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 LDFLAGS   += $(SANLD) -pthread
 LDLIBS    += -luring -lcurl -lcjson -lbpf -lelf -lz -lssl -lcrypto -lm -ldl
 
-# Every userspace stage is a file; all but main.c go into one archive that tests link too.
-LIB_SRCS  := $(filter-out userspace/main.c,$(wildcard userspace/*.c userspace/sim/*.c userspace/lab/*.c gpu/common/*.c))
+# Every userspace stage is a folder (docs/ARCHITECTURE.md); all but main.c go into one archive
+# that the tests link too.
+LIB_SRCS  := $(wildcard userspace/*/*.c gpu/common/*.c)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 MAIN_OBJ  := $(BUILD)/obj/userspace/main.o
 LIB       := $(BUILD)/liblatscope.a
@@ -62,7 +63,7 @@ SKEL      := $(GEN)/latscope.skel.h
 VMLINUX   := $(GEN)/vmlinux.h
 BPF_ARCH  := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
-.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu
+.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu check-layout
 all: $(BIN) gpu
 
 deps:
@@ -82,7 +83,7 @@ $(GEN)/bpf/%.bpf.o: bpf/%.bpf.c bpf/events.h $(VMLINUX) $(wildcard bpf/*.bpf.h)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
 	  -I$(GEN) -Ibpf -c $< -o $@
 
-# All probes link into ONE object and one skeleton (DESIGN.md).
+# All probes link into ONE object and one skeleton (docs/ARCHITECTURE.md).
 $(GEN)/latscope.bpf.o: $(BPF_OBJS)
 	$(msg) BPFLINK $@
 	$(Q)$(BPFTOOL) gen object $@ $^
@@ -91,10 +92,13 @@ $(SKEL): $(GEN)/latscope.bpf.o
 	$(msg) SKEL $@
 	$(Q)$(BPFTOOL) gen skeleton $< name latscope_bpf > $@
 
-$(BUILD)/obj/%.o: %.c | $(SKEL)
+$(BUILD)/obj/%.o: %.c
 	$(Q)mkdir -p $(@D)
 	$(msg) CC $@
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# Only the probes include the skeleton; nothing else waits for clang -target bpf.
+$(BUILD)/obj/userspace/probes/probes.o: | $(SKEL)
 
 $(LIB): $(LIB_OBJS)
 	$(msg) AR $@
@@ -125,12 +129,13 @@ gpu:
 endif
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory all unit-bins
+	$(Q)$(MAKE) --no-print-directory all unit-bins check-layout
 	$(Q)$(MAKE) --no-print-directory SAN=1 san-bins
 	$(Q)tests/run
 
-# The sanitizer build (build/san): unit tests, and a latscope for the integration tests that use it.
-san-bins: $(BIN) unit-bins
+# No include points up the pipeline (the stage order is in scripts/check-layout.sh).
+check-layout:
+	$(Q)scripts/check-layout.sh
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
@@ -157,7 +162,9 @@ REPLAY_BINS := $(patsubst %,$(BUILD)/tests/fuzz/%,$(FUZZ_NAMES))
 .SECONDARY: $(patsubst %,$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) \
             $(patsubst %,$(BUILD)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(BUILD)/obj/tests/fuzz/replay_main.o
 
-$(FUZZ_DIR)/obj/%.o: %.c | $(SKEL)
+$(FUZZ_DIR)/obj/userspace/probes/probes.o: | $(SKEL)
+
+$(FUZZ_DIR)/obj/%.o: %.c
 	$(Q)mkdir -p $(@D)
 	$(msg) FUZZCC $@
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
@@ -177,7 +184,9 @@ $(BUILD)/tests/fuzz/%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/
 	$(msg) LD $@
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-san-bins: $(REPLAY_BINS)
+# The sanitizer build (build/san): unit tests, a latscope for the integration tests that use
+# it, and the fuzz corpus replays.
+san-bins: $(BIN) unit-bins $(REPLAY_BINS)
 
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/latscope
@@ -189,4 +198,6 @@ install: all
 clean:
 	rm -rf build
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# Header dependencies of every object this build knows (make ignores the ones not built yet).
+-include $(patsubst %.o,%.d,$(LIB_OBJS) $(MAIN_OBJ) $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRCS) $(INTEG_SRCS)) \
+           $(patsubst %,$(BUILD)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(BUILD)/obj/tests/fuzz/replay_main.o)

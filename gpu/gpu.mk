@@ -55,7 +55,7 @@ $(SIMGPU_SO): gpu/simgpu.cu
 	$(Q)$(NVCC) $(NVCC_FLAGS) $< -o $@
 
 # CUDA headers for the objects that read CUPTI records (system headers: their warnings are not ours).
-$(BUILD)/obj/gpu/cupti_%.o $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/gpu/tools/%.o: CFLAGS += $(CUPTI_INC)
+$(BUILD)/obj/gpu/cupti_%.o $(BUILD)/obj/tests/gpu/%.o $(BUILD)/obj/tests/gpu/tools/%.o: CFLAGS += $(CUPTI_INC)
 
 # The tests load the injection library the way the driver does, over a stand-in libcupti.
 $(GPU_TEST): $(GPU_TEST_OBJS) $(LIB) | $(INJECT_SO) $(FAKE_CUPTI)
@@ -69,7 +69,9 @@ $(FAKE_CUPTI): tests/gpu/fake/fake_cupti.c
 	$(Q)$(CC) -O1 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -fPIC -shared \
 	  -fvisibility=hidden $(CUPTI_INC) $< -o $@
 
-$(GPU_CHECK): $(BUILD)/obj/gpu/tools/gpu_check.o $(LIB)
+$(GPU_CHECK): $(BUILD)/obj/tests/gpu/tools/gpu_check.o $(LIB)
 	$(Q)mkdir -p $(@D)
 	$(msg) LD $@
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+-include $(patsubst %.o,%.d,$(INJECT_OBJS) $(GPU_TEST_OBJS) $(BUILD)/obj/tests/gpu/tools/gpu_check.o)

@@ -3,10 +3,10 @@
 #ifndef LATSCOPE_COMMANDS_H
 #define LATSCOPE_COMMANDS_H
 
-int cmd_bench(int argc, char **argv);   /* bench.c */
+int cmd_bench(int argc, char **argv);   /* cmd/bench.c */
 int cmd_sim(int argc, char **argv);     /* sim/sim_main.c */
 int cmd_lab(int argc, char **argv);     /* lab/lab_main.c */
-int cmd_compare(int argc, char **argv); /* compare.c */
-int cmd_report(int argc, char **argv);  /* report_cmd.c */
+int cmd_compare(int argc, char **argv); /* cmd/compare.c */
+int cmd_report(int argc, char **argv);  /* cmd/report_cmd.c */
 
 #endif

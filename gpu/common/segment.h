@@ -1,7 +1,7 @@
 /* segment.h — engine steps from GPU activity (pure: no CUDA, no clock, no I/O).
  *
  * Input: device activity already converted to CLOCK_MONOTONIC ns (kernels, graph launches,
- * copies) and host-side synchronize calls. Output: struct ls_gpu_step (record.h).
+ * copies) and host-side synchronize calls. Output: struct ls_gpu_step (gpu_step.h).
  *
  * The rules, per (pid, device), on events in start order:
  *  - A step opens at the first H2D copy, kernel or graph launch after the previous step.
@@ -27,7 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "record.h"
+#include "gpu_step.h"
 
 enum ls_gpu_ev_kind {
 	LS_GPU_EV_KERNEL = 1, /* an eager kernel (CONCURRENT_KERNEL) */

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "record.h"
+#include "gpu_step.h"
 
 #define LS_RING_MAGIC        0x474e525550475348ull /* "HSGPURNG" */
 #define LS_RING_VERSION      1u

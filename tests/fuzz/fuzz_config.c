@@ -2,7 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
-#include "config.h"
+#include "config/config.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dataset.h"
+#include "workload/dataset.h"
 #include "fuzz_file.h"
 
 static int count(void *ctx, const char *text, uint32_t *tokens)

@@ -2,7 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
-#include "record_file.h"
+#include "report/record_file.h"
 #include "fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

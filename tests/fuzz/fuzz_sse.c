@@ -4,9 +4,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backend.h"
-#include "record.h"
-#include "sse.h"
+#include "driver/backend.h"
+#include "base/record.h"
+#include "driver/sse.h"
 
 struct ctx {
 	enum ls_backend backend;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "record_file.h"
+#include "report/record_file.h"
 #include "t_helpers.h"
 
 Test(bench_cli, help_and_usage_errors)

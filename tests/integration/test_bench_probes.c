@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "attribution.h"
-#include "bench_probes.h"
-#include "metrics.h"
-#include "record_file.h"
+#include "attribution/attribution.h"
+#include "cmd/bench_probes.h"
+#include "metrics/metrics.h"
+#include "report/record_file.h"
 #include "t_helpers.h"
 
 #define NOBODY 65534

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "metrics.h"
-#include "record_file.h"
+#include "metrics/metrics.h"
+#include "report/record_file.h"
 #include "t_helpers.h"
 
 static char tmpdir[64];

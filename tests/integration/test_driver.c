@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "arrival.h"
-#include "clock.h"
+#include "workload/arrival.h"
+#include "base/clock.h"
 #include "test_driver_common.h"
 
 TestSuite(driver, .fini = td_fini);

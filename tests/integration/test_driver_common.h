@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "driver.h"
+#include "driver/driver.h"
 #include "t_helpers.h"
 
 struct td_batch {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-#include "clock.h"
+#include "base/clock.h"
 #include "test_driver_common.h"
 
 TestSuite(driver_fault, .fini = td_fini);

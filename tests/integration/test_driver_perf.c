@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include "clock.h"
+#include "base/clock.h"
 #include "test_driver_common.h"
 
 TestSuite(driver_perf, .fini = td_fini);

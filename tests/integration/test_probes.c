@@ -12,12 +12,13 @@
 #include <sys/wait.h>
 #include <cjson/cJSON.h>
 #include "t_helpers.h"
-#include "attribution.h"
-#include "arrival.h"
-#include "backend.h"
-#include "driver.h"
-#include "evstore.h"
-#include "probes.h"
+#include "attribution/attribution.h"
+#include "workload/arrival.h"
+#include "driver/backend.h"
+#include "driver/driver.h"
+#include "probes/evstore.h"
+#include "probes/probes.h"
+#include "report/report.h"
 
 #define MODEL "latscope-sim"
 

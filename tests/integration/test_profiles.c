@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "metrics.h"
-#include "profile.h"
-#include "record_file.h"
+#include "metrics/metrics.h"
+#include "config/profile.h"
+#include "report/record_file.h"
 #include "t_helpers.h"
 
 static char tmpdir[64];

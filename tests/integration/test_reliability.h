@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "record.h"
+#include "base/record.h"
 
 struct cJSON;
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "clock.h"
+#include "base/clock.h"
 #include "t_helpers.h"
 #include "test_reliability.h"
 

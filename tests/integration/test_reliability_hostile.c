@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
+#include "base/clock.h"
 #include "test_driver_common.h"
 
 static char *repeat(const char *head, char fill, size_t n, const char *tail, size_t *len)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "probes.h"
+#include "probes/probes.h"
 #include "t_helpers.h"
 #include "test_reliability.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "clock.h"
+#include "base/clock.h"
 #include "t_helpers.h"
 #include "test_reliability.h"
 

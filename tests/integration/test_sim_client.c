@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "clock.h"
+#include "base/clock.h"
 #include "test_sim_client.h"
 
 int tsc_connect(int port)

@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "clock.h"
+#include "base/clock.h"
 #include "t_helpers.h"
 #include "test_sim_client.h"
 

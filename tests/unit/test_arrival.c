@@ -3,7 +3,7 @@
 #include <criterion/redirect.h>
 #include <math.h>
 #include <stdlib.h>
-#include "arrival.h"
+#include "workload/arrival.h"
 
 #define START 1000000000000ull
 

@@ -5,7 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
-#include "attribution.h"
+#include "attribution/attribution.h"
+#include "report/report.h"
 
 #define US 1000ull
 #define C_COOKIE 100

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
-#include "backend.h"
+#include "driver/backend.h"
 
 static cJSON *body_json(enum ls_backend b, const char *model, struct ls_prompt *p, int ignore_eos)
 {

@@ -2,8 +2,8 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <stdlib.h>
-#include "bench_probes.h"
-#include "config.h"
+#include "cmd/bench_probes.h"
+#include "config/config.h"
 
 Test(bench_probes, attribution_path_beside_the_record)
 {

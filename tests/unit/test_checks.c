@@ -4,8 +4,8 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
-#include "checks.h"
-#include "profile.h"
+#include "metrics/checks.h"
+#include "config/profile.h"
 
 #define MS 1000000ull
 #define T0 (5000 * MS)

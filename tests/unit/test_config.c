@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "config.h"
+#include "config/config.h"
 
 static int parse(struct ls_config *c, const char *const *args)
 {

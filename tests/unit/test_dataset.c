@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dataset.h"
+#include "workload/dataset.h"
 
 Test(dataset, vllm_range_bounds)
 {

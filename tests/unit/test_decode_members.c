@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
-#include "backend.h"
+#include "driver/backend.h"
 
 struct dec {
 	struct ls_request req;

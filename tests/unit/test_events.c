@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "events.h"
-#include "evstore.h"
-#include "probes.h"
+#include "probes/evstore.h"
+#include "probes/probes.h"
 
 Test(events, layout_is_pinned)
 {

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/step_ring.h"
-#include "gpu_steps.h"
+#include "attribution/gpu_steps.h"
+#include "report/report.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "metrics.h"
-#include "profile.h"
+#include "metrics/metrics.h"
+#include "config/profile.h"
 
 #define MS 1000000ull
 #define T0 (1000000 * MS) /* an arbitrary monotonic origin */

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "clock.h"
-#include "config.h"
-#include "metrics.h"
-#include "profile.h"
-#include "record_file.h"
-#include "report.h"
-#include "specdecode.h"
+#include "base/clock.h"
+#include "config/config.h"
+#include "metrics/metrics.h"
+#include "config/profile.h"
+#include "report/record_file.h"
+#include "report/report.h"
+#include "server/specdecode.h"
 
 static void fill(struct ls_request *r, uint64_t id, uint64_t base, int warmup)
 {

@@ -2,7 +2,7 @@
  * its own back (the slack is per thread and would otherwise outlive the run). */
 #include <criterion/criterion.h>
 #include <sys/prctl.h>
-#include "driver.h"
+#include "driver/driver.h"
 
 Test(pacing, timer_slack_is_restored_after_a_run)
 {

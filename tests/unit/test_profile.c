@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
-#include "profile.h"
+#include "config/profile.h"
 
 Test(profile, builtins_fix_the_rules)
 {

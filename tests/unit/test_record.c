@@ -1,5 +1,5 @@
 #include <criterion/criterion.h>
-#include "record.h"
+#include "base/record.h"
 
 Test(record, frames_grow_and_reset_keeps_buffer)
 {

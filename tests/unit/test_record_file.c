@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "record_file.h"
+#include "report/record_file.h"
 
 #define BASE 5000000000000ull /* a CLOCK_MONOTONIC-sized base */
 

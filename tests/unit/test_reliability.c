@@ -4,8 +4,8 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
-#include "backend.h"
-#include "record.h"
+#include "driver/backend.h"
+#include "base/record.h"
 #include "sim/sim.h"
 
 Test(reliability, every_fault_kind_has_a_name_that_parses_back)

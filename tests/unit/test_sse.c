@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "sse.h"
+#include "driver/sse.h"
 
 #define MAX_EV 32
 

@@ -1,4 +1,6 @@
 /* lab/lab.h — `latscope lab`: two network namespaces joined by a user-space delay line.
+ * Takes: a bench command line, an RTT, a server command line.
+ * Gives: both run in namespaces with real RTT between them; experiment tables (TCP/TLS cost in TTFT).
  *
  *   client ns (lsc-PID)            latscope lab (host ns)             server ns (lss-PID)
  *   bench -> lstun0 10.213.0.1 ==> [fd] forwarder: FIFO + delay [fd] ==> lstun0 10.213.0.2 -> sim

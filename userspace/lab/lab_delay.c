@@ -14,8 +14,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "clock.h"
-#include "lab.h"
+#include "base/clock.h"
+#include "lab/lab.h"
 
 #define STAMP_RING   1024   /* kernel stamps waiting for their packet, per direction */
 #define STAMP_SEARCH 16     /* how far ahead a packet looks for its stamp */

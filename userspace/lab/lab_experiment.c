@@ -18,7 +18,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "lab.h"
+#include "lab/lab.h"
 
 #define STEP_MS      "2"
 #define TOL_MS       0.2   /* per-request extra vs k RTTs, at the median */

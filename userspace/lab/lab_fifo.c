@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lab.h"
+#include "lab/lab.h"
 
 uint64_t lab_rng_next(uint64_t *state)
 {

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <dirent.h>
 #include <unistd.h>
-#include "../commands.h"
-#include "lab.h"
+#include "commands.h"
+#include "lab/lab.h"
 
 static void usage(FILE *out)
 {

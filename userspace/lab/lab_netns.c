@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "lab.h"
+#include "lab/lab.h"
 
 #define NETNS_DIR "/run/netns"
 

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
-#include "clock.h"
-#include "lab.h"
+#include "base/clock.h"
+#include "lab/lab.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "lab.h"
+#include "lab/lab.h"
 
 const char *lab_self_exe(void)
 {

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lab.h"
-#include "record.h"
+#include "lab/lab.h"
+#include "base/record.h"
 
 struct dvec {
 	double *v;

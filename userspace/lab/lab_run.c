@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <wordexp.h>
-#include "clock.h"
-#include "lab.h"
+#include "base/clock.h"
+#include "lab/lab.h"
 
 volatile sig_atomic_t lab_interrupted;
 

@@ -1,4 +1,6 @@
 /* sim/sim.h — the engine simulator's internal interfaces (`latscope sim`).
+ * Takes: HTTP requests (OpenAI, SGLang), its flags (step model, faults, TLS).
+ * Gives: streamed responses paced by a continuous-batching step model, and --truth JSONL of what happened.
  * One thread, one epoll loop (sim_server.c). Stages: HTTP parsing (sim_http.c), connection I/O
  * and TLS (sim_conn.c, sim_tls.c), endpoints and frame shapes (sim_api.c, sim_info.c), the
  * continuous-batching step model (sim_engine.c), tokenizer (sim_tokenizer.c), faults
@@ -10,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <openssl/ssl.h>
-#include "sim_http.h"
+#include "sim/sim_http.h"
 
 /* ---- growable byte buffer (sim_buf.c) ---- */
 struct sim_buf {

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sim.h"
+#include "sim/sim.h"
 
 int sim_buf_reserve(struct sim_buf *b, size_t extra)
 {

@@ -12,7 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "sim.h"
+#include "sim/sim.h"
 
 #define READ_CHUNK 16384
 

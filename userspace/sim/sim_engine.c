@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
-#include "sim.h"
+#include "base/clock.h"
+#include "sim/sim.h"
 
 #define MAX_FRAME_TOKENS 64
 

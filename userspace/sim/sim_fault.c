@@ -4,8 +4,8 @@
  * drawn per connection. The faults inside a stream are in sim_stream.c. */
 #include <limits.h>
 #include <string.h>
-#include "clock.h"
-#include "sim.h"
+#include "base/clock.h"
+#include "sim/sim.h"
 
 static const char *const names[SIM_FAULT__COUNT] = {
 	[SIM_FAULT_NONE] = "none",

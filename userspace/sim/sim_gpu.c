@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "sim.h"
+#include "sim/sim.h"
 
 int sim_gpu_default_path(char *out, size_t len)
 {

@@ -2,7 +2,7 @@
  * fuzzed and must never crash or over-read, whatever the input. */
 #include <string.h>
 #include <strings.h>
-#include "sim_http.h"
+#include "sim/sim_http.h"
 
 static int is_tchar(unsigned char ch)
 {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
-#include "sim.h"
+#include "base/clock.h"
+#include "sim/sim.h"
 
 static void send_body(struct sim_conn *c, int status, const char *ctype, const char *body, size_t len,
 		      int keep_alive)

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../commands.h"
-#include "sim.h"
+#include "commands.h"
+#include "sim/sim.h"
 
 static void usage(FILE *out)
 {

@@ -15,8 +15,8 @@
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
-#include "clock.h"
-#include "sim.h"
+#include "base/clock.h"
+#include "sim/sim.h"
 
 /* epoll tags for the non-connection fds (connections carry their pointer) */
 #define TAG_LISTEN 1

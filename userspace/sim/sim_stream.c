@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "clock.h"
-#include "sim.h"
+#include "base/clock.h"
+#include "sim/sim.h"
 
 struct pending_frame {
 	uint32_t bytes, tokens, text_len;

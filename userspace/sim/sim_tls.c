@@ -6,7 +6,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
-#include "sim.h"
+#include "sim/sim.h"
 
 static void ssl_error(const char *what)
 {

@@ -6,7 +6,7 @@
  * draws words with a seeded stream and ends a sentence about every 12 tokens. */
 #include <stdlib.h>
 #include <string.h>
-#include "sim.h"
+#include "sim/sim.h"
 
 static const char *const words[] = {
 	"the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be",

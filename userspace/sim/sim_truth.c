@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "sim.h"
+#include "sim/sim.h"
 
 static const char *const frame_kinds[] = {
 	[SIM_FRAME_TOKENS] = "tokens", [SIM_FRAME_ROLE] = "role", [SIM_FRAME_USAGE] = "usage",

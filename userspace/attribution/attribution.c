@@ -1,0 +1,385 @@
+/* attribution.c — records + probe events (+ GPU steps) -> the parts of every latency window.
+ *
+ * A window (TTFT, one inter-token gap, E2EL) runs from a start stamp to an end stamp. Inside
+ * it, the request passes a chain of boundaries in causal order, each closing an interval that
+ * belongs to one part:
+ *
+ *   admitted (client: slot wait) -> started (client) -> connect() (client: curl setup)
+ *   -> ESTABLISHED (network) -> TLS start (client: curl noticing) -> TLS end (network)
+ *   -> request send start (client) -> server read the request (network)
+ *   -> server send start of the frame (server) -> client kernel had the frame (network)
+ *   -> user space read it (client: waiting in the kernel) -> harness stamp (client)
+ *
+ * Every part is the overlap of its interval with the window, so the parts add up exactly to
+ * the window's length. A boundary with no event (reused connection, server not watched, event
+ * lost) merges its interval into the next one: network with server is "network+server", any
+ * other mix "unattributed". A boundary earlier than the one before it marks the request
+ * LS_ATTR_DISORDER (nothing is moved backwards; the empty interval just counts zero).
+ * Which event is which boundary: attribution_seq.c. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attribution/attribution_int.h"
+
+/* ---- GPU steps as a sorted union of intervals ---- */
+
+struct gpu_union {
+	uint64_t (*iv)[2];
+	size_t n;
+};
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static int gpu_union_build(struct gpu_union *g, const struct ls_gpu_step *steps, size_t n)
+{
+	g->n = 0;
+	g->iv = NULL;
+	if (!n)
+		return 0;
+	g->iv = calloc(n, sizeof(*g->iv));
+	if (!g->iv)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		g->iv[i][0] = steps[i].start_ns;
+		g->iv[i][1] = steps[i].end_ns > steps[i].start_ns ? steps[i].end_ns : steps[i].start_ns;
+	}
+	qsort(g->iv, n, sizeof(*g->iv), cmp_iv);
+	for (size_t i = 0; i < n; i++) {
+		if (g->n && g->iv[i][0] <= g->iv[g->n - 1][1]) {
+			if (g->iv[i][1] > g->iv[g->n - 1][1])
+				g->iv[g->n - 1][1] = g->iv[i][1];
+		} else {
+			g->iv[g->n][0] = g->iv[i][0];
+			g->iv[g->n][1] = g->iv[i][1];
+			g->n++;
+		}
+	}
+	return 0;
+}
+
+static uint64_t gpu_overlap(const struct gpu_union *g, uint64_t from, uint64_t to)
+{
+	size_t lo = 0, hi = g->n;
+	uint64_t sum = 0;
+
+	while (lo < hi) { /* first interval ending after from */
+		size_t mid = lo + (hi - lo) / 2;
+		if (g->iv[mid][1] <= from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < g->n && g->iv[i][0] < to; i++) {
+		uint64_t a = g->iv[i][0] > from ? g->iv[i][0] : from;
+		uint64_t b = g->iv[i][1] < to ? g->iv[i][1] : to;
+		if (b > a)
+			sum += b - a;
+	}
+	return sum;
+}
+
+/* ---- the chain of boundaries through one window ---- */
+
+struct chain {
+	uint64_t end, cursor, last_b;
+	unsigned pending;       /* parts of boundaries that had no event */
+	struct ls_parts *out;
+	const struct gpu_union *gpu;
+	int disorder;
+};
+
+static void chain_init(struct chain *c, uint64_t start, uint64_t end, struct ls_parts *out,
+		       const struct gpu_union *gpu)
+{
+	memset(out, 0, sizeof(*out));
+	c->end = end;
+	c->cursor = start;
+	c->last_b = 0;
+	c->pending = 0;
+	c->out = out;
+	c->gpu = gpu && gpu->n ? gpu : NULL;
+	c->disorder = 0;
+}
+
+static enum ls_part merged(unsigned mask)
+{
+	const unsigned net_srv = 1u << LS_PART_NETWORK | 1u << LS_PART_SERVER | 1u << LS_PART_NETWORK_SERVER;
+
+	if ((mask & (mask - 1)) == 0)
+		return (enum ls_part)__builtin_ctz(mask);
+	if ((mask & ~net_srv) == 0)
+		return LS_PART_NETWORK_SERVER;
+	return LS_PART_UNATTRIBUTED;
+}
+
+/* The interval from the previous boundary to t belongs to part (t = 0: no event). */
+static void chain_to(struct chain *c, uint64_t t, enum ls_part part)
+{
+	unsigned mask = c->pending | 1u << part;
+	enum ls_part p;
+
+	if (!t) {
+		c->pending = mask;
+		return;
+	}
+	c->pending = 0;
+	if (t < c->last_b)
+		c->disorder = 1;
+	else
+		c->last_b = t;
+	if (t > c->end)
+		t = c->end;
+	if (t <= c->cursor)
+		return;
+	p = merged(mask);
+	if (p == LS_PART_SERVER && c->gpu) {
+		uint64_t gpu = gpu_overlap(c->gpu, c->cursor, t);
+		c->out->ns[LS_PART_GPU] += gpu;
+		c->out->ns[LS_PART_QUEUE] += t - c->cursor - gpu;
+	} else {
+		c->out->ns[p] += t - c->cursor;
+	}
+	c->cursor = t;
+}
+
+/* A new causal sequence starts (the next frame): order is checked within each sequence. */
+static void chain_sequence(struct chain *c)
+{
+	c->last_b = 0;
+}
+
+static void chain_finish(struct chain *c)
+{
+	chain_to(c, c->end, LS_PART_CLIENT);
+}
+
+struct ctx {
+	struct ls_attr_index index;
+	struct gpu_union gpu;
+	const struct ls_read_rules *rules;
+};
+
+/* The request up to its first byte of response: slot wait, connect, TLS, request in flight. */
+static void chain_request(struct chain *c, const struct ls_request *r, const struct ls_req_attr *a)
+{
+	chain_to(c, r->admitted_ns, LS_PART_CLIENT);
+	chain_to(c, r->started_ns, LS_PART_CLIENT);
+	if (!(a->flags & LS_ATTR_REUSED)) {
+		chain_to(c, a->connect_call_ns, LS_PART_CLIENT);
+		chain_to(c, a->established_ns, LS_PART_NETWORK);
+		if (a->tls_start_ns || (a->flags & LS_ATTR_NO_TLS_EVENTS)) {
+			chain_to(c, a->tls_start_ns, LS_PART_CLIENT);
+			chain_to(c, a->tls_end_ns, LS_PART_NETWORK);
+		}
+	}
+	chain_to(c, a->request_send_ns, LS_PART_CLIENT);
+	chain_to(c, a->server_read_ns, LS_PART_NETWORK);
+}
+
+static void chain_frame(struct chain *c, const struct ls_frame_attr *fa, uint64_t stamp)
+{
+	chain_to(c, fa->server_write_ns, LS_PART_SERVER);
+	chain_to(c, fa->kernel_ns, LS_PART_NETWORK);
+	chain_to(c, fa->read_ns, LS_PART_CLIENT);
+	chain_to(c, stamp, LS_PART_CLIENT);
+}
+
+static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_req_attr *a)
+{
+	struct ls_frame_attr tail;
+	struct ls_req_view v;
+	int first = -1;
+
+	a->id = r->id;
+	if (r->warmup)
+		a->flags |= LS_ATTR_WARMUP;
+	if (ls_attr_match(&x->index, r, a, &tail))
+		return -ENOMEM;
+
+	/* Windows, under the rules, for requests that produced a first token. */
+	if (!ls_request_view(r, x->rules, &v)) {
+		a->flags |= LS_ATTR_NOT_OK;
+		return 0;
+	}
+	uint64_t origin = ls_clock_origin(r, x->rules->clock);
+	struct chain c;
+	int disorder = 0;
+
+	for (uint32_t i = 0; i < r->n_frames && first < 0; i++)
+		if (ls_frame_is_token(&r->frames[i], x->rules->ttft_gate))
+			first = (int)i;
+	if (first < 0 || origin > v.first_ns || origin > v.end_ns) {
+		a->flags |= LS_ATTR_NOT_OK;
+		return 0;
+	}
+	a->ttft_ns = v.first_ns - origin;
+	chain_init(&c, origin, v.first_ns, &a->ttft, &x->gpu);
+	chain_request(&c, r, a);
+	chain_frame(&c, &a->frames[first], r->frames[first].arrived_ns);
+	chain_finish(&c);
+	disorder |= c.disorder;
+
+	a->gap_ns = calloc(r->n_frames + 1, sizeof(*a->gap_ns));
+	a->gap_frame = calloc(r->n_frames + 1, sizeof(*a->gap_frame));
+	a->gaps = calloc(r->n_frames + 1, sizeof(*a->gaps));
+	if (!a->gap_ns || !a->gap_frame || !a->gaps)
+		return -ENOMEM;
+	for (uint32_t i = (uint32_t)first + 1, prev = (uint32_t)first; i < r->n_frames; i++) {
+		uint64_t from = r->frames[prev].arrived_ns, to = r->frames[i].arrived_ns;
+		if (!ls_frame_is_token(&r->frames[i], x->rules->ttft_gate))
+			continue;
+		prev = i;
+		if (to < from)
+			continue;
+		a->gap_ns[a->n_gaps] = to - from;
+		a->gap_frame[a->n_gaps] = i;
+		chain_init(&c, from, to, &a->gaps[a->n_gaps], &x->gpu);
+		chain_frame(&c, &a->frames[i], to);
+		chain_finish(&c);
+		disorder |= c.disorder;
+		a->n_gaps++;
+	}
+
+	a->e2el_ns = v.end_ns - origin;
+	chain_init(&c, origin, v.end_ns, &a->e2el, &x->gpu);
+	chain_request(&c, r, a);
+	for (uint32_t i = (uint32_t)first; i < r->n_frames && r->frames[i].arrived_ns <= v.end_ns; i++) {
+		chain_sequence(&c);
+		chain_frame(&c, &a->frames[i], r->frames[i].arrived_ns);
+	}
+	if (x->rules->e2el_end == LS_END_LAST_BYTE && r->finished_ns && tail.read_ns) {
+		chain_sequence(&c); /* the response's last bytes, read after the last frame */
+		chain_frame(&c, &tail, v.end_ns);
+	}
+	chain_finish(&c);
+	disorder |= c.disorder;
+	if (disorder)
+		a->flags |= LS_ATTR_DISORDER;
+	return 0;
+}
+
+void ls_attr_default_rules(struct ls_read_rules *rules)
+{
+	memset(rules, 0, sizeof(*rules));
+	rules->clock = LS_CLOCK_SCHEDULED;
+	rules->ttft_gate = LS_GATE_CHOICES;
+	rules->itl_mode = LS_ITL_FRAME;
+	rules->e2el_end = LS_END_LAST_BYTE;
+	rules->n_percentiles = 3;
+	rules->percentiles[0] = 50;
+	rules->percentiles[1] = 90;
+	rules->percentiles[2] = 99;
+}
+
+static void req_attr_free(struct ls_req_attr *a)
+{
+	free(a->frames);
+	free(a->gap_ns);
+	free(a->gap_frame);
+	free(a->gaps);
+}
+
+void ls_attribution_free(struct ls_attribution *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n; i++)
+		req_attr_free(&a->req[i]);
+	free(a->req);
+	free(a);
+}
+
+struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_evstore *events,
+				    const struct ls_gpu_step *steps, size_t n_steps,
+				    const struct ls_read_rules *rules, const char *why)
+{
+	struct ls_attribution *a = calloc(1, sizeof(*a));
+	struct ctx x = { 0 };
+	size_t len;
+
+	if (!a)
+		return NULL;
+	if (rules)
+		a->rules = *rules;
+	else
+		ls_attr_default_rules(&a->rules);
+	x.rules = &a->rules;
+	a->n = run->n_requests;
+	a->req = calloc(a->n + 1, sizeof(*a->req));
+	if (!a->req || gpu_union_build(&x.gpu, steps, n_steps))
+		goto fail;
+	a->have_gpu = x.gpu.n > 0;
+	if (ls_attr_index_build(&x.index, events))
+		goto fail;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		struct ls_req_attr *ra = &a->req[i];
+		if (attribute_one(&x, &run->requests[i], ra))
+			goto fail;
+		if (!(ra->flags & LS_ATTR_NO_EVENTS))
+			a->have_client = 1;
+		if (!(ra->flags & LS_ATTR_NO_SERVER))
+			a->have_server = 1;
+		if (ra->flags & LS_ATTR_LOST_EVENTS)
+			a->n_lost_requests++;
+	}
+	a->lost_events = ls_evstore_lost_total(events);
+	if (why && *why)
+		snprintf(a->why, sizeof(a->why), "probes off: %s", why);
+	else if (!events)
+		snprintf(a->why, sizeof(a->why), "probes off");
+	else if (!a->have_client)
+		snprintf(a->why, sizeof(a->why), "no probe events matched a request's socket");
+	len = strlen(a->why);
+	if (events && a->have_client && !a->have_server)
+		snprintf(a->why + len, sizeof(a->why) - len, "%sno server-side events (watch the server "
+			 "with --server-pid or --server-comm): server and network reported together",
+			 len ? "; " : "");
+	len = strlen(a->why);
+	if (a->lost_events) {
+		len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, "%s%llu probe events lost (ring "
+					"buffer full:", len ? "; " : "", (unsigned long long)a->lost_events);
+		for (unsigned kind = 0; kind < LS_EV__COUNT && len < sizeof(a->why); kind++)
+			if (ls_evstore_lost(events, kind))
+				len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, " %s %llu",
+							ls_event_kind_name(kind),
+							(unsigned long long)ls_evstore_lost(events, kind));
+		if (len < sizeof(a->why))
+			snprintf(a->why + len, sizeof(a->why) - len, "): %zu requests marked", a->n_lost_requests);
+	}
+	ls_attr_index_free(&x.index);
+	free(x.gpu.iv);
+	return a;
+fail:
+	ls_attr_index_free(&x.index);
+	free(x.gpu.iv);
+	ls_attribution_free(a);
+	return NULL;
+}
+
+static const char *const part_names[LS_PART__COUNT] = {
+	[LS_PART_CLIENT] = "client",
+	[LS_PART_NETWORK] = "network",
+	[LS_PART_SERVER] = "server",
+	[LS_PART_QUEUE] = "queue",
+	[LS_PART_GPU] = "gpu",
+	[LS_PART_NETWORK_SERVER] = "network+server",
+	[LS_PART_UNATTRIBUTED] = "unattributed",
+};
+
+const char *ls_part_name(enum ls_part part)
+{
+	return (unsigned)part < LS_PART__COUNT ? part_names[part] : "unknown";
+}
+
+uint64_t ls_parts_sum(const struct ls_parts *p)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < LS_PART__COUNT; i++)
+		sum += p->ns[i];
+	return sum;
+}

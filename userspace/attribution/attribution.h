@@ -1,0 +1,120 @@
+/* attribution.h — where each millisecond went: a run's records + probe events (+ GPU steps) ->
+ * Takes: a run's records (base/record.h), the probes' per-socket events (probes/evstore.h), GPU steps (gpu/common/gpu_step.h) and a profile's read rules.
+ * Gives: struct ls_attribution: per request and window, the parts that sum exactly to the latency.
+ * per request, for TTFT, every inter-token gap and E2EL, the parts client / network / server
+ * (queue + gpu when GPU steps are given) / network+server / unattributed. The parts of a window
+ * always add up exactly to the measured latency of that window. */
+#ifndef LATSCOPE_ATTRIBUTION_H
+#define LATSCOPE_ATTRIBUTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "base/record.h"
+#include "metrics/metrics.h"
+#include "probes/evstore.h"
+#include "common/gpu_step.h"
+
+enum ls_part {
+	LS_PART_CLIENT,         /* slot wait, dispatch, curl noticing, bytes waiting in the kernel */
+	LS_PART_NETWORK,        /* connect, TLS handshake, request and frames in flight */
+	LS_PART_SERVER,         /* server read the request -> wrote the frame (no GPU steps given) */
+	LS_PART_QUEUE,          /* server time outside GPU steps (GPU steps given) */
+	LS_PART_GPU,            /* server time inside GPU steps */
+	LS_PART_NETWORK_SERVER, /* in flight or at the server: no server-side events to split it */
+	LS_PART_UNATTRIBUTED,   /* no events to say (probes off, events lost) */
+	LS_PART__COUNT
+};
+
+struct ls_parts {
+	uint64_t ns[LS_PART__COUNT];
+};
+
+/* Per-request flags: why parts may be coarse. */
+enum {
+	LS_ATTR_NO_EVENTS     = 1u << 0, /* no probe events for its socket (probes off, unknown cookie) */
+	LS_ATTR_NO_SERVER     = 1u << 1, /* no server-side socket paired: network+server */
+	LS_ATTR_LOST_EVENTS   = 1u << 2, /* the ring buffer dropped events of its sockets */
+	LS_ATTR_DISORDER      = 1u << 3, /* stamps out of causal order (matching went wrong) */
+	LS_ATTR_REUSED        = 1u << 4, /* rode an existing connection: connect and TLS are zero */
+	LS_ATTR_NO_TLS_EVENTS = 1u << 5, /* TLS, but no handshake events (no libssl uprobes) */
+	LS_ATTR_WARMUP        = 1u << 6, /* a warmup request: not in the percentiles */
+	LS_ATTR_NOT_OK        = 1u << 7, /* failed or no first token: no TTFT/ITL/E2EL windows */
+};
+
+/* What the kernel saw of one frame (0 = unknown). */
+struct ls_frame_attr {
+	uint64_t server_write_ns; /* server's send start that carried the frame's last byte */
+	uint64_t kernel_ns;       /* client kernel had the last byte (sk_data_ready) */
+	uint64_t read_ns;         /* user space read it (sock_recv_length) */
+	uint32_t seq_end;         /* TCP sequence just after the frame's last byte (estimated) */
+	uint32_t exact;           /* 1: the frame ended its read, seq_end exact to the segment */
+};
+
+struct ls_req_attr {
+	uint64_t id;
+	uint32_t flags;           /* LS_ATTR_* */
+	uint64_t client_cookie, server_cookie;
+	/* Kernel stamps (0 = unknown / not applicable). */
+	uint64_t connect_call_ns;   /* connect() called */
+	uint64_t established_ns;    /* TCP ESTABLISHED on the client socket */
+	uint64_t tls_start_ns, tls_end_ns;
+	uint64_t request_send_ns;   /* client's first send start of the request */
+	uint64_t request_sent_ns;   /* client's last send end of the request */
+	uint32_t request_end_seq;
+	uint64_t server_arrived_ns; /* server kernel had the whole request */
+	uint64_t server_read_ns;    /* server read the whole request */
+	uint64_t curl_connect_time_ns; /* curl's CONNECT_TIME (record: connect - started), 0 unknown */
+	uint32_t srtt_us;           /* last smoothed RTT of the client socket, 0 unknown */
+	uint32_t retransmits;
+	/* Windows (valid when !(flags & LS_ATTR_NOT_OK)). */
+	uint64_t ttft_ns;
+	struct ls_parts ttft;
+	uint64_t e2el_ns;
+	struct ls_parts e2el;
+	uint32_t n_gaps;            /* gaps between consecutive token frames */
+	uint64_t *gap_ns;
+	uint32_t *gap_frame;        /* index of the frame that ends the gap */
+	struct ls_parts *gaps;
+	uint32_t n_frames;
+	struct ls_frame_attr *frames; /* one per record frame */
+};
+
+struct ls_attribution {
+	struct ls_req_attr *req;    /* one per run record, same order */
+	size_t   n;
+	struct ls_read_rules rules; /* which frame is first, where E2EL ends, the clock */
+	int      have_client;       /* client-side events existed */
+	int      have_server;       /* some request paired with a server socket */
+	int      have_gpu;          /* GPU steps split server into queue + gpu */
+	uint64_t lost_events;       /* ring buffer overflow, all kinds */
+	size_t   n_lost_requests;   /* requests marked LS_ATTR_LOST_EVENTS */
+	char     why[512];          /* why parts are missing ("" when complete) */
+};
+
+/* The rules latscope reads by ("honest"): clock at scheduled, first frame with choices, E2EL to
+ * the last byte, p50/p90/p99. */
+void ls_attr_default_rules(struct ls_read_rules *rules);
+
+/* Attributes every request of run. events may be NULL (probes off: why says why, e.g. the
+ * reason ls_probes_open gave), steps may be NULL. rules NULL = ls_attr_default_rules.
+ * Returns NULL only on ENOMEM. */
+struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_evstore *events,
+				    const struct ls_gpu_step *steps, size_t n_steps,
+				    const struct ls_read_rules *rules, const char *why);
+void ls_attribution_free(struct ls_attribution *a);
+
+const char *ls_part_name(enum ls_part part); /* "client", "network", ..., "network+server" */
+uint64_t ls_parts_sum(const struct ls_parts *p);
+
+
+/* The parts of request i as a cJSON object for the per-request JSONL (caller owns it). */
+struct cJSON;
+struct cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i);
+
+/* --trace FILE.json: Chrome trace-event JSON (opens in ui.perfetto.dev): one track per request
+ * with its phases, one per server connection, one for GPU steps when given. 0 or -errno. */
+int ls_trace_write(const char *path, const struct ls_run *run, const struct ls_attribution *a,
+		   const struct ls_evstore *events, const struct ls_gpu_step *steps, size_t n_steps);
+
+#endif

@@ -1,0 +1,29 @@
+/* attribution_int.h — shared by attribution.c (windows and parts) and attribution_seq.c (a
+ * request's kernel stamps from its sockets' events). Not an interface for other stages. */
+#ifndef LATSCOPE_ATTRIBUTION_INT_H
+#define LATSCOPE_ATTRIBUTION_INT_H
+
+#include "attribution/attribution.h"
+
+/* Server sockets by (local port, remote port), to pair with a client socket on this host. */
+struct ls_attr_srv {
+	uint32_t ports; /* lport << 16 | rport */
+	uint64_t cookie, first_ns, last_ns;
+};
+
+struct ls_attr_index {
+	const struct ls_evstore *store; /* NULL: probes off */
+	struct ls_attr_srv *srv;
+	size_t n_srv;
+};
+
+int ls_attr_index_build(struct ls_attr_index *x, const struct ls_evstore *store);
+void ls_attr_index_free(struct ls_attr_index *x);
+
+/* Fills a's kernel stamps, its frames (a->frames allocated here) and the flags that follow from
+ * the events (no events, no server, lost, reused, no TLS events). tail: the response's last
+ * bytes when they were read after the last frame (read_ns 0 otherwise). 0 or -ENOMEM. */
+int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, struct ls_req_attr *a,
+		  struct ls_frame_attr *tail);
+
+#endif

@@ -1,0 +1,75 @@
+/* record.c — growing and freeing per-request records. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/record.h"
+
+static const char *const fail_names[LS_FAIL__COUNT] = {
+	[LS_OK] = "ok",
+	[LS_FAIL_HTTP_STATUS] = "http_status",
+	[LS_FAIL_CONNECT] = "connect",
+	[LS_FAIL_TLS] = "tls",
+	[LS_FAIL_RESET_BEFORE_HEADERS] = "reset_before_headers",
+	[LS_FAIL_RESET_MID_STREAM] = "reset_mid_stream",
+	[LS_FAIL_TIMEOUT] = "timeout",
+	[LS_FAIL_MALFORMED_FRAME] = "malformed_frame",
+	[LS_FAIL_TRUNCATED] = "truncated",
+	[LS_FAIL_OVERSIZE] = "oversize",
+	[LS_FAIL_NO_DONE] = "no_done",
+	[LS_FAIL_SERVER_ERROR_FRAME] = "server_error_frame",
+	[LS_FAIL_CANCELLED] = "cancelled",
+	[LS_FAIL_OTHER] = "other",
+};
+
+const char *ls_fail_name(enum ls_fail fail)
+{
+	if ((unsigned)fail >= LS_FAIL__COUNT)
+		return "other";
+	return fail_names[fail];
+}
+
+struct ls_frame *ls_request_add_frame(struct ls_request *req)
+{
+	if (req->n_frames == req->cap_frames) {
+		uint32_t cap = req->cap_frames ? req->cap_frames * 2 : 64;
+		struct ls_frame *grown = realloc(req->frames, (size_t)cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		req->frames = grown;
+		req->cap_frames = cap;
+	}
+	struct ls_frame *fr = &req->frames[req->n_frames++];
+	memset(fr, 0, sizeof(*fr));
+	fr->tokens = -1;
+	fr->cum_tokens = -1;
+	return fr;
+}
+
+void ls_request_reset(struct ls_request *req, uint64_t id)
+{
+	struct ls_frame *frames = req->frames;
+	uint32_t cap = req->cap_frames;
+	memset(req, 0, sizeof(*req));
+	req->frames = frames;
+	req->cap_frames = cap;
+	req->id = id;
+	req->fd = -1;
+	req->usage_prompt_tokens = -1;
+	req->usage_completion_tokens = -1;
+}
+
+void ls_request_free(struct ls_request *req)
+{
+	free(req->frames);
+	req->frames = NULL;
+	req->n_frames = req->cap_frames = 0;
+}
+
+void ls_run_free(struct ls_run *run)
+{
+	for (size_t i = 0; i < run->n_requests; i++)
+		ls_request_free(&run->requests[i]);
+	free(run->requests);
+	run->requests = NULL;
+	run->n_requests = 0;
+}

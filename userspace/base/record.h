@@ -1,0 +1,112 @@
+/* record.h — the per-request record: every stamp the driver takes, raw (ARCHITECTURE.md principle 1).
+ * Metrics, attribution and reports are pure functions of these records plus a profile.
+ * All times are CLOCK_MONOTONIC nanoseconds; 0 means "did not happen". */
+#ifndef LATSCOPE_RECORD_H
+#define LATSCOPE_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LS_ERROR_MAX 160
+
+/* Why a request failed. Names (ls_fail_name) are stable: they appear in JSON and JSONL. */
+enum ls_fail {
+	LS_OK = 0,
+	LS_FAIL_HTTP_STATUS,          /* non-2xx response (http_status says which) */
+	LS_FAIL_CONNECT,              /* TCP connect refused / unreachable */
+	LS_FAIL_TLS,                  /* TLS handshake or verification failed */
+	LS_FAIL_RESET_BEFORE_HEADERS, /* connection closed or reset before a status line */
+	LS_FAIL_RESET_MID_STREAM,     /* connection closed or reset after headers, before [DONE] */
+	LS_FAIL_TIMEOUT,              /* --request-timeout passed (stall) */
+	LS_FAIL_MALFORMED_FRAME,      /* a data: payload that is not the backend's JSON */
+	LS_FAIL_TRUNCATED,            /* chunked encoding or frame cut short */
+	LS_FAIL_OVERSIZE,             /* a frame, header or token count over latscope's caps */
+	LS_FAIL_NO_DONE,              /* stream ended cleanly but without [DONE] / finish */
+	LS_FAIL_SERVER_ERROR_FRAME,   /* server sent an error object inside the stream */
+	LS_FAIL_CANCELLED,            /* run interrupted (SIGINT/SIGTERM) before it finished */
+	LS_FAIL_OTHER,
+	LS_FAIL__COUNT
+};
+
+const char *ls_fail_name(enum ls_fail fail);
+
+/* Frame flags. */
+enum {
+	LS_FRAME_CHOICES    = 1u << 0, /* JSON had a non-empty choices array (openai) / text field (sglang) */
+	LS_FRAME_EMPTY_TEXT = 1u << 1, /* the text it carried was empty */
+	LS_FRAME_USAGE      = 1u << 2, /* carried a usage object */
+	LS_FRAME_DONE       = 1u << 3, /* the data: [DONE] sentinel */
+	LS_FRAME_FINISH     = 1u << 4, /* carried a finish_reason / meta_info.finish_reason */
+};
+
+/* One SSE message (one `data:` event), stamped when the write callback completed it. */
+struct ls_frame {
+	uint64_t arrived_ns;  /* harness saw the frame complete (write callback) */
+	uint64_t stream_off;  /* offset of the frame's last byte in the response body: joins kernel reads */
+	uint32_t bytes;       /* bytes of the SSE message, from `data:` through the blank line */
+	uint32_t text_len;    /* bytes of generated text it added (delta for cumulative backends) */
+	int32_t  tokens;      /* tokens it added when known (cumulative diff, usage diff), else -1 */
+	int32_t  cum_tokens;  /* cumulative completion tokens the frame reported (sglang), else -1 */
+	uint32_t flags;       /* LS_FRAME_* */
+	uint32_t reserved;
+};
+
+struct ls_request {
+	uint64_t id;             /* index in the run; sent as X-Request-Id "<run_tag>-<id>" */
+	int      warmup;         /* 1 for warmup requests: never in metrics */
+	uint32_t prompt_len;     /* prompt tokens as latscope built it */
+	uint32_t output_len;     /* max_tokens requested */
+
+	uint64_t scheduled_ns;   /* arrival process said: go */
+	uint64_t admitted_ns;    /* got a concurrency slot */
+	uint64_t started_ns;     /* handed to libcurl (where vLLM takes st) */
+	uint64_t connect_ns;     /* TCP connected, started + CURLINFO_CONNECT_TIME_T; 0 on reuse */
+	uint64_t tls_ns;         /* TLS done, started + CURLINFO_APPCONNECT_TIME_T; 0 if none/reused */
+	uint64_t sent_ns;        /* request fully handed to the socket (CURLINFO_PRETRANSFER_TIME_T bound) */
+	uint64_t headers_ns;     /* response headers complete */
+	uint64_t done_frame_ns;  /* the [DONE] frame (or final sglang frame) arrived */
+	uint64_t finished_ns;    /* transfer complete: last byte, connection handed back */
+
+	int      new_connection; /* 1 when this request opened its connection */
+	int      fd;             /* socket fd libcurl used, -1 unknown */
+	uint64_t socket_cookie;  /* SO_COOKIE of that socket (join key for probes), 0 unknown */
+	uint32_t conn_seq;       /* harness-side connection number (per distinct cookie) */
+
+	int      http_status;
+	enum ls_fail fail;
+	char     error[LS_ERROR_MAX];
+
+	int32_t  usage_prompt_tokens;     /* from the usage frame / meta_info, -1 unknown */
+	int32_t  usage_completion_tokens; /* likewise */
+	uint64_t body_bytes;              /* response body bytes received */
+	uint64_t text_bytes;              /* generated text bytes */
+
+	uint32_t n_frames, cap_frames;
+	struct ls_frame *frames;
+};
+
+/* A whole run: what was sent, when, and under which sending rules. */
+struct ls_run {
+	struct ls_request *requests; /* warmups first, then measured requests */
+	size_t   n_requests;
+	size_t   n_warmup;
+	uint64_t start_ns;           /* first measured request scheduled at or after this */
+	uint64_t end_ns;             /* last measured request finished */
+	double   target_rate;        /* req/s, 0 = inf / closed */
+	uint32_t max_concurrency;    /* 0 = unlimited */
+	int      interrupted;        /* SIGINT/SIGTERM stopped the run */
+	/* --spin-us / --busy-poll: times the spinning loop did not run for over LS_SPIN_STALL_NS
+	 * (another task or the hypervisor had its CPU: frames that came then were stamped late). */
+	struct ls_spin_stalls {
+		uint64_t n, max_ns, sum_ns;
+	} spin_stalls;
+	char     run_tag[32];        /* prefix of X-Request-Id */
+};
+
+/* Appends a frame, growing the array; returns the new frame or NULL on ENOMEM. */
+struct ls_frame *ls_request_add_frame(struct ls_request *req);
+void ls_request_reset(struct ls_request *req, uint64_t id);
+void ls_request_free(struct ls_request *req);
+void ls_run_free(struct ls_run *run);
+
+#endif

@@ -1,0 +1,421 @@
+/* bench.c — `latscope bench`: config -> dataset -> arrival -> request bodies -> warmups ->
+ * the measured run (ls_driver_run) -> metrics -> text report, --save-result JSON, --record
+ * JSONL. Each step is another stage's function; this file only wires them. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "driver/backend.h"
+#include "cmd/bench_probes.h"
+#include "server/bench_server.h"
+#include "metrics/checks.h"
+#include "base/clock.h"
+#include "commands.h"
+#include "config/config.h"
+#include "workload/dataset.h"
+#include "driver/driver.h"
+#include "metrics/metrics.h"
+#include "report/record_file.h"
+#include "report/report.h"
+#include "server/specdecode.h"
+
+struct bench {
+	struct ls_config   cfg;
+	char              *base, *url, *model;
+	struct ls_server   server;
+	struct ls_dataset  ds;
+	struct ls_arrival  arrival;
+	int                arrival_ok;
+	struct ls_run      run;
+	struct ls_driver_job *jobs;
+	size_t             n_jobs, n_warmup, n_measured;
+	size_t             n_not_sent; /* dropped after an interrupt */
+	struct ls_record_writer *record;
+	struct ls_spec_snapshot spec_before, spec_after;
+	struct ls_spec_stats spec;
+	struct ls_checks   checks;       /* printed last, after every other block */
+	struct ls_bench_probes *probes; /* probes + attribution (bench_probes.c) */
+	char               date[32], arrival_desc[96], run_tag[32];
+};
+
+static int build_dataset(struct bench *b)
+{
+	struct ls_config *c = &b->cfg;
+	ls_token_count_fn count = NULL;
+	int needs_text = c->backend == LS_BACKEND_OPENAI_CHAT;
+	if (c->dataset != LS_DATASET_RANDOM || needs_text) {
+		if (ls_server_has_tokenize(&b->server))
+			count = ls_server_count_tokens;
+		else
+			fprintf(stderr, "latscope bench: the server has no /tokenize; prompt lengths are estimated "
+					"(1 token per 4 bytes or per word)\n");
+	}
+	switch (c->dataset) {
+	case LS_DATASET_RANDOM: {
+		struct ls_random_opts o = {
+			.n = c->num_prompts, .input_len = c->random_input_len, .output_len = c->random_output_len,
+			.range_ratio = c->random_range_ratio, .semantics = c->range_semantics,
+			.vocab_size = c->random_vocab_size, .seed = c->seed,
+		};
+		if (!o.vocab_size && !needs_text)
+			o.vocab_size = ls_server_vocab_size(&b->server, LS_DEFAULT_VOCAB);
+		if (!o.vocab_size)
+			o.vocab_size = LS_DEFAULT_VOCAB;
+		return needs_text ? ls_dataset_random_text(&b->ds, &o, count, &b->server) : ls_dataset_random(&b->ds, &o);
+	}
+	case LS_DATASET_SHAREGPT:
+		return ls_dataset_sharegpt(&b->ds, c->dataset_path, c->num_prompts, c->sharegpt_output_len, c->seed,
+					   count, &b->server);
+	case LS_DATASET_JSONL:
+		return ls_dataset_jsonl(&b->ds, c->dataset_path, c->num_prompts, c->random_output_len, count,
+					&b->server);
+	}
+	return -EINVAL;
+}
+
+static int build_arrival(struct bench *b)
+{
+	struct ls_config *c = &b->cfg;
+	double *ts = NULL;
+	if (c->arrival == LS_ARRIVAL_TRACE) {
+		ts = ls_dataset_timestamps(&b->ds);
+		if (!ts && errno != ENOENT) {
+			fprintf(stderr, "latscope bench: out of memory for the trace's timestamps\n");
+			return -ENOMEM;
+		}
+		if (!ts) {
+			fprintf(stderr, "latscope bench: --arrival trace needs a \"timestamp\" on every line of %s\n",
+				c->dataset_path ? c->dataset_path : "the dataset");
+			return -EINVAL;
+		}
+	}
+	int err = ls_arrival_init(&b->arrival, c->arrival, c->request_rate, c->burstiness, c->seed, b->ds.n, ts);
+	free(ts);
+	if (err)
+		return err;
+	b->arrival_ok = 1;
+	b->arrival.loop_delay_ns = c->loop_delay_ns;
+	if (b->arrival.kind == LS_ARRIVAL_GAMMA)
+		snprintf(b->arrival_desc, sizeof(b->arrival_desc), "gamma, burstiness %g (%s), normalised to N/rate",
+			 c->burstiness, c->burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
+	else
+		snprintf(b->arrival_desc, sizeof(b->arrival_desc), "%s", ls_arrival_kind_name(b->arrival.kind));
+	return 0;
+}
+
+/* Records and jobs: warmups first (ids after the measured ones), then one per prompt. */
+static int build_jobs(struct bench *b)
+{
+	struct ls_config *c = &b->cfg;
+	b->n_measured = b->ds.n;
+	b->n_warmup = b->ds.n ? c->num_warmups : 0;
+	b->n_jobs = b->n_warmup + b->n_measured;
+	b->run.requests = calloc(b->n_jobs ? b->n_jobs : 1, sizeof(*b->run.requests));
+	b->jobs = calloc(b->n_jobs ? b->n_jobs : 1, sizeof(*b->jobs));
+	if (!b->run.requests || !b->jobs)
+		return -ENOMEM;
+	b->run.n_requests = b->n_jobs;
+	b->run.n_warmup = b->n_warmup;
+	for (size_t i = 0; i < b->n_jobs; i++) {
+		int warm = i < b->n_warmup;
+		struct ls_prompt p = b->ds.prompts[warm ? 0 : i - b->n_warmup];
+		if (warm && c->warmup_shape == LS_WARMUP_SGLANG && p.output_len > LS_WARMUP_SGLANG_OUTPUT_CAP)
+			p.output_len = LS_WARMUP_SGLANG_OUTPUT_CAP;
+		struct ls_request *r = &b->run.requests[i];
+		ls_request_reset(r, warm ? b->n_measured + i : i - b->n_warmup);
+		r->warmup = warm;
+		r->prompt_len = p.prompt_len;
+		r->output_len = p.output_len;
+		size_t len = 0;
+		char *body = ls_backend_body(c->backend, b->model, &p, c->ignore_eos, &len);
+		if (!body) {
+			fprintf(stderr, "latscope bench: cannot build the request body of prompt %zu: %s\n",
+				warm ? (size_t)0 : i - b->n_warmup, strerror(errno));
+			return -EINVAL;
+		}
+		b->jobs[i] = (struct ls_driver_job){ .body = body, .body_len = len, .rec = r };
+	}
+	return 0;
+}
+
+static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int measured)
+{
+	const struct ls_config *c = &b->cfg;
+	memset(o, 0, sizeof(*o));
+	o->url = b->url;
+	o->backend = c->backend;
+	o->per_request_conn = c->per_request_conn;
+	o->http2 = c->http2;
+	o->insecure = c->insecure;
+	o->cacert = c->cacert;
+	o->request_timeout_ns = (uint64_t)(c->request_timeout_s * 1e9);
+	o->max_concurrency = c->max_concurrency;
+	o->arrival = measured ? (struct ls_arrival *)&b->arrival : NULL;
+	o->run_tag = b->run_tag;
+	o->progress = measured && !c->disable_tqdm && isatty(STDERR_FILENO);
+	o->spin_ns = c->busy_poll ? LS_SPIN_FOREVER : (uint64_t)c->spin_us * 1000;
+	if (b->record) {
+		o->on_finish = ls_record_on_finish;
+		o->on_finish_ctx = b->record;
+	}
+	o->grace_ns = 2000000000ull;
+	ls_bench_probes_hook(b->probes, o);
+}
+
+/* After an interrupt, requests that were never handed to libcurl are not failures: drop them
+ * so that completed + failed = sent in every report, as in the record file. */
+static void drop_unsent(struct bench *b)
+{
+	struct ls_request *measured = b->run.requests + b->n_warmup;
+	size_t kept = 0;
+	for (size_t i = 0; i < b->n_measured; i++) {
+		if (!measured[i].started_ns) {
+			ls_request_free(&measured[i]);
+			continue;
+		}
+		if (kept != i)
+			measured[kept] = measured[i];
+		kept++;
+	}
+	b->n_not_sent = b->n_measured - kept;
+	b->n_measured = kept;
+	b->run.n_requests = b->n_warmup + kept;
+}
+
+/* Warmups, then the measured run. Returns 0, 1 when interrupted, or -errno. */
+static int drive(struct bench *b)
+{
+	struct ls_driver_opts o;
+	if (b->n_warmup) {
+		printf("Warming up with %zu requests...\n", b->n_warmup);
+		fflush(stdout);
+		struct ls_run warm = { .requests = b->run.requests, .n_requests = b->n_warmup, .n_warmup = b->n_warmup };
+		driver_opts(b, &o, 0);
+		int rc = ls_driver_run(&o, b->jobs, b->n_warmup, &warm);
+		if (rc == 1 || warm.interrupted) {
+			b->run.interrupted = 1; /* nothing measured: the report says so */
+			return 1;
+		}
+		if (rc)
+			return rc;
+		size_t bad = 0;
+		const struct ls_request *first_bad = NULL;
+		for (size_t i = 0; i < b->n_warmup; i++) {
+			if (b->run.requests[i].fail == LS_OK)
+				continue;
+			if (!bad++)
+				first_bad = &b->run.requests[i];
+		}
+		if (first_bad)
+			fprintf(stderr, "latscope bench: %zu of %zu warmup requests failed (first: %s)\n", bad,
+				b->n_warmup, first_bad->error);
+		if (b->cfg.warmup_shape == LS_WARMUP_SGLANG) {
+			struct timespec pause = { 1, 0 }; /* SGLang sleeps 1 s after its warmup */
+			while (nanosleep(&pause, &pause) && errno == EINTR)
+				;
+		}
+		printf("Warmup run completed.\n");
+	}
+	ls_spec_snapshot(b->base, &b->server.http, &b->spec_before);
+	printf("Starting main benchmark run...\n");
+	if (isfinite(b->cfg.request_rate))
+		printf("Traffic request rate: %g\n", b->cfg.request_rate);
+	else
+		printf("Traffic request rate: inf\n");
+	printf("Arrivals: %s\n", b->arrival_desc);
+	if (b->cfg.max_concurrency)
+		printf("Maximum request concurrency: %u\n", b->cfg.max_concurrency);
+	else
+		printf("Maximum request concurrency: None\n");
+	fflush(stdout);
+	struct ls_run main_run = { .requests = b->run.requests + b->n_warmup, .n_requests = b->n_measured };
+	driver_opts(b, &o, 1);
+	int rc = ls_driver_run(&o, b->jobs + b->n_warmup, b->n_measured, &main_run);
+	ls_bench_probes_run_ended(b->probes);
+	b->run.start_ns = main_run.start_ns;
+	b->run.end_ns = main_run.end_ns;
+	b->run.interrupted = main_run.interrupted || rc == 1;
+	b->run.spin_stalls = main_run.spin_stalls;
+	if (b->run.interrupted)
+		drop_unsent(b);
+	if (rc >= 0)
+		ls_spec_snapshot(b->base, &b->server.http, &b->spec_after);
+	ls_spec_delta(&b->spec_before, &b->spec_after, &b->spec);
+	return rc;
+}
+
+static char *result_path(const struct bench *b)
+{
+	const struct ls_config *c = &b->cfg;
+	char name[512], rate[32];
+	if (c->result_filename) {
+		snprintf(name, sizeof(name), "%s", c->result_filename);
+	} else {
+		const char *model = strrchr(b->model ? b->model : "model", '/');
+		model = model ? model + 1 : (b->model ? b->model : "model");
+		if (isfinite(c->request_rate))
+			snprintf(rate, sizeof(rate), "%g", c->request_rate);
+		else
+			snprintf(rate, sizeof(rate), "inf");
+		char conc[32] = "";
+		if (c->max_concurrency)
+			snprintf(conc, sizeof(conc), "-concurrency%u", c->max_concurrency);
+		snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", ls_backend_name(c->backend), rate, conc, model,
+			 b->date);
+	}
+	char *path = NULL;
+	if (c->result_dir) {
+		if (asprintf(&path, "%s/%s", c->result_dir, name) < 0)
+			path = NULL;
+	} else {
+		path = strdup(name);
+	}
+	return path;
+}
+
+static int results(struct bench *b)
+{
+	struct ls_config *c = &b->cfg;
+	struct ls_metrics m;
+	struct ls_read_rules rules;
+	ls_profile_read_rules(&c->profile, b->spec.has_avg ? b->spec.avg_accept_len : 0, &rules);
+	if (ls_metrics_compute(&b->run, &rules, &c->goodput, &m)) {
+		fprintf(stderr, "latscope bench: out of memory computing metrics\n");
+		return -ENOMEM;
+	}
+	struct ls_report_ctx ctx = {
+		.profile = c->profile.name, .profile_source = c->profile.source,
+		.backend = ls_backend_name(c->backend), .model = b->model, .base_url = b->base,
+		.endpoint = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->backend),
+		.dataset = ls_dataset_kind_name(c->dataset), .arrival = b->arrival_desc, .date = b->date,
+		.run_tag = b->run.run_tag, .record_path = c->record_path, .request_rate = c->request_rate,
+		.burstiness = c->burstiness, .max_concurrency = c->max_concurrency, .num_prompts = b->n_measured,
+		.percentile_metrics = c->percentile_metrics, .show_client_queue = c->profile.show_client_queue,
+		.interrupted = b->run.interrupted, .spec = &b->spec, .checks = &b->checks,
+		.layout = c->profile.layout, .profile_description = c->profile.description,
+	};
+	struct ls_checks_ctx cctx = { .arrival = ls_arrival_kind_name(b->arrival.kind) };
+	ls_checks_compute(&b->run, &m, &cctx, &b->checks);
+	if (m.failed) {
+		/* As vLLM does, name a few failures so a misconfiguration is obvious. */
+		size_t shown = 0;
+		for (size_t i = b->n_warmup; i < b->run.n_requests && shown < 3; i++) {
+			const struct ls_request *r = &b->run.requests[i];
+			if (r->fail == LS_OK)
+				continue;
+			fprintf(stderr, "latscope bench: request %llu failed: %s: %s\n", (unsigned long long)r->id,
+				ls_fail_name(r->fail), r->error);
+			shown++;
+		}
+	}
+	ls_report_text(stdout, &m, &ctx);
+	fflush(stdout);
+	int err = 0;
+	if (c->save_result) {
+		char *path = result_path(b);
+		if (!path)
+			err = -ENOMEM;
+		else if (!(err = ls_report_json_write(path, &m, &b->run, &ctx)))
+			fprintf(stderr, "latscope bench: result written to %s\n", path);
+		free(path);
+	}
+	ls_metrics_free(&m);
+	return err;
+}
+
+static void bench_free(struct bench *b)
+{
+	for (size_t i = 0; b->jobs && i < b->n_jobs; i++)
+		free((char *)b->jobs[i].body);
+	free(b->jobs);
+	ls_run_free(&b->run);
+	if (b->arrival_ok)
+		ls_arrival_free(&b->arrival);
+	ls_dataset_free(&b->ds);
+	free(b->base);
+	free(b->url);
+	free(b->model);
+	ls_bench_probes_close(b->probes);
+	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
+	ls_config_free(&b->cfg);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench b;
+	memset(&b, 0, sizeof(b));
+	int rc = ls_config_parse(&b.cfg, argc, argv);
+	if (rc) {
+		ls_config_free(&b.cfg);
+		return rc == 1 ? 0 : 2;
+	}
+	struct ls_config *c = &b.cfg;
+	int exit_code = 1;
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(b.date, sizeof(b.date), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+	snprintf(b.run_tag, sizeof(b.run_tag), "ls%d-%llx", (int)getpid(), (unsigned long long)(ls_now_ns() & 0xffffff));
+	b.base = ls_config_base(c);
+	b.url = ls_config_url(c);
+	if (!b.base || !b.url)
+		goto out;
+	b.server = (struct ls_server){ .base = b.base,
+				       .http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30 } };
+
+	if (c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b.server, c->ready_check_timeout_s))
+		goto out;
+	if (c->model) {
+		b.model = strdup(c->model);
+	} else {
+		b.model = ls_server_first_model(&b.server);
+		if (!b.model && c->backend != LS_BACKEND_SGLANG) {
+			fprintf(stderr, "latscope bench: no --model given and %s/v1/models named none; pass --model\n", b.base);
+			goto out;
+		}
+	}
+	b.server.model = b.model;
+	if (build_dataset(&b) || build_arrival(&b) || build_jobs(&b))
+		goto out;
+	if (ls_bench_probes_open(c, &b.probes))
+		goto out;
+	if (c->record_path) {
+		struct ls_record_meta meta = { .target_rate = isfinite(c->request_rate) ? c->request_rate : 0,
+					       .max_concurrency = c->max_concurrency };
+		snprintf(meta.run_tag, sizeof(meta.run_tag), "%s", b.run_tag);
+		snprintf(meta.arrival, sizeof(meta.arrival), "%s", ls_arrival_kind_name(b.arrival.kind));
+		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
+		snprintf(meta.backend, sizeof(meta.backend), "%s", ls_backend_name(c->backend));
+		if (!(b.record = ls_record_open(c->record_path, &meta)))
+			goto out;
+	}
+	b.run.target_rate = isfinite(c->request_rate) && b.arrival.kind != LS_ARRIVAL_CLOSED ? c->request_rate : 0;
+	b.run.max_concurrency = c->max_concurrency;
+	snprintf(b.run.run_tag, sizeof(b.run.run_tag), "%s", b.run_tag);
+
+	rc = drive(&b);
+	if (b.record) {
+		ls_record_close(b.record, &b.run);
+		b.record = NULL;
+	}
+	if (rc < 0) {
+		fprintf(stderr, "latscope bench: the run could not start (%s)\n", strerror(-rc));
+		goto out;
+	}
+	if (results(&b) || ls_bench_probes_report(b.probes, &b.run, stdout))
+		goto out;
+	ls_checks_print(stdout, &b.checks);
+	if (b.run.interrupted) {
+		fprintf(stderr, "latscope bench: interrupted; the report covers the %zu requests that were sent "
+			"(%zu never sent)\n", b.n_measured, b.n_not_sent);
+		goto out;
+	}
+	exit_code = 0;
+out:
+	if (b.record)
+		ls_record_close(b.record, NULL);
+	bench_free(&b);
+	return exit_code;
+}

@@ -1,0 +1,419 @@
+/* bench_probes.c — see bench_probes.h. Wires probes.c (open, drain hook, events), gpu_steps.c
+ * (--gpu-dir), attribution*.c and the report_attribution / report_trace writers into a bench
+ * run. Its own figures are only summaries: the client delay per frame and the harness's cost
+ * (getrusage between open and report). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include "attribution/attribution.h"
+#include "cmd/bench_probes.h"
+#include "attribution/gpu_steps.h"
+#include "probes/probes.h"
+#include "report/report.h"
+
+struct ls_bench_probes {
+	const struct ls_config *cfg;
+	struct ls_probes *probes;   /* NULL: off (why says why) */
+	struct ls_loop_hook hook;
+	char why[256];
+	struct rusage before;       /* at open: the run's CPU and peak RSS are measured from here */
+	struct rusage after;        /* at the run's end (ls_bench_probes_run_ended) */
+	int ended;
+	uint64_t steal_before_ms, steal_after_ms; /* /proc/stat steal, all vCPUs */
+	int have_steal;
+};
+
+int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms)
+{
+	unsigned long long f[8];
+
+	if (!stat_text || strncmp(stat_text, "cpu ", 4) || user_hz <= 0 ||
+	    sscanf(stat_text + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4],
+		   &f[5], &f[6], &f[7]) != 8)
+		return -1;
+	*steal_ms = f[7] * 1000ull / (unsigned long long)user_hz;
+	return 0;
+}
+
+static int read_steal_ms(uint64_t *steal_ms)
+{
+	char line[512];
+	FILE *f = fopen("/proc/stat", "r");
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f))
+		rc = ls_proc_stat_steal_ms(line, sysconf(_SC_CLK_TCK), steal_ms);
+	fclose(f);
+	return rc;
+}
+
+int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out)
+{
+	struct ls_bench_probes *bp = calloc(1, sizeof(*bp));
+	pid_t self = getpid(), srv[LS_MAX_SERVER_PIDS];
+
+	*out = NULL;
+	if (!bp) {
+		fprintf(stderr, "latscope bench: out of memory opening the probes\n");
+		return -1;
+	}
+	bp->cfg = cfg;
+	snprintf(bp->why, sizeof(bp->why), "--probes off");
+	if (cfg->probes != LS_PROBES_OFF) {
+		for (uint32_t i = 0; i < cfg->n_server_pids; i++)
+			srv[i] = (pid_t)cfg->server_pids[i];
+		struct ls_probes_opts po = {
+			.client_pids = &self, .n_client_pids = 1,
+			.server_pids = cfg->n_server_pids ? srv : NULL, .n_server_pids = cfg->n_server_pids,
+			.server_comm = cfg->server_comm,
+		};
+		bp->probes = ls_probes_open(&po, bp->why, sizeof(bp->why));
+		if (!bp->probes && cfg->probes == LS_PROBES_ON) {
+			fprintf(stderr, "latscope bench: --probes on: the eBPF probes cannot run: %s "
+					"(--probes auto runs without them)\n", bp->why);
+			free(bp);
+			return -1;
+		}
+		if (!bp->probes)
+			fprintf(stderr, "latscope bench: probes off: %s\n", bp->why);
+	}
+	if (bp->probes)
+		ls_probes_loop_hook(bp->probes, &bp->hook);
+	getrusage(RUSAGE_SELF, &bp->before);
+	bp->have_steal = read_steal_ms(&bp->steal_before_ms) == 0;
+	*out = bp;
+	return 0;
+}
+
+void ls_bench_probes_run_ended(struct ls_bench_probes *bp)
+{
+	if (bp && !getrusage(RUSAGE_SELF, &bp->after))
+		bp->ended = 1;
+	if (bp && bp->have_steal && read_steal_ms(&bp->steal_after_ms))
+		bp->have_steal = 0;
+}
+
+void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o)
+{
+	if (!bp || !bp->probes)
+		return;
+	o->hooks = &bp->hook;
+	o->n_hooks = 1;
+}
+
+char *ls_bench_attribution_path(const char *record_path)
+{
+	size_t len = strlen(record_path);
+	const char *ext = ".jsonl";
+	size_t ext_len = strlen(ext);
+	char *path = NULL;
+
+	if (len > ext_len && !strcmp(record_path + len - ext_len, ext))
+		len -= ext_len;
+	if (asprintf(&path, "%.*s.attribution.jsonl", (int)len, record_path) < 0)
+		return NULL;
+	return path;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* --spin-us or --busy-poll: the loop spins rather than sleeps between events. */
+static int loop_spins(const struct ls_config *cfg)
+{
+	return cfg->busy_poll || cfg->spin_us;
+}
+
+#define CLIENT_DELAY_HINT_NS 50000ull /* p50 above this: say what the delay is made of */
+
+/* How long each frame waited between the kernel having it and the harness stamping it: the
+ * harness's own delay per frame (warmups left out). */
+static void print_client_delay(FILE *out, const struct ls_run *run, const struct ls_attribution *a,
+			       int loop_sleeps)
+{
+	size_t n = 0, cap = 0;
+	uint64_t *d;
+
+	for (size_t i = 0; i < a->n && i < run->n_requests; i++)
+		cap += a->req[i].n_frames;
+	if (!cap || !(d = malloc(cap * sizeof(*d))))
+		return;
+	for (size_t i = 0; i < a->n && i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		const struct ls_req_attr *ra = &a->req[i];
+		if (r->warmup)
+			continue;
+		for (uint32_t f = 0; f < ra->n_frames && f < r->n_frames; f++) {
+			uint64_t k = ra->frames[f].kernel_ns, s = r->frames[f].arrived_ns;
+			if (k && s >= k)
+				d[n++] = s - k;
+		}
+	}
+	if (n) {
+		qsort(d, n, sizeof(*d), cmp_u64);
+		fprintf(out, "client delay per frame (harness stamp - kernel arrival, n=%zu): P50 %.3f ms, "
+			"P99 %.3f ms, max %.3f ms\n", n, d[n / 2] / 1e6, d[(size_t)((n - 1) * 0.99)] / 1e6,
+			d[n - 1] / 1e6);
+		/* A sleeping loop's wake-up is part of every delay after a quiet moment. */
+		if (loop_sleeps && d[n / 2] > CLIENT_DELAY_HINT_NS)
+			fprintf(out, "  (the loop sleeps between events, and waking it costs 20-100 us on a VM: "
+				"--busy-poll, or --spin-us longer than the quiet gaps, avoids that on a core the "
+				"server does not use)\n");
+	}
+	free(d);
+}
+
+static double tv_us(const struct timeval *tv)
+{
+	return tv->tv_sec * 1e6 + tv->tv_usec;
+}
+
+/* Most requests in flight at once: [started, finished) sweep. */
+static size_t peak_in_flight(const struct ls_run *run)
+{
+	struct ls_conc_event *ev = malloc((2 * run->n_requests + 1) * sizeof(*ev));
+	size_t n = 0;
+
+	if (!ev)
+		return 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (!r->started_ns || r->finished_ns < r->started_ns)
+			continue;
+		ev[n++] = (struct ls_conc_event){ r->started_ns, +1 };
+		ev[n++] = (struct ls_conc_event){ r->finished_ns, -1 };
+	}
+	size_t peak = ls_peak_in_flight(ev, n);
+	free(ev);
+	return peak;
+}
+
+/* What the harness itself cost during the run (warmups included): CPU per request and per
+ * frame, peak RSS growth per stream in flight, and the probes' drain per event. The kernel
+ * side of the probes runs partly in other tasks (softirq): tests/perf/probes_cost.sh has both. */
+static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, const struct ls_run *run,
+			       const struct rusage *now)
+{
+	uint64_t frames = 0;
+
+	for (size_t i = 0; i < run->n_requests; i++)
+		frames += run->requests[i].n_frames;
+	/* User time is latscope's own code and libraries (libcurl, SSE, JSON, stamping); kernel time
+	 * is mostly TCP receive, and the ACK each small frame's read sends on loopback. */
+	double user = tv_us(&now->ru_utime) - tv_us(&bp->before.ru_utime);
+	double kern = tv_us(&now->ru_stime) - tv_us(&bp->before.ru_stime);
+	double cpu = user + kern;
+	size_t n = run->n_requests, peak = peak_in_flight(run);
+	long rss_kib = now->ru_maxrss - bp->before.ru_maxrss;
+	fprintf(out, "harness cost (getrusage, the run): CPU %.1f ms = %.1f us per request, %.2f us per frame "
+		"(user %.2f + kernel %.2f) (%zu requests, %llu frames); peak RSS +%.1f MiB = %.1f KiB per stream "
+		"in flight (peak %zu)",
+		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, frames ? user / frames : 0.0,
+		frames ? kern / frames : 0.0, n, (unsigned long long)frames,
+		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
+	if (loop_spins(bp->cfg))
+		fprintf(out, "; %s: the loop's spinning is in the CPU", bp->cfg->busy_poll ? "--busy-poll" : "--spin-us");
+	if (bp->ended && bp->have_steal && bp->steal_after_ms > bp->steal_before_ms)
+		fprintf(out, "; the hypervisor took %llu ms of CPU from this VM's vCPUs during the run (/proc/stat "
+			"steal): stamps taken around it can be late", (unsigned long long)(bp->steal_after_ms -
+										bp->steal_before_ms));
+	if (run->spin_stalls.n)
+		fprintf(out, "; the spinning loop did not run %llu times for over %.1f ms (longest %.2f ms, %.2f ms "
+			"in all): another task or the hypervisor had its CPU, and frames that came then were "
+			"stamped late", (unsigned long long)run->spin_stalls.n, LS_SPIN_STALL_NS / 1e6,
+			run->spin_stalls.max_ns / 1e6, run->spin_stalls.sum_ns / 1e6);
+	if (bp->probes) {
+		uint64_t drain_ns = 0, events = 0;
+		ls_probes_cost(bp->probes, NULL, 0, &drain_ns, &events);
+		fprintf(out, "; probes: %llu events, drain %.2f us per event", (unsigned long long)events,
+			events ? drain_ns / 1e3 / events : 0.0);
+	}
+	fprintf(out, "\n");
+}
+
+/* cJSON prints every number with "%1.15g" and reads it back with sscanf (~3,000 instructions
+ * each: most of the JSONL's cost). The parts and stamps are integers: turn them into raw
+ * decimal text first, which cJSON copies as is. */
+static void ints_to_raw(cJSON *item)
+{
+	for (; item; item = item->next) {
+		if (item->child)
+			ints_to_raw(item->child);
+		double v = item->valuedouble;
+		if (!cJSON_IsNumber(item) || v < 0 || v > 9007199254740992.0 || v != (double)(uint64_t)v)
+			continue;
+		char buf[24], *p = buf + sizeof(buf);
+		uint64_t u = (uint64_t)v;
+		*--p = 0;
+		do
+			*--p = (char)('0' + u % 10);
+		while (u /= 10);
+		char *text = strdup(p);
+		if (!text)
+			continue; /* stays a number */
+		item->type = cJSON_Raw;
+		item->valuestring = text;
+	}
+}
+
+/* One header line, then one line per request (ls_attribution_request_json): the parts of its
+ * TTFT, each inter-token gap and E2EL in ns, its flags and the kernel's stamps. */
+static int write_jsonl(const char *path, const char *record_path, const struct ls_run *run,
+		       const struct ls_attribution *a, const struct ls_evstore *events)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "latscope bench: cannot create %s: %s\n", path, strerror(errno));
+		return err;
+	}
+	cJSON *h = cJSON_CreateObject();
+	if (h) {
+		cJSON_AddNumberToObject(h, "latscope_attribution", 1);
+		cJSON_AddStringToObject(h, "record", record_path);
+		cJSON_AddStringToObject(h, "run_tag", run->run_tag);
+		cJSON_AddStringToObject(h, "clock", ls_clock_name(a->rules.clock));
+		cJSON_AddStringToObject(h, "ttft_gate", ls_gate_name(a->rules.ttft_gate));
+		cJSON_AddStringToObject(h, "e2el_end", ls_e2el_end_name(a->rules.e2el_end));
+		cJSON_AddStringToObject(h, "units", "parts and totals in ns; kernel stamps CLOCK_MONOTONIC ns");
+		cJSON_AddStringToObject(h, "why", a->why);
+		cJSON_AddNumberToObject(h, "lost_events", (double)a->lost_events);
+		cJSON *by_kind = cJSON_AddObjectToObject(h, "lost_by_kind");
+		for (unsigned kind = 0; by_kind && events && kind < LS_EV__COUNT; kind++)
+			if (ls_evstore_lost(events, kind))
+				cJSON_AddNumberToObject(by_kind, ls_event_kind_name(kind),
+							(double)ls_evstore_lost(events, kind));
+	}
+	char *text = h ? cJSON_PrintUnformatted(h) : NULL;
+	cJSON_Delete(h);
+	if (!text || fprintf(f, "%s\n", text) < 0)
+		err = text ? -EIO : -ENOMEM;
+	free(text);
+	for (size_t i = 0; !err && i < a->n; i++) {
+		cJSON *j = ls_attribution_request_json(a, i);
+		if (j)
+			ints_to_raw(j->child);
+		text = j ? cJSON_PrintUnformatted(j) : NULL;
+		cJSON_Delete(j);
+		if (!text || fprintf(f, "%s\n", text) < 0)
+			err = text ? -EIO : -ENOMEM;
+		free(text);
+	}
+	if (fclose(f) && !err)
+		err = -errno;
+	if (err)
+		fprintf(stderr, "latscope bench: writing %s failed: %s\n", path, strerror(-err));
+	return err;
+}
+
+/* The run's span, warmups included (GPU steps outside it are someone else's). */
+static void run_span(const struct ls_run *run, uint64_t *from, uint64_t *to)
+{
+	*from = *to = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		uint64_t s = r->scheduled_ns ? r->scheduled_ns : r->started_ns;
+		uint64_t e = r->finished_ns;
+		for (uint32_t f = 0; f < r->n_frames; f++)
+			if (r->frames[f].arrived_ns > e)
+				e = r->frames[f].arrived_ns;
+		if (s && (!*from || s < *from))
+			*from = s;
+		if (e > *to)
+			*to = e;
+	}
+}
+
+int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out)
+{
+	const struct ls_config *cfg;
+	struct ls_gpu_steps gs = { 0 };
+	int have_gs = 0, err = 0;
+	uint64_t from, to;
+
+	if (!bp)
+		return 0;
+	cfg = bp->cfg;
+	struct rusage end;
+	if (bp->ended)
+		end = bp->after;
+	else
+		getrusage(RUSAGE_SELF, &end); /* the run ends here: attribution is not its cost */
+	ls_probes_drain(bp->probes); /* what arrived after the loop's last drain */
+	run_span(run, &from, &to);
+	if (cfg->gpu_dir) {
+		if (ls_gpu_steps_load(cfg->gpu_dir, from, to, &gs) == 0)
+			have_gs = 1;
+		else
+			err = -EIO; /* the message named the directory; the report goes on without GPU */
+	}
+	const struct ls_evstore *ev = ls_probes_events(bp->probes);
+	struct ls_attribution *a = ls_attribute(run, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0, NULL,
+						bp->probes ? NULL : bp->why);
+	if (!a) {
+		fprintf(stderr, "latscope bench: out of memory attributing the run\n");
+		if (have_gs)
+			ls_gpu_steps_free(&gs);
+		return -ENOMEM;
+	}
+	fprintf(out, "\n");
+	ls_attribution_print(out, a);
+	if (bp->probes) {
+		print_client_delay(out, run, a, !loop_spins(bp->cfg));
+		const char *notes = ls_probes_notes(bp->probes);
+		for (const char *p = notes; p && *p;) {
+			size_t len = strcspn(p, "\n");
+			int said = memmem(p, len, "no server watched", 17) && strstr(a->why, "no server-side events");
+			if (len && !said)
+				fprintf(out, "probes: %.*s\n", (int)len, p);
+			p += len + (p[len] == '\n');
+		}
+	}
+	fprintf(out, "(attribution reads every request the honest way: TTFT and E2EL from `scheduled`, "
+		     "E2EL to the last byte)\n");
+	print_harness_cost(out, bp, run, &end);
+	if (have_gs) {
+		fprintf(out, "\n");
+		ls_gpu_report_print(out, &gs, from, to);
+	}
+	fflush(out);
+	if (cfg->record_path && bp->probes) { /* probes off: nothing the record does not hold already */
+		char *path = ls_bench_attribution_path(cfg->record_path);
+		int e = path ? write_jsonl(path, cfg->record_path, run, a, ev) : -ENOMEM;
+		if (!e)
+			fprintf(stderr, "latscope bench: attribution per request written to %s\n", path);
+		else if (!err)
+			err = e;
+		free(path);
+	}
+	if (cfg->trace_path) {
+		int e = ls_trace_write(cfg->trace_path, run, a, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0);
+		if (!e)
+			fprintf(stderr, "latscope bench: trace written to %s (open it in ui.perfetto.dev)\n",
+				cfg->trace_path);
+		else if (!err)
+			err = e;
+	}
+	ls_attribution_free(a);
+	if (have_gs)
+		ls_gpu_steps_free(&gs);
+	return err;
+}
+
+void ls_bench_probes_close(struct ls_bench_probes *bp)
+{
+	if (!bp)
+		return;
+	ls_probes_close(bp->probes);
+	free(bp);
+}

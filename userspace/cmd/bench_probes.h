@@ -1,0 +1,47 @@
+/* bench_probes.h — the probes and attribution stages as `latscope bench` runs them: open the
+ * eBPF probes as --probes says (auto: when root and BTF allow, else off with the reason; on:
+ * or fail; off), hand the driver their drain hook, and after the run attribute every request,
+ * print "Where the latency went" (and the GPU section with --gpu-dir), write the attribution
+ * JSONL beside --record and the --trace file. bench.c calls only these four functions. */
+#ifndef LATSCOPE_BENCH_PROBES_H
+#define LATSCOPE_BENCH_PROBES_H
+
+#include <stdio.h>
+#include "config/config.h"
+#include "driver/driver.h"
+#include "base/record.h"
+
+struct ls_bench_probes;
+
+/* Opens the probes for this process and the servers cfg names. Returns 0 with *out set (also
+ * when the probes are off: the reason is kept for the report and, under auto, printed on
+ * stderr), or -1 when --probes on could not open them (one line on stderr naming why) or on
+ * ENOMEM. */
+int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out);
+
+/* Adds the probes' drain hook to a driver run (nothing when the probes are off). bp may be NULL. */
+void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o);
+
+/* Marks the end of the measured run: the harness's cost is its CPU from open to here (metrics
+ * and reports after it are not). bp may be NULL. */
+void ls_bench_probes_run_ended(struct ls_bench_probes *bp);
+
+/* After the run: drains the ring once more, loads GPU steps (--gpu-dir), attributes every
+ * request of run, prints the section(s) to out, writes the attribution JSONL (when cfg has a
+ * --record path and the probes ran: ls_bench_attribution_path) and --trace. 0, or -errno when an output file
+ * could not be written (message on stderr). bp NULL: nothing. */
+int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out);
+
+/* Detaches the probes and frees everything. NULL is fine. */
+void ls_bench_probes_close(struct ls_bench_probes *bp);
+
+/* The "steal" column of /proc/stat's first line (all CPUs): CPU time the hypervisor gave to
+ * others while this VM's vCPUs wanted it, in ms (USER_HZ ticks, 10 ms each). 0, or -1 when
+ * stat_text has no such line. */
+int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms);
+
+/* Where the attribution JSONL of a --record file goes: "run.jsonl" -> "run.attribution.jsonl",
+ * any other name gets ".attribution.jsonl" appended. malloc'd; NULL on ENOMEM. */
+char *ls_bench_attribution_path(const char *record_path);
+
+#endif

@@ -1,0 +1,250 @@
+/* report_cmd.c — `latscope report RECORDS.jsonl`: re-derive a profile's metrics (or several
+ * profiles' side by side) from a saved --record file, without running anything (ARCHITECTURE.md
+ * principle 1: metrics are pure functions of the records plus a profile). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "metrics/checks.h"
+#include "commands.h"
+#include "report/compare.h"
+#include "config/config.h"
+#include "report/record_file.h"
+#include "report/report.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: latscope report RECORDS.jsonl [--profile P | --profiles LIST] [flags]\n"
+		"\n"
+		"Reads a `latscope bench --record` file and prints the metrics a profile would report\n"
+		"for it, then the checks; with --profiles, the comparison table of `latscope compare`.\n"
+		"\n"
+		"  --profile NAME|PATH        vllm, sglang, sglang-oai, honest or a JSON profile\n"
+		"                             [the profile the records were made with]\n"
+		"  --profiles LIST            several profiles side by side, e.g. vllm,sglang,honest\n"
+		"  --metric-percentiles LIST  percentiles to print, e.g. 50,90,99 [the profile's]\n"
+		"  --percentile-metrics LIST  metrics that get a block: ttft,tpot,itl,e2el [all]\n"
+		"  --goodput KEY:MS ...       SLOs for goodput (ttft, tpot, e2el in ms)\n"
+		"  --accept-length A          the server's speculative accept length for rules that\n"
+		"                             depend on it (sglang-oai) [estimated from the records]\n"
+		"  --save-result FILE         also write the result JSON (vLLM's keys + \"latscope\")\n"
+		"  --markdown                 with --profiles: the table as GitHub markdown\n"
+		"  --help                     this help\n"
+		"\n"
+		"example:\n"
+		"  latscope bench --base-url http://127.0.0.1:8000 --num-prompts 100 --record rec.jsonl\n"
+		"  latscope report rec.jsonl --profile sglang\n"
+		"  latscope report rec.jsonl --profiles vllm,sglang,sglang-oai,honest\n");
+}
+
+struct report_args {
+	const char *path, *profile, *profiles, *percentiles, *save;
+	unsigned    percentile_metrics;
+	struct ls_goodput goodput;
+	double      accept_len;      /* < 0: estimate */
+	int         markdown;
+};
+
+/* 0 ok, -1 help printed, 2 usage error (message printed). */
+static int parse_args(struct report_args *a, int argc, char **argv)
+{
+	memset(a, 0, sizeof(*a));
+	a->accept_len = -1;
+	a->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
+	for (int i = 1; i < argc; i++) {
+		const char *f = argv[i];
+		if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+			usage(stdout);
+			return -1;
+		}
+		if (strncmp(f, "--", 2)) {
+			if (a->path) {
+				fprintf(stderr, "latscope report: one record file at a time ('%s' and '%s')\n", a->path, f);
+				return 2;
+			}
+			a->path = f;
+			continue;
+		}
+		if (!strcmp(f, "--markdown")) {
+			a->markdown = 1;
+			continue;
+		}
+		static const char *const with_value[] = { "--profile", "--profiles", "--metric-percentiles",
+							  "--percentile-metrics", "--goodput", "--accept-length",
+							  "--save-result" };
+		int known = 0;
+		for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
+			known |= !strcmp(f, with_value[k]);
+		if (!known) {
+			fprintf(stderr, "latscope report: unknown flag '%s' (see latscope report --help)\n", f);
+			return 2;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "latscope report: %s needs a value\n", f);
+			return 2;
+		}
+		const char *v = argv[++i];
+		if (!strcmp(f, "--profile")) {
+			a->profile = v;
+		} else if (!strcmp(f, "--profiles")) {
+			a->profiles = v;
+		} else if (!strcmp(f, "--metric-percentiles")) {
+			struct ls_read_rules probe = { 0 };
+			if (ls_percentiles_parse(v, &probe)) {
+				fprintf(stderr, "latscope report: --metric-percentiles '%s' must be a comma list of "
+						"percentiles in (0, 100], e.g. 50,90,99\n", v);
+				return 2;
+			}
+			a->percentiles = v;
+		} else if (!strcmp(f, "--percentile-metrics")) {
+			if (ls_parse_percentile_metrics(v, &a->percentile_metrics)) {
+				fprintf(stderr, "latscope report: --percentile-metrics '%s' must be a comma list of "
+						"ttft, tpot, itl, e2el\n", v);
+				return 2;
+			}
+		} else if (!strcmp(f, "--goodput")) {
+			for (;;) {
+				if (ls_goodput_parse(v, &a->goodput)) {
+					fprintf(stderr, "latscope report: --goodput '%s' must be KEY:MS with KEY ttft, tpot "
+							"or e2el, e.g. ttft:900\n", v);
+					return 2;
+				}
+				if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
+					break;
+				v = argv[++i];
+			}
+		} else if (!strcmp(f, "--accept-length")) {
+			char *end;
+			errno = 0;
+			a->accept_len = strtod(v, &end);
+			if (*end || errno || !(a->accept_len >= 0) || isinf(a->accept_len)) {
+				fprintf(stderr, "latscope report: --accept-length '%s' must be a number >= 0\n", v);
+				return 2;
+			}
+		} else {
+			a->save = v;
+		}
+	}
+	if (!a->path) {
+		fprintf(stderr, "latscope report: which record file? (latscope report RECORDS.jsonl --profile P)\n");
+		return 2;
+	}
+	if (a->profile && a->profiles) {
+		fprintf(stderr, "latscope report: give --profile or --profiles, not both\n");
+		return 2;
+	}
+	return 0;
+}
+
+/* Tokens per token frame over successful requests, from counts or usage: what the server's
+ * accept length would be under speculative decoding (1 without it). */
+static double estimate_accept_len(const struct ls_run *run)
+{
+	uint64_t tokens = 0, frames = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup || r->fail != LS_OK || r->usage_completion_tokens < 0)
+			continue;
+		uint32_t f = 0;
+		for (uint32_t k = 0; k < r->n_frames; k++)
+			f += (r->frames[k].flags & LS_FRAME_CHOICES) != 0;
+		if (!f)
+			continue;
+		tokens += (uint64_t)r->usage_completion_tokens;
+		frames += f;
+	}
+	return frames ? (double)tokens / (double)frames : 0;
+}
+
+static int one_profile(const struct report_args *a, struct ls_run *run, const struct ls_record_meta *meta)
+{
+	struct ls_profile prof;
+	const char *name = a->profile ? a->profile : meta->profile[0] ? meta->profile : "vllm";
+	if (ls_profile_load(name, &prof))
+		return 2;
+	if (a->percentiles)
+		ls_percentiles_parse(a->percentiles, &prof.read);
+	double accept = a->accept_len >= 0 ? a->accept_len : estimate_accept_len(run);
+	struct ls_read_rules rules;
+	int switched = ls_profile_read_rules(&prof, accept, &rules);
+	struct ls_metrics m;
+	if (ls_metrics_compute(run, &rules, &a->goodput, &m)) {
+		fprintf(stderr, "latscope report: out of memory computing metrics\n");
+		return 1;
+	}
+	struct ls_checks checks;
+	struct ls_checks_ctx cx = { .arrival = meta->arrival[0] ? meta->arrival : NULL };
+	ls_checks_compute(run, &m, &cx, &checks);
+	/* Only an accept length given on the command line is printed as the server's. */
+	struct ls_spec_stats spec = { .has_avg = a->accept_len > 0, .avg_accept_len = a->accept_len };
+	struct ls_report_ctx ctx = {
+		.profile = prof.name, .profile_source = prof.source, .profile_description = prof.description,
+		.backend = meta->backend[0] ? meta->backend : NULL, .arrival = meta->arrival[0] ? meta->arrival : NULL,
+		.run_tag = meta->run_tag, .record_path = a->path,
+		.request_rate = meta->target_rate > 0 ? meta->target_rate : INFINITY,
+		.max_concurrency = meta->max_concurrency, .num_prompts = m.n_measured,
+		.percentile_metrics = a->percentile_metrics, .show_client_queue = prof.show_client_queue,
+		.interrupted = run->interrupted, .spec = &spec, .checks = &checks, .layout = prof.layout,
+	};
+	printf("Records: %s (%zu requests, %zu warmups; sent by profile %s, backend %s, arrival %s)\n", a->path,
+	       run->n_requests - run->n_warmup, run->n_warmup, meta->profile[0] ? meta->profile : "?",
+	       meta->backend[0] ? meta->backend : "?", meta->arrival[0] ? meta->arrival : "?");
+	if (switched)
+		printf("Accept length %.2f (%s): %s reads ITL per token\n", accept,
+		       a->accept_len >= 0 ? "--accept-length" : "estimated from the records' tokens per frame", prof.name);
+	ls_report_text(stdout, &m, &ctx);
+	ls_checks_print(stdout, &checks);
+	int rc = 0;
+	if (a->save && ls_report_json_write(a->save, &m, run, &ctx))
+		rc = 1;
+	ls_metrics_free(&m);
+	return rc;
+}
+
+static int many_profiles(const struct report_args *a, struct ls_run *run, const struct ls_record_meta *meta)
+{
+	struct ls_cmp_col cols[LS_CMP_MAX_PROFILES];
+	struct ls_cmp_run one;
+	memset(&one, 0, sizeof(one));
+	int n = ls_cmp_parse_profiles(a->profiles, cols, LS_CMP_MAX_PROFILES);
+	if (n <= 0)
+		return 2;
+	one.run = *run;
+	one.meta = *meta;
+	one.accept_len = a->accept_len >= 0 ? a->accept_len : estimate_accept_len(run);
+	snprintf(one.record_path, sizeof(one.record_path), "%s", a->path);
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(one.profiles);
+		snprintf(one.profiles + len, sizeof(one.profiles) - len, "%s%s", len ? ", " : "", cols[i].prof.name);
+		cols[i].run = 0;
+		if (a->percentiles)
+			ls_percentiles_parse(a->percentiles, &cols[i].prof.read);
+	}
+	int rc = 0;
+	if (ls_cmp_compute(&one, 1, cols, (size_t)n)) {
+		fprintf(stderr, "latscope report: out of memory computing metrics\n");
+		rc = 1;
+	} else {
+		ls_cmp_print(stdout, &one, 1, cols, (size_t)n, a->markdown);
+	}
+	ls_cmp_free(NULL, 0, cols, (size_t)n); /* the run is the caller's */
+	return rc;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_args a;
+	int rc = parse_args(&a, argc, argv);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	struct ls_run run;
+	struct ls_record_meta meta;
+	memset(&run, 0, sizeof(run));
+	if (ls_record_load(a.path, &run, &meta))
+		return 1;
+	rc = a.profiles ? many_profiles(&a, &run, &meta) : one_profile(&a, &run, &meta);
+	ls_run_free(&run);
+	return rc;
+}

@@ -1,0 +1,307 @@
+/* config.c — flags, --config JSON and profile defaults for `latscope bench` (see config.h).
+ * One table drives the flag parser, the JSON keys (same names, '-' or '_') and --help. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config/config_int.h"
+#include "base/json_file.h"
+
+static void defaults(struct ls_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->backend = LS_BACKEND_OPENAI;
+	c->port = 8000;
+	c->dataset = LS_DATASET_RANDOM;
+	c->random_input_len = 1024;
+	c->random_output_len = 128;
+	c->random_vocab_size = 0; /* auto */
+	c->num_prompts = 1000;
+	c->request_rate = INFINITY;
+	c->burstiness = 1.0;
+	c->request_timeout_s = 6 * 3600; /* vLLM's aiohttp total timeout */
+	c->ready_check_timeout_s = 600;
+	c->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
+}
+
+static void take_profile(struct ls_config *c, const struct ls_profile *p)
+{
+	c->profile = *p;
+	c->arrival = p->arrival;
+	c->per_request_conn = p->per_request_conn;
+	c->range_semantics = p->range_semantics;
+	c->warmup_shape = p->warmup_shape;
+	c->num_warmups = p->num_warmups;
+	c->backend = p->backend;
+	c->ignore_eos = p->ignore_eos;
+}
+
+/* A JSON value as the flag text it stands for, into buf. NULL when it has no such form. */
+static const char *json_text(const cJSON *v, char *buf, size_t cap)
+{
+	if (cJSON_IsString(v))
+		return v->valuestring;
+	if (cJSON_IsTrue(v))
+		return "true";
+	if (cJSON_IsFalse(v))
+		return "false";
+	if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+		if (d == floor(d) && fabs(d) < 1e15)
+			snprintf(buf, cap, "%.0f", d);
+		else
+			snprintf(buf, cap, "%.17g", d);
+		return buf;
+	}
+	if (cJSON_IsArray(v)) { /* lists join with commas: "percentile-metrics": ["ttft", "itl"] */
+		size_t len = 0;
+		buf[0] = 0;
+		for (const cJSON *e = v->child; e; e = e->next) {
+			char one[64];
+			const char *t = json_text(e, one, sizeof(one));
+			if (!t || cJSON_IsArray(e) || len + strlen(t) + 2 > cap)
+				return NULL;
+			len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? "," : "", t);
+		}
+		return buf;
+	}
+	return NULL;
+}
+
+static int apply_config_file(struct ls_config *c, cJSON *root, const char *path)
+{
+	for (const cJSON *it = root->child; it; it = it->next) {
+		const struct opt *o = ls_config_find_opt(it->string, strlen(it->string));
+		if (!o || o->id == O_HELP) {
+			fprintf(stderr, "latscope bench: %s: unknown key \"%s\" (keys are the flag names, see "
+					"latscope bench --help)\n", path, it->string);
+			return 2;
+		}
+		if (o->id == O_CONFIG || o->id == O_PROFILE)
+			continue; /* read before the profile was applied */
+		if (o->id == O_GOODPUT && (cJSON_IsArray(it) || cJSON_IsObject(it))) {
+			for (const cJSON *e = it->child; e; e = e->next) {
+				char one[96];
+				const char *why = NULL;
+				if (cJSON_IsObject(it) && cJSON_IsNumber(e))
+					snprintf(one, sizeof(one), "%s:%.17g", e->string, e->valuedouble);
+				else if (cJSON_IsString(e))
+					snprintf(one, sizeof(one), "%s", e->valuestring);
+				else
+					why = "must be a list of \"KEY:MS\" or an object {\"ttft\": MS}";
+				if (!why)
+					why = ls_config_apply(c, o, one);
+				if (why) {
+					fprintf(stderr, "latscope bench: %s: \"%s\" %s\n", path, it->string, why);
+					return 2;
+				}
+			}
+			continue;
+		}
+		char buf[512];
+		const char *text = json_text(it, buf, sizeof(buf));
+		const char *why = text ? ls_config_apply(c, o, text) : "has a value of the wrong type";
+		if (why) {
+			fprintf(stderr, "latscope bench: %s: \"%s\" %s\n", path, it->string, why);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static cJSON *read_config(const char *path)
+{
+	cJSON *root = ls_json_read_file(path, "latscope bench", "config");
+	if (root && !cJSON_IsObject(root)) {
+		fprintf(stderr, "latscope bench: %s:1: a config file is one JSON object of flag keys\n", path);
+		cJSON_Delete(root);
+		root = NULL;
+	}
+	return root;
+}
+
+/* Splits "--name=value" / "--name value"; returns the option or NULL (message printed). */
+static const struct opt *flag_at(int argc, char **argv, int *i, const char **value)
+{
+	const char *a = argv[*i];
+	if (!strcmp(a, "-h"))
+		a = "--help";
+	if (strncmp(a, "--", 2)) {
+		fprintf(stderr, "latscope bench: unexpected argument '%s' (flags start with --; see latscope bench --help)\n", a);
+		return NULL;
+	}
+	const char *name = a + 2, *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	const struct opt *o = ls_config_find_opt(name, len);
+	if (!o || strchr(name, '_')) {
+		fprintf(stderr, "latscope bench: unknown flag '%.*s' (see latscope bench --help)\n", (int)(len + 2), a);
+		return NULL;
+	}
+	*value = NULL;
+	if (eq) {
+		*value = eq + 1;
+	} else if (o->arg != ARG_NONE) {
+		if (*i + 1 >= argc) {
+			fprintf(stderr, "latscope bench: --%s needs a value (%s)\n", o->name, o->metavar);
+			return NULL;
+		}
+		*value = argv[++*i];
+	}
+	return o;
+}
+
+int ls_config_parse(struct ls_config *c, int argc, char **argv)
+{
+	defaults(c);
+	/* Pass 1: --help, --profile and --config, which decide the defaults the rest override. */
+	char *profile_flag = NULL, *config_flag = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		const struct opt *o = flag_at(argc, argv, &i, &v);
+		if (!o)
+			return 2;
+		if (o->id == O_HELP) {
+			ls_config_help(stdout);
+			return 1;
+		}
+		if (o->id == O_PROFILE)
+			profile_flag = (char *)v;
+		if (o->id == O_CONFIG)
+			config_flag = (char *)v;
+		if (o->arg == ARG_MANY)
+			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
+				i++;
+	}
+	cJSON *file = NULL;
+	if (config_flag) {
+		if (ls_config_set_str(&c->config_path, config_flag)) {
+			fprintf(stderr, "latscope bench: out of memory reading --config %s\n", config_flag);
+			return 2;
+		}
+		if (!(file = read_config(config_flag)))
+			return 2; /* read_config said why */
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(file, "profile");
+		if (p && (!cJSON_IsString(p) || ls_config_set_str(&c->profile_name, p->valuestring))) {
+			fprintf(stderr, "latscope bench: %s: \"profile\" must be a profile name or path\n", config_flag);
+			cJSON_Delete(file);
+			return 2;
+		}
+	}
+	if (profile_flag && ls_config_set_str(&c->profile_name, profile_flag)) {
+		fprintf(stderr, "latscope bench: out of memory reading --profile %s\n", profile_flag);
+		cJSON_Delete(file);
+		return 2;
+	}
+	struct ls_profile prof;
+	if (ls_profile_load(c->profile_name ? c->profile_name : "vllm", &prof)) {
+		cJSON_Delete(file);
+		return 2;
+	}
+	take_profile(c, &prof);
+	if (file) {
+		int rc = apply_config_file(c, file, config_flag);
+		cJSON_Delete(file);
+		if (rc)
+			return rc;
+	}
+
+	/* Pass 2: every flag, over the profile and the file. */
+	int goodput_from_flags = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		const struct opt *o = flag_at(argc, argv, &i, &v);
+		if (!o)
+			return 2;
+		if (o->id == O_PROFILE || o->id == O_CONFIG)
+			continue;
+		if (o->id == O_GOODPUT) {
+			if (!goodput_from_flags)
+				memset(&c->goodput, 0, sizeof(c->goodput)); /* flags replace the file's SLOs */
+			goodput_from_flags = 1;
+			for (;;) {
+				const char *why = ls_config_apply(c, o, v);
+				if (why) {
+					fprintf(stderr, "latscope bench: --goodput '%s' %s\n", v, why);
+					return 2;
+				}
+				if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
+					break;
+				v = argv[++i];
+			}
+			continue;
+		}
+		const char *why = ls_config_apply(c, o, v ? v : "true");
+		if (why) {
+			if (o->arg == ARG_NONE)
+				fprintf(stderr, "latscope bench: --%s %s\n", o->name, why);
+			else
+				fprintf(stderr, "latscope bench: --%s '%s' %s\n", o->name, v, why);
+			return 2;
+		}
+	}
+
+	/* Combinations. */
+	if (c->dataset != LS_DATASET_RANDOM && !c->dataset_path) {
+		fprintf(stderr, "latscope bench: --dataset-name %s needs --dataset-path FILE\n",
+			ls_dataset_kind_name(c->dataset));
+		return 2;
+	}
+	if (c->arrival == LS_ARRIVAL_CLOSED && !c->max_concurrency) {
+		fprintf(stderr, "latscope bench: --arrival closed needs --max-concurrency C (the number of clients)\n");
+		return 2;
+	}
+	if (c->arrival == LS_ARRIVAL_TRACE && c->dataset != LS_DATASET_JSONL) {
+		fprintf(stderr, "latscope bench: --arrival trace needs --dataset-name jsonl with a \"timestamp\" per line\n");
+		return 2;
+	}
+	if (c->range_semantics == LS_RANGE_VLLM && c->random_range_ratio >= 1.0 && c->dataset == LS_DATASET_RANDOM) {
+		fprintf(stderr, "latscope bench: --random-range-ratio %g must be below 1 under vllm range semantics "
+				"(--random-range-semantics sglang allows 1)\n", c->random_range_ratio);
+		return 2;
+	}
+	if (!c->percentile_metrics) {
+		fprintf(stderr, "latscope bench: --percentile-metrics is empty\n");
+		return 2;
+	}
+	return 0;
+}
+
+void ls_config_free(struct ls_config *c)
+{
+	char **strs[] = { &c->base_url, &c->host, &c->endpoint, &c->model, &c->dataset_path, &c->cacert,
+			  &c->result_dir, &c->result_filename, &c->record_path, &c->profile_name,
+			  &c->config_path, &c->server_comm, &c->trace_path, &c->gpu_dir };
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		free(*strs[i]);
+		*strs[i] = NULL;
+	}
+}
+
+char *ls_config_base(const struct ls_config *c)
+{
+	char *s = NULL;
+	if (c->base_url) {
+		size_t len = strlen(c->base_url);
+		while (len > 0 && c->base_url[len - 1] == '/')
+			len--;
+		s = strndup(c->base_url, len);
+	} else {
+		const char *host = c->host ? c->host : "127.0.0.1";
+		int v6 = strchr(host, ':') != NULL;
+		if (asprintf(&s, "http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", c->port) < 0)
+			s = NULL;
+	}
+	return s;
+}
+
+char *ls_config_url(const struct ls_config *c)
+{
+	char *base = ls_config_base(c), *url = NULL;
+	const char *ep = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->backend);
+	if (base && asprintf(&url, "%s%s", base, ep ? ep : "") < 0)
+		url = NULL;
+	free(base);
+	return url;
+}

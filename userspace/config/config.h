@@ -1,0 +1,92 @@
+/* config.h — `latscope bench` settings: CLI flags named as `vllm bench serve` names them, a
+ * Takes: argv (vLLM and SGLang flag names), a --config JSON file, a profile (config/profile.h).
+ * Gives: struct ls_config: every stage's settings, filled; the profile's send and read rules.
+ * JSON config file (--config FILE) with the same keys, and a profile's defaults.
+ * Precedence: built-in defaults < profile < config file < flags. */
+#ifndef LATSCOPE_CONFIG_H
+#define LATSCOPE_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "workload/arrival.h"
+#include "driver/backend.h"
+#include "workload/dataset.h"
+#include "metrics/metrics.h"
+#include "config/profile.h"
+
+enum ls_probes_mode {
+	LS_PROBES_AUTO,
+	LS_PROBES_ON,
+	LS_PROBES_OFF,
+};
+
+#define LS_DEFAULT_VOCAB 32000
+#define LS_MAX_SERVER_PIDS 16
+
+struct ls_config {
+	/* server */
+	enum ls_backend backend;
+	char    *base_url;          /* NULL: http://host:port */
+	char    *host;
+	int      port;
+	char    *endpoint;          /* NULL: the backend's default */
+	char    *model;             /* NULL: the first of GET /v1/models */
+	/* workload */
+	enum ls_dataset_kind dataset;
+	char    *dataset_path;
+	uint32_t random_input_len, random_output_len;
+	double   random_range_ratio;
+	enum ls_range_semantics range_semantics;
+	uint32_t random_vocab_size; /* 0 = auto (ask the server, at most LS_DEFAULT_VOCAB) */
+	uint32_t sharegpt_output_len; /* 0: from the gpt turn */
+	size_t   num_prompts;
+	int      ignore_eos;
+	/* sending */
+	double   request_rate;      /* inf = all at once */
+	double   burstiness;
+	enum ls_arrival_kind arrival;
+	uint32_t max_concurrency;   /* 0 = unlimited */
+	uint32_t num_warmups;
+	enum ls_warmup_shape warmup_shape;
+	uint64_t seed;
+	uint64_t loop_delay_ns;     /* --test-loop-delay-us */
+	int      per_request_conn;
+	int      http2;
+	int      insecure;
+	char    *cacert;
+	double   request_timeout_s; /* 0 = none */
+	double   ready_check_timeout_s;
+	int      disable_tqdm;
+	int      busy_poll;         /* the loop spins instead of sleeping */
+	uint32_t spin_us;           /* the loop spins this long before sleeping */
+	/* results */
+	unsigned percentile_metrics; /* LS_PM_* */
+	struct ls_goodput goodput;
+	int      save_result;
+	char    *result_dir;
+	char    *result_filename;
+	char    *record_path;
+	/* profile: its read rules, with --metric-percentiles applied, are the headline rules */
+	char    *profile_name;
+	struct ls_profile profile;
+	char    *config_path;
+	/* probes, attribution and GPU steps (bench_probes.c) */
+	enum ls_probes_mode probes;
+	int      server_pids[LS_MAX_SERVER_PIDS]; /* --server-pid, repeatable */
+	uint32_t n_server_pids;
+	char    *server_comm;
+	char    *trace_path;
+	char    *gpu_dir;
+};
+
+/* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2
+ * after one line on stderr naming the bad flag, value or config key (exit 2). */
+int ls_config_parse(struct ls_config *c, int argc, char **argv);
+void ls_config_free(struct ls_config *c);
+void ls_config_help(FILE *out);
+
+/* base_url + endpoint (malloc'd) and the server root (base_url or http://host:port, malloc'd). */
+char *ls_config_url(const struct ls_config *c);
+char *ls_config_base(const struct ls_config *c);
+
+#endif

@@ -1,0 +1,39 @@
+/* config_int.h — the option table shared by config.c (parsing, --config files) and
+ * config_opts.c (the table, --help, and what each value means). Not a public interface. */
+#ifndef LATSCOPE_CONFIG_INT_H
+#define LATSCOPE_CONFIG_INT_H
+
+#include <stddef.h>
+#include "config/config.h"
+
+enum opt_id {
+	O_BACKEND, O_BASE_URL, O_HOST, O_PORT, O_ENDPOINT, O_MODEL,
+	O_DATASET_NAME, O_DATASET_PATH, O_RANDOM_INPUT_LEN, O_RANDOM_OUTPUT_LEN, O_RANDOM_RANGE_RATIO,
+	O_RANDOM_RANGE_SEMANTICS, O_RANDOM_VOCAB_SIZE, O_SHAREGPT_OUTPUT_LEN, O_NUM_PROMPTS, O_IGNORE_EOS,
+	O_REQUEST_RATE, O_BURSTINESS, O_ARRIVAL, O_MAX_CONCURRENCY, O_NUM_WARMUPS, O_WARMUP_SHAPE, O_SEED,
+	O_CONNECTION, O_HTTP2, O_INSECURE, O_CACERT, O_REQUEST_TIMEOUT, O_READY_CHECK_TIMEOUT, O_DISABLE_TQDM, O_BUSY_POLL, O_SPIN_US,
+	O_TEST_LOOP_DELAY_US,
+	O_PERCENTILE_METRICS, O_METRIC_PERCENTILES, O_GOODPUT, O_SAVE_RESULT, O_RESULT_DIR, O_RESULT_FILENAME,
+	O_RECORD,
+	O_PROFILE, O_CONFIG,
+	O_PROBES, O_SERVER_PID, O_SERVER_COMM, O_TRACE, O_GPU_DIR,
+	O_HELP,
+};
+
+enum { ARG_NONE, ARG_ONE, ARG_MANY };
+
+struct opt {
+	const char *name;
+	enum opt_id id;
+	int         arg;
+	const char *metavar;
+	const char *help;
+	const char *group; /* starts a --help section */
+};
+
+const struct opt *ls_config_find_opt(const char *name, size_t len); /* '_' matches '-' */
+/* Applies one option's value. NULL, or why the value is wrong. */
+const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char *v);
+int ls_config_set_str(char **dst, const char *v);
+
+#endif

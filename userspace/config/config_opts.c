@@ -1,0 +1,386 @@
+/* config_opts.c — every `latscope bench` option: its name (vllm bench serve's where the meaning
+ * is the same), --help text, and how its value is read. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config/config_int.h"
+
+static const struct opt opts[] = {
+	{ "backend", O_BACKEND, ARG_ONE, "NAME",
+	  "openai (= vllm, /v1/completions), openai-chat, sglang (/generate) [the profile's: openai]", "server" },
+	{ "base-url", O_BASE_URL, ARG_ONE, "URL",
+	  "server root, e.g. http://127.0.0.1:8000 (else http://HOST:PORT)", NULL },
+	{ "host", O_HOST, ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },
+	{ "port", O_PORT, ARG_ONE, "PORT", "server port when no --base-url [8000]", NULL },
+	{ "endpoint", O_ENDPOINT, ARG_ONE, "PATH",
+	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
+	{ "model", O_MODEL, ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
+	{ "dataset-name", O_DATASET_NAME, ARG_ONE, "NAME", "random, sharegpt or jsonl [random]", "workload" },
+	{ "dataset-path", O_DATASET_PATH, ARG_ONE, "FILE",
+	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp)", NULL },
+	{ "random-input-len", O_RANDOM_INPUT_LEN, ARG_ONE, "N", "prompt tokens of the random dataset [1024]", NULL },
+	{ "random-output-len", O_RANDOM_OUTPUT_LEN, ARG_ONE, "N",
+	  "output tokens (max_tokens) of the random dataset; also jsonl's default [128]", NULL },
+	{ "random-range-ratio", O_RANDOM_RANGE_RATIO, ARG_ONE, "R",
+	  "spread of random lengths, see --random-range-semantics [0.0]", NULL },
+	{ "random-range-semantics", O_RANDOM_RANGE_SEMANTICS, ARG_ONE, "vllm|sglang",
+	  "vllm: [L(1-R), L(1+R)]; sglang: [max(L R, 1), L] [the profile's]", NULL },
+	{ "random-vocab-size", O_RANDOM_VOCAB_SIZE, ARG_ONE, "N|auto",
+	  "token ids of random prompts stay below N; auto asks the server, at most 32000 [auto]", NULL },
+	{ "sharegpt-output-len", O_SHAREGPT_OUTPUT_LEN, ARG_ONE, "N",
+	  "fixed output length for sharegpt [the gpt turn's length]", NULL },
+	{ "num-prompts", O_NUM_PROMPTS, ARG_ONE, "N", "measured requests [1000]", NULL },
+	{ "ignore-eos", O_IGNORE_EOS, ARG_NONE, NULL,
+	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
+	  "profile's default [the profile's: on for sglang]", NULL },
+	{ "request-rate", O_REQUEST_RATE, ARG_ONE, "RPS", "target requests per second, or inf [inf]", "sending" },
+	{ "burstiness", O_BURSTINESS, ARG_ONE, "B",
+	  "gamma shape of the gaps: 1 = Poisson, < 1 burstier [1.0]", NULL },
+	{ "arrival", O_ARRIVAL, ARG_ONE, "KIND",
+	  "gamma (vLLM, normalised to N/rate), poisson-yield (SGLang), constant, closed, trace, inf [the profile's]", NULL },
+	{ "max-concurrency", O_MAX_CONCURRENCY, ARG_ONE, "C",
+	  "at most C requests in flight (the clients of --arrival closed) [unlimited]", NULL },
+	{ "num-warmups", O_NUM_WARMUPS, ARG_ONE, "N",
+	  "warmup requests before the run, never measured [the profile's]", NULL },
+	{ "warmup-shape", O_WARMUP_SHAPE, ARG_ONE, "vllm|sglang",
+	  "vllm: N copies of the first prompt; sglang: output capped at 32, then 1 s pause", NULL },
+	{ "seed", O_SEED, ARG_ONE, "N", "seed of the dataset and arrival draws [0]", NULL },
+	{ "connection", O_CONNECTION, ARG_ONE, "reuse|per-request",
+	  "keep-alive pool (vLLM) or a fresh TCP/TLS connection per request (SGLang) [the profile's]", NULL },
+	{ "http2", O_HTTP2, ARG_NONE, NULL, "use HTTP/2 where libcurl and the server have it", NULL },
+	{ "insecure", O_INSECURE, ARG_NONE, NULL, "skip TLS certificate verification", NULL },
+	{ "cacert", O_CACERT, ARG_ONE, "FILE", "trust this CA bundle for https", NULL },
+	{ "request-timeout", O_REQUEST_TIMEOUT, ARG_ONE, "S",
+	  "fail a request after S seconds, 0 = never [21600]", NULL },
+	{ "ready-check-timeout-sec", O_READY_CHECK_TIMEOUT, ARG_ONE, "S",
+	  "wait up to S seconds for the server to answer before the run, 0 = skip [600]", NULL },
+	{ "disable-tqdm", O_DISABLE_TQDM, ARG_NONE, NULL,
+	  "no progress line (it is shown only when stderr is a terminal)", NULL },
+	{ "spin-us", O_SPIN_US, ARG_ONE, "US",
+	  "spin up to US for the next event before sleeping: a frame within US needs no wake-up "
+	  "(20-80 us on a VM), for up to US of CPU per idle gap; keep the server off this core [0]", NULL },
+	{ "busy-poll", O_BUSY_POLL, ARG_NONE, NULL, "the loop never sleeps (--spin-us forever: one core at 100%)", NULL },
+	{ "test-loop-delay-us", O_TEST_LOOP_DELAY_US, ARG_ONE, "US",
+	  "test only: add US of loop overhead per dispatch (arrival drift experiment) [0]", NULL },
+	{ "percentile-metrics", O_PERCENTILE_METRICS, ARG_ONE, "LIST",
+	  "metrics that get a block: ttft,tpot,itl,e2el [ttft,tpot,itl,e2el]", "results" },
+	{ "metric-percentiles", O_METRIC_PERCENTILES, ARG_ONE, "LIST",
+	  "percentiles to print, e.g. 50,90,99 [the profile's; vllm: 99]", NULL },
+	{ "goodput", O_GOODPUT, ARG_MANY, "KEY:MS ...",
+	  "SLOs for goodput, e.g. --goodput ttft:900 e2el:14100 (ttft, tpot, e2el in ms)", NULL },
+	{ "save-result", O_SAVE_RESULT, ARG_NONE, NULL,
+	  "write the result JSON (vLLM's keys plus a \"latscope\" object)", NULL },
+	{ "result-dir", O_RESULT_DIR, ARG_ONE, "DIR", "directory of the result JSON [.]", NULL },
+	{ "result-filename", O_RESULT_FILENAME, ARG_ONE, "FILE",
+	  "name of the result JSON [BACKEND-RATEqps[-concurrencyC]-MODEL-DATE.json]", NULL },
+	{ "record", O_RECORD, ARG_ONE, "FILE",
+	  "write one JSON line per finished request with every stamp, as it finishes", NULL },
+	{ "profile", O_PROFILE, ARG_ONE, "NAME|PATH",
+	  "harness rules: vllm, sglang, sglang-oai, honest, or a JSON file [vllm]", "profile" },
+	{ "config", O_CONFIG, ARG_ONE, "FILE",
+	  "JSON object of these flags' keys (e.g. {\"request-rate\": 20}); flags override it", NULL },
+	{ "probes", O_PROBES, ARG_ONE, "auto|on|off",
+	  "eBPF probes: auto = on when root and kernel BTF allow, else off (the report says why); "
+	  "on = fail (exit 1) without them [auto]", "attribution (where the latency went)" },
+	{ "server-pid", O_SERVER_PID, ARG_ONE, "PID",
+	  "server process on this host to probe too, splitting network from server (repeatable)", NULL },
+	{ "server-comm", O_SERVER_COMM, ARG_ONE, "NAME", "probe every process with this name as a server", NULL },
+	{ "trace", O_TRACE, ARG_ONE, "FILE", "write a Perfetto / Chrome trace-event JSON of the run", NULL },
+	{ "gpu-dir", O_GPU_DIR, ARG_ONE, "DIR",
+	  "CUPTI GPU step rings of the server (liblatscope_cupti.so): splits server into queue + gpu", NULL },
+	{ "help", O_HELP, ARG_NONE, NULL, "this help", "other" },
+};
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+void ls_config_help(FILE *out)
+{
+	fprintf(out, "usage: latscope bench [flags]\n\n"
+		     "Drives streaming requests at a server and reports TTFT, TPOT, ITL and E2EL in the layout of\n"
+		     "`vllm bench serve` (flags use its names), plus the clock each number uses and the slot wait.\n");
+	for (size_t i = 0; i < N_OPTS; i++) {
+		const struct opt *o = &opts[i];
+		if (o->group && *o->group)
+			fprintf(out, "\n%s:\n", o->group);
+		char left[64];
+		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		if (strlen(left) >= 30)
+			fprintf(out, "  %s\n  %-30s %s\n", left, "", o->help);
+		else
+			fprintf(out, "  %-30s %s\n", left, o->help);
+	}
+	fprintf(out, "\nexample:\n  latscope bench --base-url http://127.0.0.1:8000 --model m --dataset-name random \\\n"
+		     "    --random-input-len 128 --random-output-len 64 --num-prompts 100 --request-rate 20\n");
+}
+
+const struct opt *ls_config_find_opt(const char *name, size_t len)
+{
+	for (size_t i = 0; i < N_OPTS; i++) {
+		if (strlen(opts[i].name) != len)
+			continue;
+		size_t k = 0;
+		for (; k < len; k++) {
+			char a = name[k] == '_' ? '-' : name[k];
+			if (a != opts[i].name[k])
+				break;
+		}
+		if (k == len)
+			return &opts[i];
+	}
+	return NULL;
+}
+
+int ls_config_set_str(char **dst, const char *v)
+{
+	char *copy = strdup(v);
+	if (!copy)
+		return -ENOMEM;
+	free(*dst);
+	*dst = copy;
+	return 0;
+}
+
+static int parse_u64(const char *v, uint64_t max, uint64_t *out)
+{
+	char *end;
+	if (!v || !*v || *v == '-')
+		return -1;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (*end || errno || x > max)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static int parse_double(const char *v, double *out)
+{
+	char *end;
+	if (!v || !*v)
+		return -1;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (*end || errno || isnan(x))
+		return -1;
+	*out = x;
+	return 0;
+}
+
+/* Applies one option's value. Returns NULL, or why the value is wrong. */
+const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char *v)
+{
+	uint64_t u;
+	double d;
+	switch (o->id) {
+	case O_BACKEND:
+		return ls_backend_parse(v, &c->backend) ? "must be openai, vllm, openai-chat or sglang" : NULL;
+	case O_BASE_URL:
+		return ls_config_set_str(&c->base_url, v) ? "out of memory" : NULL;
+	case O_HOST:
+		return ls_config_set_str(&c->host, v) ? "out of memory" : NULL;
+	case O_PORT:
+		if (parse_u64(v, 65535, &u) || !u)
+			return "must be a port number 1..65535";
+		c->port = (int)u;
+		return NULL;
+	case O_ENDPOINT:
+		if (v[0] != '/')
+			return "must be a path starting with /";
+		return ls_config_set_str(&c->endpoint, v) ? "out of memory" : NULL;
+	case O_MODEL:
+		return ls_config_set_str(&c->model, v) ? "out of memory" : NULL;
+	case O_DATASET_NAME:
+		if (!strcmp(v, "random"))
+			c->dataset = LS_DATASET_RANDOM;
+		else if (!strcmp(v, "sharegpt"))
+			c->dataset = LS_DATASET_SHAREGPT;
+		else if (!strcmp(v, "jsonl") || !strcmp(v, "custom"))
+			c->dataset = LS_DATASET_JSONL;
+		else
+			return "must be random, sharegpt or jsonl";
+		return NULL;
+	case O_DATASET_PATH:
+		return ls_config_set_str(&c->dataset_path, v) ? "out of memory" : NULL;
+	case O_RANDOM_VOCAB_SIZE:
+		if (!strcmp(v, "auto")) {
+			c->random_vocab_size = 0;
+			return NULL;
+		}
+		if (parse_u64(v, UINT32_MAX / 2, &u) || !u)
+			return "must be a whole number >= 1, or auto";
+		c->random_vocab_size = (uint32_t)u;
+		return NULL;
+	case O_RANDOM_INPUT_LEN:
+	case O_RANDOM_OUTPUT_LEN:
+	case O_SHAREGPT_OUTPUT_LEN:
+		if (parse_u64(v, 1u << 24, &u) || (!u && o->id != O_SHAREGPT_OUTPUT_LEN))
+			return "must be a whole number 1..16777216";
+		if (o->id == O_RANDOM_INPUT_LEN)
+			c->random_input_len = (uint32_t)u;
+		else if (o->id == O_RANDOM_OUTPUT_LEN)
+			c->random_output_len = (uint32_t)u;
+		else
+			c->sharegpt_output_len = (uint32_t)u;
+		return NULL;
+	case O_RANDOM_RANGE_RATIO:
+		if (parse_double(v, &d) || d < 0.0 || d > 1.0)
+			return "must be a number in [0, 1]";
+		c->random_range_ratio = d;
+		return NULL;
+	case O_RANDOM_RANGE_SEMANTICS:
+		return ls_range_semantics_parse(v, &c->range_semantics) ? "must be vllm or sglang" : NULL;
+	case O_NUM_PROMPTS:
+		if (parse_u64(v, 10000000, &u) || !u)
+			return "must be a count 1..10000000";
+		c->num_prompts = (size_t)u;
+		return NULL;
+	case O_REQUEST_RATE:
+		if (parse_double(v, &d) || !(d > 0.0))
+			return "must be a positive number of requests per second, or inf";
+		c->request_rate = d;
+		return NULL;
+	case O_BURSTINESS:
+		if (parse_double(v, &d) || !(d > 0.0))
+			return "must be a positive number (1 = Poisson)";
+		c->burstiness = d;
+		return NULL;
+	case O_ARRIVAL:
+		return ls_arrival_parse_kind(v, &c->arrival) ?
+			"must be gamma, poisson-yield, constant, closed, trace or inf" : NULL;
+	case O_MAX_CONCURRENCY:
+		if (parse_u64(v, 1000000, &u))
+			return "must be a count 0..1000000 (0 = unlimited)";
+		c->max_concurrency = (uint32_t)u;
+		return NULL;
+	case O_NUM_WARMUPS:
+		if (parse_u64(v, 100000, &u))
+			return "must be a count 0..100000";
+		c->num_warmups = (uint32_t)u;
+		return NULL;
+	case O_WARMUP_SHAPE:
+		return ls_warmup_shape_parse(v, &c->warmup_shape) ? "must be vllm or sglang" : NULL;
+	case O_SEED:
+		if (parse_u64(v, UINT64_MAX, &u))
+			return "must be a non-negative integer";
+		c->seed = u;
+		return NULL;
+	case O_CONNECTION:
+		if (!strcmp(v, "reuse"))
+			c->per_request_conn = 0;
+		else if (!strcmp(v, "per-request"))
+			c->per_request_conn = 1;
+		else
+			return "must be reuse or per-request";
+		return NULL;
+	case O_CACERT:
+		return ls_config_set_str(&c->cacert, v) ? "out of memory" : NULL;
+	case O_REQUEST_TIMEOUT:
+	case O_READY_CHECK_TIMEOUT:
+		if (parse_double(v, &d) || d < 0.0 || d > 1e7)
+			return "must be seconds, 0 or more";
+		if (o->id == O_REQUEST_TIMEOUT)
+			c->request_timeout_s = d;
+		else
+			c->ready_check_timeout_s = d;
+		return NULL;
+	case O_SPIN_US:
+		if (parse_u64(v, 1000000, &u))
+			return "must be microseconds 0..1000000";
+		c->spin_us = (uint32_t)u;
+		return NULL;
+	case O_TEST_LOOP_DELAY_US:
+		if (parse_u64(v, 10000000, &u))
+			return "must be microseconds 0..10000000";
+		c->loop_delay_ns = u * 1000;
+		return NULL;
+	case O_PERCENTILE_METRICS:
+		return ls_parse_percentile_metrics(v, &c->percentile_metrics) ? "must be a comma list of ttft, tpot, itl, e2el" : NULL;
+	case O_METRIC_PERCENTILES:
+		return ls_percentiles_parse(v, &c->profile.read) ?
+			"must be a comma list of at most 16 percentiles in (0, 100], e.g. 50,90,99" : NULL;
+	case O_GOODPUT:
+		return ls_goodput_parse(v, &c->goodput) ?
+			"must be KEY:MS with KEY ttft, tpot or e2el and MS >= 0, e.g. ttft:900" : NULL;
+	case O_RESULT_DIR:
+		return ls_config_set_str(&c->result_dir, v) ? "out of memory" : NULL;
+	case O_RESULT_FILENAME:
+		return ls_config_set_str(&c->result_filename, v) ? "out of memory" : NULL;
+	case O_RECORD:
+		return ls_config_set_str(&c->record_path, v) ? "out of memory" : NULL;
+	case O_PROFILE:
+		return ls_config_set_str(&c->profile_name, v) ? "out of memory" : NULL;
+	case O_CONFIG:
+		return ls_config_set_str(&c->config_path, v) ? "out of memory" : NULL;
+	case O_PROBES:
+		if (!strcmp(v, "auto"))
+			c->probes = LS_PROBES_AUTO;
+		else if (!strcmp(v, "on"))
+			c->probes = LS_PROBES_ON;
+		else if (!strcmp(v, "off"))
+			c->probes = LS_PROBES_OFF;
+		else
+			return "must be auto, on or off";
+		return NULL;
+	case O_SERVER_PID: { /* repeatable; a comma list too (a config file's array joins so) */
+		char one[32];
+		for (const char *p = v;;) {
+			size_t len = strcspn(p, ",");
+			if (len >= sizeof(one))
+				return "must be a process id (or a comma list of them)";
+			memcpy(one, p, len);
+			one[len] = 0;
+			if (parse_u64(one, 4194304, &u) || !u)
+				return "must be a process id (or a comma list of them)";
+			uint32_t k = 0;
+			while (k < c->n_server_pids && c->server_pids[k] != (int)u)
+				k++;
+			if (k == c->n_server_pids) {
+				if (c->n_server_pids == LS_MAX_SERVER_PIDS)
+					return "is one too many: at most 16 server processes";
+				c->server_pids[c->n_server_pids++] = (int)u;
+			}
+			if (!p[len])
+				break;
+			p += len + 1;
+		}
+		return NULL;
+	}
+	case O_SERVER_COMM:
+		return ls_config_set_str(&c->server_comm, v) ? "out of memory" : NULL;
+	case O_TRACE:
+		return ls_config_set_str(&c->trace_path, v) ? "out of memory" : NULL;
+	case O_GPU_DIR:
+		return ls_config_set_str(&c->gpu_dir, v) ? "out of memory" : NULL;
+	case O_IGNORE_EOS:
+	case O_HTTP2:
+	case O_INSECURE:
+	case O_DISABLE_TQDM:
+	case O_BUSY_POLL:
+	case O_SAVE_RESULT:
+	case O_HELP: {
+		int on;
+		if (!strcmp(v, "true") || !strcmp(v, "1"))
+			on = 1;
+		else if (!strcmp(v, "false") || !strcmp(v, "0"))
+			on = 0;
+		else
+			return "takes no value (or true/false in a config file)";
+		if (o->id == O_IGNORE_EOS)
+			c->ignore_eos = on;
+		else if (o->id == O_HTTP2)
+			c->http2 = on;
+		else if (o->id == O_INSECURE)
+			c->insecure = on;
+		else if (o->id == O_DISABLE_TQDM)
+			c->disable_tqdm = on;
+		else if (o->id == O_BUSY_POLL)
+			c->busy_poll = on;
+		else if (o->id == O_SAVE_RESULT)
+			c->save_result = on;
+		return NULL;
+	}
+	}
+	return "unknown option";
+}
+

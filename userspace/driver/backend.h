@@ -1,0 +1,39 @@
+/* backend.h — what a request body looks like and what a frame means, per server API.
+ * Owned by the driver stage; pure functions, no I/O. */
+#ifndef LATSCOPE_BACKEND_H
+#define LATSCOPE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "base/record.h"
+#include "workload/dataset.h"
+
+enum ls_backend {
+	LS_BACKEND_OPENAI,      /* /v1/completions: choices[0].text */
+	LS_BACKEND_OPENAI_CHAT, /* /v1/chat/completions: choices[0].delta.content */
+	LS_BACKEND_SGLANG,      /* SGLang native /generate: cumulative text + meta_info */
+};
+
+/* "openai" | "openai-chat" | "sglang" (also vLLM's "vllm" = openai). 0 or -EINVAL. */
+int ls_backend_parse(const char *name, enum ls_backend *out);
+const char *ls_backend_name(enum ls_backend backend);
+const char *ls_backend_default_endpoint(enum ls_backend backend);
+
+/* Per-request decoding state for backends whose frames are cumulative. */
+struct ls_decode_state {
+	int32_t  last_cum_tokens;
+	uint64_t last_text_len;
+};
+void ls_decode_state_init(struct ls_decode_state *st);
+
+/* JSON request body (malloc'd, NUL-terminated) for one prompt; NULL on ENOMEM. */
+char *ls_backend_body(enum ls_backend backend, const char *model, const struct ls_prompt *prompt,
+		      int ignore_eos, size_t *len_out);
+
+/* Decodes one SSE data payload (without "data: ") into fr (flags, text_len, tokens, cum_tokens)
+ * and request-level fields (usage). Returns 0, or -EBADMSG with req->error set for a payload
+ * that is not this backend's JSON, or -EPROTO for an error object sent in the stream. */
+int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
+		      struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req);
+
+#endif

@@ -1,0 +1,559 @@
+/* driver.c — the one loop (ARCHITECTURE.md principle 4). io_uring is the only place the driver
+ * waits: multishot POLL_ADD on libcurl's sockets and on the hooks' fds, a read on a signalfd
+ * for SIGINT/SIGTERM, and ONE absolute CLOCK_MONOTONIC timeout set to the earliest deadline
+ * of all (libcurl's timer, the next arrival, hook periods, the progress line, the grace
+ * period). Pacing: jobs pass the arrival gate in order (scheduled), then take a slot in order
+ * (admitted), then go to libcurl (started). libcurl's side is in driver_curl.c. */
+#include <errno.h>
+#include <stddef.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include "base/clock.h"
+#include "driver/driver_int.h"
+
+#define RING_SQ_ENTRIES    4096
+#define RING_CQ_ENTRIES    16384
+#define PROGRESS_PERIOD_NS 250000000ull /* at most 4 progress lines a second */
+/* Timer wake-ups come late (30-90 us on these VMs, shared/notes/delay-line.md): for an arrival
+ * that can start at once the loop wakes early by how late wake-ups have been (a running p90,
+ * plus a margin, at most ARRIVAL_SPIN_MAX_NS), then takes completions without sleeping until
+ * the deadline. Only that last stretch is spent spinning. */
+#define ARRIVAL_SPIN_MAX_NS 100000ull
+#define ARRIVAL_SPIN_MIN_NS 10000ull
+#define WAKE_LATE_START_NS  50000ull
+#define WAKE_LATE_STEP_NS   1000ull
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ---- the ring ---- */
+
+struct io_uring_sqe *drv_sqe(struct drv *d)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&d->ring);
+	if (!sqe) {
+		int rc = io_uring_submit(&d->ring);
+		if (rc < 0) {
+			d->fatal = rc;
+			return NULL;
+		}
+		sqe = io_uring_get_sqe(&d->ring);
+		if (!sqe)
+			d->fatal = -EBUSY;
+	}
+	return sqe;
+}
+
+/* Tries the cheapest setup first: completions run only when the loop waits (DEFER_TASKRUN),
+ * so a burst of readiness does not interrupt frame processing. */
+static int ring_init(struct drv *d)
+{
+	static const unsigned flag_sets[] = {
+		IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+		IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN,
+		IORING_SETUP_CQSIZE,
+	};
+	int rc = -EINVAL;
+	for (size_t i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
+		struct io_uring_params p = { .flags = flag_sets[i], .cq_entries = RING_CQ_ENTRIES };
+		rc = io_uring_queue_init_params(RING_SQ_ENTRIES, &d->ring, &p);
+		if (rc == 0) {
+			d->ring_ok = 1;
+			return 0;
+		}
+		if (rc != -EINVAL)
+			break;
+	}
+	fprintf(stderr, "latscope: io_uring_queue_init: %s (io_uring disabled? check "
+		"/proc/sys/kernel/io_uring_disabled)\n", strerror(-rc));
+	return rc;
+}
+
+/* The one timeout: armed for `when`, moved earlier in place when a sooner deadline appears.
+ * A later deadline leaves it armed; it fires early and the loop re-arms. */
+static void arm_timer(struct drv *d, uint64_t when)
+{
+	if (d->timer_armed_ns && d->timer_armed_ns <= when)
+		return;
+	struct io_uring_sqe *sqe = drv_sqe(d);
+	if (!sqe)
+		return;
+	d->timer_ts.tv_sec = (long long)(when / 1000000000ull);
+	d->timer_ts.tv_nsec = (long long)(when % 1000000000ull);
+	if (d->timer_armed_ns) {
+		io_uring_prep_timeout_update(sqe, &d->timer_ts, (uint64_t)(uintptr_t)&d->timer_op,
+					     IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data64(sqe, 0);
+	} else {
+		io_uring_prep_timeout(sqe, &d->timer_ts, 0, IORING_TIMEOUT_ABS);
+		io_uring_sqe_set_data(sqe, &d->timer_op);
+	}
+	d->timer_armed_ns = when;
+}
+
+static void arm_signal_read(struct drv *d)
+{
+	struct io_uring_sqe *sqe = drv_sqe(d);
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, d->sigfd, &d->sig_buf, sizeof(d->sig_buf), 0);
+	io_uring_sqe_set_data(sqe, &d->sig_op);
+	d->sig_armed = 1;
+}
+
+static void arm_hook(struct drv *d, struct drv_hook *h)
+{
+	struct io_uring_sqe *sqe = drv_sqe(d);
+	if (!sqe)
+		return;
+	if (d->poll_oneshot)
+		io_uring_prep_poll_add(sqe, h->hook->fd, POLLIN);
+	else
+		io_uring_prep_poll_multishot(sqe, h->hook->fd, POLLIN);
+	io_uring_sqe_set_data(sqe, &h->op);
+	h->live = 1;
+}
+
+/* ---- pacing ---- */
+
+static uint64_t deadline_of(struct drv *d, size_t i, uint64_t now)
+{
+	if (!d->opts->arrival)
+		return d->run_start_ns;
+	return ls_arrival_deadline(d->opts->arrival, i, d->run_start_ns, now);
+}
+
+/* The next arrival's deadline when it could start the moment it comes (a slot free, no job
+ * queued for one, sending not stopped), else 0: only then is being on time worth a spin. */
+static uint64_t startable_arrival(const struct drv *d)
+{
+	uint32_t limit = d->opts->max_concurrency;
+	if (d->stopping || d->fatal || d->next_arrive >= d->n_jobs || d->next_admit < d->next_arrive ||
+	    (limit && d->in_flight >= limit))
+		return 0;
+	return d->next_deadline_ns;
+}
+
+/* Arrival gate, then slots. A job waiting for a slot does not hold back the next arrival
+ * (as in vLLM and SGLang, whose semaphores sit inside the request task). */
+static void pace(struct drv *d, uint64_t now)
+{
+	while (d->next_arrive < d->n_jobs && d->next_deadline_ns <= now) {
+		d->jobs[d->next_arrive].rec->scheduled_ns = d->next_deadline_ns;
+		d->next_arrive++;
+		if (d->next_arrive < d->n_jobs)
+			d->next_deadline_ns = deadline_of(d, d->next_arrive, ls_now_ns());
+	}
+	uint32_t limit = d->opts->max_concurrency;
+	while (d->next_admit < d->next_arrive && (!limit || d->in_flight < limit) && !d->fatal)
+		drv_xfer_start(d, &d->jobs[d->next_admit++], ls_now_ns());
+}
+
+/* ---- the loop ---- */
+
+static void progress_line(struct drv *d, uint64_t now, int final)
+{
+	double elapsed = (double)(now - d->run_start_ns) / 1e9;
+	fprintf(stderr, "\r  sent %zu/%zu  done %zu  failed %zu  %.1f req/s  %.1f s   ", d->n_started,
+		d->n_jobs, d->n_done, d->n_failed, elapsed > 0 ? (double)d->n_done / elapsed : 0.0, elapsed);
+	if (final)
+		fputc('\n', stderr);
+}
+
+static void on_signal(struct drv *d, int res, uint64_t now)
+{
+	d->sig_armed = 0;
+	if (res != (int)sizeof(d->sig_buf)) {
+		arm_signal_read(d);
+		return;
+	}
+	d->run->interrupted = 1;
+	if (!d->stopping) {
+		d->stopping = 1;
+		d->stop_deadline_ns = now + d->opts->grace_ns;
+		fprintf(stderr, "\nlatscope: %s: sending stopped; waiting up to %.1f s for %zu streams "
+			"(again to cancel them now)\n", strsignal((int)d->sig_buf.ssi_signo),
+			(double)d->opts->grace_ns / 1e9, d->in_flight);
+	} else {
+		d->stop_deadline_ns = now; /* a second signal: cancel now */
+	}
+	arm_signal_read(d);
+}
+
+static void handle_cqe(struct drv *d, const struct io_uring_cqe *cqe, uint64_t now)
+{
+	struct drv_op *op = io_uring_cqe_get_data(cqe);
+	if (!op) {
+		/* Timeout updates. ENOENT: the timeout had just fired (its own CQE clears it).
+		 * Anything else is a bug worth one line at the end. */
+		if (cqe->res < 0 && cqe->res != -ENOENT && cqe->res != -ECANCELED &&
+		    !d->ring_errors++)
+			d->ring_error_first = cqe->res;
+		return;
+	}
+	int more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+	switch (op->kind) {
+	case DRV_OP_SOCK:
+		if (cqe->res == -EINVAL && !d->poll_oneshot)
+			d->poll_oneshot = 1; /* a kernel without multishot poll: re-armed one-shot */
+		drv_sock_cqe(d, (struct sock *)op, cqe->res, more);
+		break;
+	case DRV_OP_SOCK_CTL:
+		drv_sock_ctl_cqe(d, (struct sock *)((char *)op - offsetof(struct sock, ctl_op)), cqe->res);
+		break;
+	case DRV_OP_TIMER:
+		d->timer_armed_ns = 0;
+		break;
+	case DRV_OP_SIGNAL:
+		on_signal(d, cqe->res, now);
+		break;
+	case DRV_OP_HOOK: {
+		struct drv_hook *h = (struct drv_hook *)op;
+		if (cqe->res == -EINVAL && !d->poll_oneshot)
+			d->poll_oneshot = 1;
+		if (cqe->res > 0 && h->hook->on_ready(h->hook->ctx, now) > 0)
+			h->next_ns = now; /* more to do: the next turn calls it again */
+		if (!more) {
+			h->live = 0;
+			if (cqe->res >= 0 || cqe->res == -EINVAL)
+				arm_hook(d, h);
+		}
+		break;
+	}
+	}
+}
+
+static void curl_timer_due(struct drv *d, uint64_t now)
+{
+	if (d->curl_deadline_ns && d->curl_deadline_ns <= now) {
+		int running;
+		d->curl_deadline_ns = 0;
+		curl_multi_socket_action(d->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	}
+}
+
+static uint64_t min_ns(uint64_t a, uint64_t b)
+{
+	return (a && (!b || a < b)) ? a : b;
+}
+
+/* Quantile tracking: up 9 steps on a sample above, down 1 below, so it settles where 1 in 10
+ * samples is above it. Outliers (a preempted loop) move it little. */
+static void wake_late_sample(uint64_t *p90_ns, uint64_t late_ns)
+{
+	if (late_ns > *p90_ns)
+		*p90_ns = *p90_ns + 9 * WAKE_LATE_STEP_NS < ARRIVAL_SPIN_MAX_NS ? *p90_ns + 9 * WAKE_LATE_STEP_NS
+										 : ARRIVAL_SPIN_MAX_NS;
+	else if (*p90_ns >= WAKE_LATE_STEP_NS)
+		*p90_ns -= WAKE_LATE_STEP_NS;
+}
+
+static uint64_t spin_window(uint64_t p90_ns)
+{
+	uint64_t w = p90_ns + ARRIVAL_SPIN_MIN_NS;
+	return w < ARRIVAL_SPIN_MAX_NS ? w : ARRIVAL_SPIN_MAX_NS;
+}
+
+/* Runs the ring's completions (task work included) without sleeping until one is ready or
+ * until (0 = no deadline), so no wake-up stands between a frame and its stamp. */
+static int spin_for_events(struct drv *d, uint64_t until)
+{
+	uint64_t prev = ls_now_ns(), now;
+	int rc;
+	for (;;) {
+		rc = io_uring_submit_and_get_events(&d->ring);
+		now = ls_now_ns();
+		int ready = io_uring_cq_ready(&d->ring) != 0;
+		/* An empty turn is a few us: a long one means this thread did not run. */
+		if (!ready && now - prev > LS_SPIN_STALL_NS) {
+			uint64_t gap = now - prev;
+			struct ls_spin_stalls *st = &d->run->spin_stalls;
+			st->n++;
+			st->sum_ns += gap;
+			if (gap > st->max_ns)
+				st->max_ns = gap;
+		}
+		prev = now;
+		if (rc < 0 || ready || (until && now >= until))
+			return rc;
+	}
+}
+
+/* --spin-us / --busy-poll: spins up to opts->spin_ns (never past until, the loop's own next
+ * deadline, 0 = none). 1 when the loop must not sleep: a completion, until, or an error. */
+static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
+{
+	uint64_t spin = d->opts->spin_ns;
+	if (!spin)
+		return 0;
+	uint64_t end = spin == LS_SPIN_FOREVER || now + spin < now ? until : min_ns(until, now + spin);
+	*rc = spin_for_events(d, end);
+	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
+}
+
+static int loop(struct drv *d)
+{
+	uint64_t wake_late_ns = WAKE_LATE_START_NS;
+	for (;;) {
+		uint64_t now = ls_now_ns();
+		curl_timer_due(d, now);
+		drv_check_done(d);
+		/* Start what may start; new transfers begin connecting at once. One that ends at once
+		 * (refused) frees its slot for the next before the loop waits. */
+		while (!d->stopping) {
+			size_t started = d->n_started, done = d->n_done;
+			pace(d, ls_now_ns());
+			if (d->n_started == started)
+				break;
+			curl_timer_due(d, ls_now_ns());
+			drv_check_done(d);
+			if (d->n_done == done)
+				break;
+		}
+		now = ls_now_ns();
+		for (size_t i = 0; i < d->n_hooks; i++) {
+			struct drv_hook *h = &d->hooks[i];
+			int due = h->next_ns && h->next_ns <= now;
+			if (due || h->hook->each_turn) {
+				int more = h->hook->on_ready(h->hook->ctx, now) > 0;
+				if (more)
+					h->next_ns = now + 1; /* due again on the next turn */
+				else if (due && h->hook->period_ns)
+					while (h->next_ns <= now)
+						h->next_ns += h->hook->period_ns;
+				else if (due)
+					h->next_ns = 0;
+			}
+		}
+		if (d->opts->progress && d->progress_next_ns <= now) {
+			progress_line(d, now, 0);
+			d->progress_next_ns = now + PROGRESS_PERIOD_NS;
+		}
+		if (d->fatal) {
+			drv_cancel_all(d, "internal error in the driver loop");
+			return d->fatal;
+		}
+		if (d->stopping && (!d->in_flight || now >= d->stop_deadline_ns)) {
+			drv_cancel_all(d, "run interrupted before the stream finished");
+			return 1;
+		}
+		if (!d->stopping && d->next_admit == d->n_jobs && !d->in_flight)
+			return 0;
+
+		uint64_t wake = d->curl_deadline_ns;
+		if (!d->stopping && d->next_arrive < d->n_jobs)
+			wake = min_ns(wake, d->next_deadline_ns);
+		for (size_t i = 0; i < d->n_hooks; i++)
+			wake = min_ns(wake, d->hooks[i].next_ns);
+		if (d->opts->progress)
+			wake = min_ns(wake, d->progress_next_ns);
+		if (d->stopping)
+			wake = min_ns(wake, d->stop_deadline_ns);
+		if (!d->sig_armed)
+			arm_signal_read(d);
+
+		int rc;
+		uint64_t arrival = startable_arrival(d), slept_until = 0;
+		uint64_t early = spin_window(wake_late_ns);
+		if ((wake && wake <= now) || (arrival && arrival <= now + early)) {
+			/* Due, or an arrival in the spin window: take what completed, do not sleep. */
+			rc = io_uring_submit_and_get_events(&d->ring);
+		} else if (spin_first(d, arrival ? min_ns(wake, arrival) : wake, now, &rc)) {
+			/* completed, due or failed while spinning: no sleep */
+		} else {
+			if (arrival)
+				wake = min_ns(wake, arrival - early);
+			if (wake)
+				arm_timer(d, wake);
+			if (d->timer_armed_ns > now) /* else it fired while the loop was busy */
+				slept_until = d->timer_armed_ns;
+			rc = io_uring_submit_and_wait(&d->ring, 1);
+		}
+		if (rc < 0 && rc != -EINTR && rc != -ETIME && rc != -EBUSY && rc != -EAGAIN) {
+			fprintf(stderr, "latscope: io_uring_submit_and_wait: %s\n", strerror(-rc));
+			d->fatal = rc;
+			continue;
+		}
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		now = ls_now_ns();
+		uint64_t woke_ns = now;
+		arrival = startable_arrival(d);
+		io_uring_for_each_cqe(&d->ring, head, cqe) {
+			handle_cqe(d, cqe, now);
+			n++;
+			/* A long batch of frames must not hold back an arrival that is due. */
+			if (arrival && arrival <= (now = ls_now_ns())) {
+				pace(d, now);
+				arrival = startable_arrival(d);
+			}
+		}
+		io_uring_cq_advance(&d->ring, n);
+		/* The timer fired while the loop slept (its CQE clears timer_armed_ns): how late? */
+		if (slept_until && !d->timer_armed_ns && woke_ns >= slept_until)
+			wake_late_sample(&wake_late_ns, woke_ns - slept_until);
+		d->stats.cqes += n;
+		d->stats.waits++;
+	}
+}
+
+/* ---- setup and teardown ---- */
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			fprintf(stderr, "latscope: could not raise the open-file limit to %llu: %s\n",
+				(unsigned long long)rl.rlim_max, strerror(errno));
+	}
+}
+
+/* Clears what a previous run left, keeping what the caller set up (id, warmup, lengths). */
+static void reset_records(struct ls_driver_job *jobs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct ls_request *r = jobs[i].rec;
+		int warmup = r->warmup;
+		uint32_t prompt_len = r->prompt_len, output_len = r->output_len;
+		ls_request_reset(r, r->id);
+		r->warmup = warmup;
+		r->prompt_len = prompt_len;
+		r->output_len = output_len;
+	}
+}
+
+int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs, size_t n_jobs,
+		  struct ls_run *run)
+{
+	if (!opts || !opts->url || !run || (n_jobs && !jobs)) {
+		fprintf(stderr, "latscope: ls_driver_run: no URL, jobs or run record given\n");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n_jobs; i++)
+		if (!jobs[i].rec || !jobs[i].body) {
+			fprintf(stderr, "latscope: ls_driver_run: job %zu has no body or record\n", i);
+			return -EINVAL;
+		}
+	for (size_t i = 0; i < opts->n_hooks; i++)
+		if (!opts->hooks[i].on_ready || (opts->hooks[i].fd < 0 && !opts->hooks[i].period_ns)) {
+			fprintf(stderr, "latscope: ls_driver_run: hook %zu has no callback, fd or period\n", i);
+			return -EINVAL;
+		}
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK) {
+		fprintf(stderr, "latscope: curl_global_init: %s\n", curl_easy_strerror(curl_init_rc));
+		return -EIO;
+	}
+	raise_nofile();
+	reset_records(jobs, n_jobs);
+
+	struct drv *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	/* Timed sleeps end on time, not up to 50 us later (the default slack); restored after. */
+	int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (old_slack > 1)
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	d->opts = opts;
+	d->jobs = jobs;
+	d->n_jobs = n_jobs;
+	d->run = run;
+	d->sigfd = -1;
+	d->timer_op.kind = DRV_OP_TIMER;
+	d->sig_op.kind = DRV_OP_SIGNAL;
+	if (opts->run_tag && *opts->run_tag && opts->run_tag != run->run_tag) {
+		char tag[sizeof(run->run_tag)];
+		snprintf(tag, sizeof(tag), "%s", opts->run_tag); /* may alias run->run_tag */
+		memcpy(run->run_tag, tag, sizeof(tag));
+	}
+	else if (!run->run_tag[0])
+		snprintf(run->run_tag, sizeof(run->run_tag), "ls%d", (int)getpid());
+	run->interrupted = 0;
+	run->spin_stalls = (struct ls_spin_stalls){ 0 };
+	run->max_concurrency = opts->max_concurrency;
+
+	int rc = 0;
+	sigset_t sigs, old_sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	int masked = pthread_sigmask(SIG_BLOCK, &sigs, &old_sigs) == 0;
+	/* Blocking fd on purpose: io_uring then waits for the signal instead of failing EAGAIN. */
+	d->sigfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (d->sigfd < 0) {
+		rc = -errno;
+		fprintf(stderr, "latscope: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+	if ((rc = ring_init(d)) || (rc = drv_multi_setup(d)))
+		goto out;
+
+	d->hooks = calloc(opts->n_hooks ? opts->n_hooks : 1, sizeof(*d->hooks));
+	if (!d->hooks) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	d->n_hooks = opts->n_hooks;
+	uint64_t start = ls_now_ns();
+	d->run_start_ns = start;
+	int measured = 0;
+	for (size_t i = 0; i < n_jobs; i++)
+		measured |= !jobs[i].rec->warmup;
+	if (measured) {
+		run->start_ns = start;
+		run->end_ns = 0;
+	}
+	for (size_t i = 0; i < d->n_hooks; i++) {
+		struct drv_hook *h = &d->hooks[i];
+		h->op.kind = DRV_OP_HOOK;
+		h->hook = &opts->hooks[i];
+		h->next_ns = h->hook->period_ns ? start + h->hook->period_ns : 0;
+		if (h->hook->fd >= 0)
+			arm_hook(d, h);
+	}
+	d->progress_next_ns = start;
+	if (n_jobs)
+		d->next_deadline_ns = deadline_of(d, 0, start);
+	arm_signal_read(d);
+	rc = loop(d);
+	if (getenv("LATSCOPE_DRIVER_DEBUG"))
+		fprintf(stderr, "latscope: driver: %llu loop turns, %llu CQEs, %llu socket actions, %llu poll "
+			"updates retried (busy), %u connections, multishot %s\n",
+			(unsigned long long)d->stats.waits, (unsigned long long)d->stats.cqes,
+			(unsigned long long)d->stats.socket_actions, (unsigned long long)d->stats.ctl_retries,
+			d->n_conns, d->poll_oneshot ? "off" : "on");
+	if (d->ring_errors)
+		fprintf(stderr, "latscope: driver: %zu io_uring poll/timeout updates failed (first: %s)\n",
+			d->ring_errors, strerror(-d->ring_error_first));
+	if (opts->progress)
+		progress_line(d, ls_now_ns(), 1);
+out:
+	drv_xfers_free(d);
+	drv_multi_teardown(d);
+	if (d->ring_ok)
+		io_uring_queue_exit(&d->ring);
+	drv_socks_free(d);
+	free(d->hooks);
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
+	if (old_slack > 1)
+		prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+	free(d);
+	return rc;
+}

@@ -1,0 +1,68 @@
+/* driver.h — the io_uring + libcurl multi_socket loop that sends a run's requests and
+ * Takes: a URL, a backend, the arrival schedule and the dataset's prompts (workload/), a connection policy.
+ * Gives: struct ls_run: one struct ls_request per request with every stamp (base/record.h).
+ * stamps every event of each (ARCHITECTURE.md principle 4: the loop is the only place that waits). */
+#ifndef LATSCOPE_DRIVER_H
+#define LATSCOPE_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "base/record.h"
+#include "driver/backend.h"
+#include "workload/arrival.h"
+#include "base/loop_hook.h"
+
+struct ls_driver_opts {
+	const char *url;                /* base URL + endpoint */
+	enum ls_backend backend;
+	int         per_request_conn;   /* 1: fresh TCP (+TLS) per request; 0: keep-alive pool */
+	int         http2;
+	int         insecure;           /* skip TLS verification */
+	const char *cacert;             /* trust this CA file */
+	uint64_t    request_timeout_ns; /* 0 = none */
+	uint32_t    max_concurrency;    /* 0 = unlimited */
+	struct ls_arrival *arrival;     /* schedule of measured requests */
+	const char *run_tag;            /* X-Request-Id prefix */
+	int         progress;           /* print a progress line to stderr (tty) */
+	/* After the last event, spin on the ring this long before sleeping in io_uring_enter: an
+	 * event within it needs no wake-up. 0 = sleep at once; LS_SPIN_FOREVER = never sleep. */
+	uint64_t    spin_ns;
+	const struct ls_loop_hook *hooks;
+	size_t      n_hooks;
+	/* Called once per request as it finishes (record file), in the loop thread. */
+	void      (*on_finish)(void *ctx, const struct ls_request *req);
+	void       *on_finish_ctx;
+	uint64_t    grace_ns;           /* after SIGINT/SIGTERM: wait this long for streams in flight */
+};
+
+#define LS_SPIN_FOREVER UINT64_MAX
+#define LS_SPIN_STALL_NS 500000ull /* a spin iteration later than this: the loop was not running */
+
+struct ls_driver_job {
+	const char *body;               /* JSON body */
+	size_t      body_len;
+	struct ls_request *rec;         /* filled by the driver */
+};
+
+/* Sends every job (in order, paced by opts->arrival and the slot limit) and fills their records.
+ * run->start_ns/end_ns/interrupted are set. Returns 0, 1 when interrupted, or -errno on setup
+ * failure (message on stderr naming what failed).
+ * - Records are cleared first, keeping id, warmup, prompt_len and output_len; each request
+ *   carries "X-Request-Id: <run_tag>-<id>". A job the run never sent (interrupted) keeps
+ *   started_ns == 0 and gets no on_finish call.
+ * - scheduled_ns: job i's deadline, asked of opts->arrival when job i-1 passed it (NULL
+ *   arrival: all at run start). admitted_ns: got a slot (max_concurrency). started_ns: just
+ *   before libcurl gets it. A job waiting for a slot does not delay the next arrival.
+ * - SIGINT/SIGTERM are blocked in the calling thread and read through a signalfd for the
+ *   run's length (the mask is restored after); block them in any other thread of the process.
+ *   The first stops sending and waits grace_ns for streams in flight (then LS_FAIL_CANCELLED);
+ *   a second cancels at once. */
+int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs, size_t n_jobs,
+		  struct ls_run *run);
+
+/* In reuse mode the keep-alive pool outlives ls_driver_run: the next run with the same URL and
+ * TLS settings reuses its idle connections (the measured run those of its warmups, as in vLLM).
+ * This closes them; call it when done benchmarking (harmless when there is none). */
+void ls_driver_pool_close(void);
+
+#endif

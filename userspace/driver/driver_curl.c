@@ -1,0 +1,494 @@
+/* driver_curl.c — each transfer's side of the driver: the easy handle and its callbacks
+ * (socket options, pre-request, headers, body -> SSE -> frames), stamps from libcurl's
+ * timers, and what a finished transfer's outcome means (enum ls_fail). The multi handle's
+ * callbacks are in driver_multi.c, the loop in driver.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/clock.h"
+#include "driver/driver_int.h"
+
+#define REQUEST_ID_MAX 72 /* "X-Request-Id: " + run tag + '-' + id */
+
+/* CURLOPT_SOCKOPTFUNCTION: a new connection's socket, before connect(). */
+static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
+{
+	struct xfer *x = clientp;
+	if (purpose == CURLSOCKTYPE_IPCXN && !x->attempts) {
+		drv_note_socket(x->drv, x->rec, fd);
+		x->rec->new_connection = 1;
+	}
+	return CURL_SOCKOPT_OK;
+}
+
+/* CURLOPT_PREREQFUNCTION: the connection is ready and the request about to go. A second call
+ * means libcurl is retrying a request whose pooled connection died before any response byte
+ * (it does so silently, on a new or another pooled connection). Python clients fail such a
+ * request; so do we, so the server's reset is counted rather than hidden behind a resend. */
+static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+	struct xfer *x = clientp;
+	(void)primary_ip;
+	(void)local_ip;
+	(void)primary_port;
+	(void)local_port;
+	if (x->attempts++ == 0)
+		return CURL_PREREQFUNC_OK;
+	x->rec->fail = LS_FAIL_RESET_BEFORE_HEADERS;
+	snprintf(x->rec->error, sizeof(x->rec->error),
+		 "connection closed before a status line (reused connection %u)", x->rec->conn_seq);
+	return CURL_PREREQFUNC_ABORT;
+}
+
+/* ---- per transfer callbacks ---- */
+
+static void fail(struct ls_request *rec, enum ls_fail why, const char *msg)
+{
+	if (rec->fail)
+		return;
+	rec->fail = why;
+	if (msg)
+		snprintf(rec->error, sizeof(rec->error), "%s", msg);
+}
+
+/* CURLOPT_HEADERFUNCTION: the status line, and the blank line that ends the headers. */
+static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
+{
+	struct xfer *x = userdata;
+	struct ls_request *rec = x->rec;
+	size_t len = size * n;
+	x->header_bytes += len;
+	if (x->header_bytes > LS_DRIVER_HEADER_MAX) {
+		fail(rec, LS_FAIL_OVERSIZE, "response headers over 64 KiB");
+		return 0;
+	}
+	if (len > 9 && !memcmp(buf, "HTTP/", 5)) {
+		const char *sp = memchr(buf, ' ', len);
+		x->status = sp ? atoi(sp + 1) : 0;
+		return len;
+	}
+	if ((len == 2 && buf[0] == '\r') || (len == 1 && buf[0] == '\n')) {
+		if (x->status >= 200 || x->status == 0) {
+			rec->headers_ns = ls_now_ns();
+			rec->http_status = x->status;
+			if (x->status >= 400 && !rec->fail) {
+				rec->fail = LS_FAIL_HTTP_STATUS;
+				snprintf(rec->error, sizeof(rec->error), "HTTP %d: ", x->status);
+			}
+		}
+	}
+	return len;
+}
+
+/* The SSE splitter's callback: one complete frame, stamped with the write callback's time. */
+static int on_event(void *ctx, const struct ls_sse_event *ev)
+{
+	struct xfer *x = ctx;
+	struct ls_request *rec = x->rec;
+	if (rec->n_frames >= x->max_frames) {
+		snprintf(rec->error, sizeof(rec->error), "more than %u frames for max_tokens %u",
+			 x->max_frames, rec->output_len);
+		rec->fail = LS_FAIL_OVERSIZE;
+		return 1;
+	}
+	struct ls_frame *fr = ls_request_add_frame(rec);
+	if (!fr) {
+		fail(rec, LS_FAIL_OTHER, "out of memory for frames");
+		return 1;
+	}
+	fr->arrived_ns = x->now_ns;
+	fr->stream_off = ev->end_off;
+	fr->bytes = ev->bytes;
+	int rc = ls_backend_decode(x->drv->opts->backend, ev->data, ev->data_len, &x->dec, fr, rec);
+	if (rc == -EBADMSG) {
+		rec->fail = LS_FAIL_MALFORMED_FRAME;
+		return 1;
+	}
+	if (rc) {
+		rec->fail = LS_FAIL_SERVER_ERROR_FRAME;
+		return 1;
+	}
+	/* The end of a stream: [DONE], or SGLang's final frame (its finish_reason). An OpenAI
+	 * finish_reason still has the usage frame and [DONE] to come. */
+	if ((fr->flags & LS_FRAME_DONE) ||
+	    ((fr->flags & LS_FRAME_FINISH) && x->drv->opts->backend == LS_BACKEND_SGLANG)) {
+		if (!rec->done_frame_ns)
+			rec->done_frame_ns = x->now_ns;
+		x->saw_done = 1;
+	}
+	if (fr->flags & LS_FRAME_FINISH)
+		x->saw_finish = 1;
+	return 0;
+}
+
+/* CURLOPT_WRITEFUNCTION: response body bytes. Returning less than given aborts the transfer. */
+static size_t on_body(char *ptr, size_t size, size_t n, void *userdata)
+{
+	struct xfer *x = userdata;
+	struct ls_request *rec = x->rec;
+	size_t len = size * n;
+	rec->body_bytes += len;
+	if (rec->fail == LS_FAIL_HTTP_STATUS) {
+		/* Keep the first bytes of an error body in the error text. */
+		size_t have = strlen(rec->error);
+		for (size_t i = 0; i < len && have + 1 < sizeof(rec->error); i++)
+			rec->error[have++] = (ptr[i] >= 32 && ptr[i] < 127) ? ptr[i] : ' ';
+		rec->error[have] = 0;
+		return rec->body_bytes > LS_DRIVER_ERRBODY_MAX ? 0 : len;
+	}
+	if (rec->fail)
+		return 0;
+	if (rec->body_bytes > LS_DRIVER_BODY_MAX) {
+		fail(rec, LS_FAIL_OVERSIZE, "response body over 256 MiB");
+		return 0;
+	}
+	x->now_ns = ls_now_ns();
+	int rc = ls_sse_feed(&x->sse, ptr, len, on_event, x);
+	if (rc == -EMSGSIZE)
+		fail(rec, LS_FAIL_OVERSIZE, "SSE frame over 1 MiB");
+	else if (rc < 0)
+		fail(rec, LS_FAIL_OTHER, "out of memory in the SSE splitter");
+	return rc ? 0 : len;
+}
+
+/* ---- transfers ---- */
+
+static void xfer_destroy(struct xfer *x)
+{
+	if (x->easy)
+		curl_easy_cleanup(x->easy);
+	curl_slist_free_all(x->headers);
+	ls_sse_free(&x->sse);
+	free(x);
+}
+
+static struct xfer *xfer_new(struct drv *d)
+{
+	const struct ls_driver_opts *o = d->opts;
+	struct xfer *x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->drv = d;
+	ls_sse_init(&x->sse);
+	x->easy = curl_easy_init();
+	char placeholder[REQUEST_ID_MAX + 1];
+	memset(placeholder, 'x', REQUEST_ID_MAX);
+	placeholder[REQUEST_ID_MAX] = 0;
+	for (const struct curl_slist *h = d->base_headers; h && x->easy; h = h->next) {
+		struct curl_slist *grown = curl_slist_append(x->headers, h->data);
+		if (!grown)
+			goto fail;
+		x->headers = grown;
+	}
+	struct curl_slist *grown = x->easy ? curl_slist_append(x->headers, placeholder) : NULL;
+	if (!grown)
+		goto fail;
+	x->headers = grown;
+	for (x->id_header = grown; x->id_header->next;)
+		x->id_header = x->id_header->next;
+	if (d->n_xfers == d->cap_xfers) {
+		size_t cap = d->cap_xfers ? d->cap_xfers * 2 : 64;
+		struct xfer **all = realloc(d->xfers, cap * sizeof(*all));
+		if (!all)
+			goto fail;
+		d->xfers = all;
+		d->cap_xfers = cap;
+	}
+	CURL *e = x->easy;
+	CURLcode rc = CURLE_OK;
+#define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(e, opt, val); } while (0)
+	SET(CURLOPT_URL, o->url);
+	SET(CURLOPT_PRIVATE, x);
+	SET(CURLOPT_ERRORBUFFER, x->errbuf);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_HTTPHEADER, x->headers);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_WRITEDATA, x);
+	SET(CURLOPT_HEADERFUNCTION, on_header);
+	SET(CURLOPT_HEADERDATA, x);
+	SET(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+	SET(CURLOPT_SOCKOPTDATA, x);
+	SET(CURLOPT_PREREQFUNCTION, on_prereq);
+	SET(CURLOPT_PREREQDATA, x);
+	SET(CURLOPT_TCP_NODELAY, 1L);
+	/* Python clients never resume TLS sessions: every new connection is a full handshake.
+	 * The CA store is parsed once and cached in the multi handle (CA_CACHE_TIMEOUT), as one
+	 * Python SSLContext is shared across a run. */
+	SET(CURLOPT_SSL_SESSIONID_CACHE, 0L);
+	SET(CURLOPT_CA_CACHE_TIMEOUT, 86400L);
+	if (o->insecure) {
+		SET(CURLOPT_SSL_VERIFYPEER, 0L);
+		SET(CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (o->cacert)
+		SET(CURLOPT_CAINFO, o->cacert);
+	if (o->http2) {
+		SET(CURLOPT_HTTP_VERSION, strncmp(o->url, "https:", 6) ? (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+								      : (long)CURL_HTTP_VERSION_2TLS);
+		if (!o->per_request_conn)
+			SET(CURLOPT_PIPEWAIT, 1L);
+	} else {
+		SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	}
+	if (o->per_request_conn) {
+		SET(CURLOPT_FRESH_CONNECT, 1L);
+		SET(CURLOPT_FORBID_REUSE, 1L);
+	}
+	if (o->request_timeout_ns) {
+		uint64_t ms = (o->request_timeout_ns + 999999) / 1000000;
+		SET(CURLOPT_TIMEOUT_MS, (long)ms);
+	}
+#undef SET
+	if (rc != CURLE_OK) {
+		fprintf(stderr, "latscope: libcurl rejected an option: %s\n", curl_easy_strerror(rc));
+		goto fail;
+	}
+	d->xfers[d->n_xfers++] = x;
+	return x;
+fail:
+	xfer_destroy(x);
+	return NULL;
+}
+
+/* Reserve the frames a well-behaved stream needs, so the hot path does not realloc. */
+static void reserve_frames(struct ls_request *rec, uint32_t want)
+{
+	if (rec->cap_frames >= want)
+		return;
+	struct ls_frame *f = realloc(rec->frames, (size_t)want * sizeof(*f));
+	if (f) {
+		rec->frames = f;
+		rec->cap_frames = want;
+	}
+}
+
+static void xfer_release(struct drv *d, struct xfer *x)
+{
+	x->job = NULL;
+	x->rec = NULL;
+	x->next_free = d->free_xfers;
+	d->free_xfers = x;
+}
+
+/* libcurl's message, cut to fit the record. */
+static void copy_error(struct ls_request *rec, const char *msg)
+{
+	size_t n = strnlen(msg, sizeof(rec->error) - 1);
+	memcpy(rec->error, msg, n);
+	rec->error[n] = 0;
+}
+
+/* Classifies a finished transfer (code: libcurl's result) when no callback already did. */
+static void classify(struct xfer *x, CURLcode code)
+{
+	struct ls_request *rec = x->rec;
+	int headers = rec->headers_ns != 0;
+	if (rec->fail) {
+		/* A callback decided (HTTP status, malformed, oversize, error frame, reused reset,
+		 * cancel): its reason stands, whatever libcurl made of the abort. */
+		if (!rec->error[0])
+			copy_error(rec, x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+		return;
+	}
+	enum ls_fail why = LS_FAIL_OTHER;
+	switch (code) {
+	case CURLE_OK:
+		/* A clean end after the last token counts, [DONE] or not (Python clients read to
+		 * EOF and do not ask for it either). */
+		if (x->saw_done || x->saw_finish)
+			return;
+		why = ls_sse_pending(&x->sse) ? LS_FAIL_TRUNCATED : LS_FAIL_NO_DONE;
+		snprintf(rec->error, sizeof(rec->error), "%s",
+			 why == LS_FAIL_TRUNCATED ? "stream ended inside a frame"
+						  : "stream ended without [DONE] or a finish_reason");
+		rec->fail = why;
+		return;
+	case CURLE_OPERATION_TIMEDOUT: why = LS_FAIL_TIMEOUT; break;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST: why = LS_FAIL_CONNECT; break;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_USE_SSL_FAILED: why = LS_FAIL_TLS; break;
+	case CURLE_GOT_NOTHING: why = LS_FAIL_RESET_BEFORE_HEADERS; break;
+	case CURLE_OUT_OF_MEMORY:
+		/* libcurl's answer to one header line past CURL_MAX_HTTP_HEADER (100 KiB), before
+		 * our 64 KiB cap sees the line whole: a hostile server, not our memory. */
+		if (!headers) {
+			rec->fail = LS_FAIL_OVERSIZE;
+			snprintf(rec->error, sizeof(rec->error), "response header line over libcurl's %d KiB limit (%.100s)",
+				 CURL_MAX_HTTP_HEADER / 1024, x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+			return;
+		}
+		break;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		if (strstr(x->errbuf, "chunk"))
+			why = LS_FAIL_TRUNCATED; /* libcurl's chunked decoder refused the encoding */
+		else if (!headers)
+			why = LS_FAIL_RESET_BEFORE_HEADERS;
+		else if (x->saw_done)
+			return; /* everything arrived; the connection broke after the end */
+		else if (code == CURLE_PARTIAL_FILE && ls_sse_pending(&x->sse))
+			why = LS_FAIL_TRUNCATED; /* closed inside a chunk: a frame was cut */
+		else
+			why = LS_FAIL_RESET_MID_STREAM;
+		break;
+	default: break;
+	}
+	rec->fail = why;
+	copy_error(rec, x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+}
+
+static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t now)
+{
+	struct ls_request *rec = x->rec;
+	CURL *e = x->easy;
+	long v = 0;
+	curl_off_t t = 0;
+	rec->finished_ns = now;
+	if (!rec->http_status && curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &v) == CURLE_OK)
+		rec->http_status = (int)v;
+	if (curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &v) == CURLE_OK && v > 0)
+		rec->new_connection = 1;
+	/* libcurl's phase times count from its own start of the transfer, which comes after
+	 * started_ns (the next socket action). Anchor them at the nearest event we stamped
+	 * ourselves: the response headers (curl's first byte), else the finish. */
+	uint64_t curl_t0_ns = rec->started_ns, anchor_ns = now;
+	CURLINFO anchor_info = CURLINFO_TOTAL_TIME_T;
+	if (rec->headers_ns) {
+		anchor_ns = rec->headers_ns;
+		anchor_info = CURLINFO_STARTTRANSFER_TIME_T;
+	}
+	if (curl_easy_getinfo(e, anchor_info, &t) == CURLE_OK && t > 0 &&
+	    anchor_ns > (uint64_t)t * 1000u && anchor_ns - (uint64_t)t * 1000u > rec->started_ns)
+		curl_t0_ns = anchor_ns - (uint64_t)t * 1000u;
+	if (rec->new_connection && curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &t) == CURLE_OK && t > 0)
+		rec->connect_ns = curl_t0_ns + (uint64_t)t * 1000u;
+	if (curl_easy_getinfo(e, CURLINFO_APPCONNECT_TIME_T, &t) == CURLE_OK && t > 0)
+		rec->tls_ns = curl_t0_ns + (uint64_t)t * 1000u;
+	if (curl_easy_getinfo(e, CURLINFO_PRETRANSFER_TIME_T, &t) == CURLE_OK && t > 0)
+		rec->sent_ns = curl_t0_ns + (uint64_t)t * 1000u;
+	classify(x, code);
+	curl_multi_remove_handle(d->multi, e);
+	d->in_flight--;
+	d->n_done++;
+	if (rec->fail)
+		d->n_failed++;
+	if (!rec->warmup && (!d->run->end_ns || now > d->run->end_ns))
+		d->run->end_ns = now;
+	if (d->opts->on_finish)
+		d->opts->on_finish(d->opts->on_finish_ctx, rec);
+	xfer_release(d, x);
+}
+
+void drv_check_done(struct drv *d)
+{
+	CURLMsg *msg;
+	int left;
+	uint64_t now = 0;
+	while ((msg = curl_multi_info_read(d->multi, &left))) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		struct xfer *x = NULL;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		if (!x || !x->rec)
+			continue;
+		if (!now)
+			now = ls_now_ns();
+		xfer_finish(d, x, msg->data.result, now);
+	}
+}
+
+void drv_cancel_all(struct drv *d, const char *why)
+{
+	uint64_t now = ls_now_ns();
+	for (size_t i = 0; i < d->n_xfers; i++) {
+		struct xfer *x = d->xfers[i];
+		if (!x->rec)
+			continue;
+		fail(x->rec, LS_FAIL_CANCELLED, why);
+		xfer_finish(d, x, CURLE_ABORTED_BY_CALLBACK, now);
+	}
+}
+
+/* A request that never got onto the multi handle: it ends here, failed. */
+static void fail_unsent(struct drv *d, struct ls_request *rec, const char *msg)
+{
+	rec->finished_ns = ls_now_ns();
+	fail(rec, LS_FAIL_OTHER, msg);
+	d->n_done++;
+	d->n_failed++;
+	if (d->opts->on_finish)
+		d->opts->on_finish(d->opts->on_finish_ctx, rec);
+}
+
+int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_ns)
+{
+	struct ls_request *rec = job->rec;
+	struct xfer *x = d->free_xfers;
+	if (x)
+		d->free_xfers = x->next_free;
+	else
+		x = xfer_new(d);
+	rec->admitted_ns = admitted_ns;
+	if (!x) {
+		rec->started_ns = ls_now_ns();
+		fail_unsent(d, rec, "could not set up a transfer (out of memory?)");
+		return -ENOMEM;
+	}
+	x->job = job;
+	x->rec = rec;
+	x->header_bytes = 0;
+	x->status = 0;
+	x->saw_done = 0;
+	x->saw_finish = 0;
+	x->attempts = 0;
+	x->errbuf[0] = 0;
+	ls_sse_reset(&x->sse);
+	ls_decode_state_init(&x->dec);
+	uint64_t max_frames = rec->output_len ? (uint64_t)rec->output_len * 4 + LS_DRIVER_FRAMES_MIN
+					      : LS_DRIVER_FRAMES_UNKNOWN;
+	x->max_frames = (uint32_t)(max_frames < LS_DRIVER_FRAMES_CAP ? max_frames : LS_DRIVER_FRAMES_CAP);
+	/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
+	reserve_frames(rec, rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096);
+
+	snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
+		 (unsigned long long)rec->id);
+	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, job->body);
+	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
+
+	rec->started_ns = ls_now_ns();
+	CURLMcode mc = curl_multi_add_handle(d->multi, x->easy);
+	d->n_started++;
+	if (mc != CURLM_OK) {
+		fail_unsent(d, rec, curl_multi_strerror(mc));
+		xfer_release(d, x);
+		return -EIO;
+	}
+	d->in_flight++;
+	return 0;
+}
+
+void drv_xfers_free(struct drv *d)
+{
+	/* Detach every handle first: one still attached keeps libcurl's state alive. */
+	for (size_t i = 0; i < d->n_xfers; i++)
+		if (d->xfers[i]->rec && d->multi)
+			curl_multi_remove_handle(d->multi, d->xfers[i]->easy);
+	for (size_t i = 0; i < d->n_xfers; i++)
+		xfer_destroy(d->xfers[i]);
+	free(d->xfers);
+	d->xfers = NULL;
+	d->n_xfers = 0;
+}

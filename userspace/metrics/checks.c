@@ -1,0 +1,429 @@
+/* checks.c — see checks.h. Each check reads the records under the metrics' own rules, so a
+ * line explains the numbers printed just above it. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "metrics/checks.h"
+
+#define NS 1e9
+
+static const char *const check_names[] = { "failures", "tokens", "itl/tpot", "prefix cache", "rate" };
+
+const char *ls_check_name(enum ls_check_kind kind)
+{
+	return (unsigned)kind < LS_CHECK__COUNT ? check_names[kind] : "?";
+}
+
+/* Appends to a check's text (truncating, never overflowing). */
+static void add(struct ls_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct ls_check *c, const char *fmt, ...)
+{
+	size_t len = strlen(c->text);
+	if (len + 1 >= sizeof(c->text))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->text + len, sizeof(c->text) - len, fmt, ap);
+	va_end(ap);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* min / median / max of n values (sorted in place). */
+static void spread(double *v, size_t n, double *lo, double *mid, double *hi)
+{
+	*lo = *mid = *hi = 0;
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_d);
+	*lo = v[0];
+	*mid = ls_percentile(v, n, 50);
+	*hi = v[n - 1];
+}
+
+static double ms(uint64_t from, uint64_t to)
+{
+	return to > from ? (double)(to - from) / 1e6 : 0.0;
+}
+
+/* ---- failures ---- */
+
+static void check_failures(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
+{
+	size_t raw_failed = 0, tokenless = 0, n_elapsed = 0;
+	double *elapsed = calloc(m->n_measured ? m->n_measured : 1, sizeof(double));
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		if (r->fail != LS_OK) {
+			raw_failed++;
+			uint64_t end = r->finished_ns ? r->finished_ns : r->done_frame_ns;
+			if (elapsed && r->started_ns && end > r->started_ns)
+				elapsed[n_elapsed++] = ms(r->started_ns, end);
+		}
+		struct ls_req_view v;
+		if (ls_request_view(r, &m->rules, &v) && v.first_frame < 0)
+			tokenless++;
+	}
+	c->ok = !m->failed && !tokenless && !raw_failed;
+	if (c->ok) {
+		add(c, "ok: all %zu requests succeeded", m->n_measured);
+		free(elapsed);
+		return;
+	}
+	if (m->failed) {
+		char reasons[LS_CHECK_TEXT];
+		ls_metrics_fail_list(m, reasons, sizeof(reasons));
+		add(c, "%zu of %zu requests failed (%s", m->failed, m->n_measured, reasons);
+		add(c, "): every latency above is conditioned on the %zu that survived", m->completed);
+		if (!m->rules.failures_in_headline)
+			add(c, ", and these rules do not print the failures");
+		double lo, mid, hi;
+		spread(elapsed, n_elapsed, &lo, &mid, &hi);
+		if (n_elapsed)
+			add(c, "; the failed ones had run %.1f ms (median) when they failed", mid);
+	}
+	if (raw_failed > m->failed)
+		add(c, "%s%zu streams ended without [DONE] and count as successes under these rules",
+		    m->failed ? "; " : "", raw_failed - m->failed);
+	if (tokenless)
+		add(c, "%s%zu streams never carried text and count as successes with TTFT 0 (SGLang's rule), "
+		       "pulling mean TTFT down", m->failed || raw_failed > m->failed ? "; " : "", tokenless);
+	free(elapsed);
+}
+
+/* ---- token counts ---- */
+
+static void check_tokens(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
+{
+	uint64_t requested = 0, usage = 0, cumulative = 0, counted = 0;
+	size_t n_ok = 0, n_usage = 0, n_cum = 0, n_counted = 0, n_short = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		struct ls_req_view v;
+		if (r->warmup || !ls_request_view(r, &m->rules, &v))
+			continue;
+		n_ok++;
+		requested += r->output_len;
+		if (r->usage_completion_tokens >= 0) {
+			usage += (uint64_t)r->usage_completion_tokens;
+			n_usage++;
+			n_short += (uint32_t)r->usage_completion_tokens < r->output_len;
+		}
+		int64_t last_cum = -1;
+		uint64_t sum = 0;
+		int all_known = 1, any = 0;
+		for (uint32_t f = 0; f < r->n_frames; f++) {
+			const struct ls_frame *fr = &r->frames[f];
+			if (fr->cum_tokens >= 0 && !(fr->flags & LS_FRAME_USAGE && !(fr->flags & LS_FRAME_CHOICES)))
+				last_cum = fr->cum_tokens;
+			if (!(fr->flags & LS_FRAME_CHOICES))
+				continue;
+			any = 1;
+			if (fr->tokens < 0)
+				all_known = 0;
+			else
+				sum += (uint64_t)fr->tokens;
+		}
+		if (last_cum >= 0) {
+			cumulative += (uint64_t)last_cum;
+			n_cum++;
+		}
+		if (any && all_known) {
+			counted += sum;
+			n_counted++;
+		}
+	}
+	if (!n_ok) {
+		c->ok = 1;
+		add(c, "ok: no successful request to count");
+		return;
+	}
+#define OFF(a, b) ((b) ? fabs((double)(a) / (double)(b) - 1.0) > LS_CHECK_TOKENS_TOLERANCE : (a) != 0)
+	int usage_all = n_usage == n_ok, cum_all = n_cum == n_ok, count_all = n_counted == n_ok;
+	int bad_req = usage_all && OFF(usage, requested);
+	int bad_cum = usage_all && cum_all && OFF(cumulative, usage);
+	int bad_count = usage_all && count_all && !cum_all && OFF(counted, usage);
+	int bad_used = OFF(m->total_output, usage_all ? usage : requested);
+	c->ok = usage_all && !bad_req && !bad_cum && !bad_count && !bad_used;
+	if (c->ok) {
+		add(c, "ok: the usage frame, %s and the requested length agree: %llu tokens in %zu requests",
+		    cum_all ? "the cumulative counts" : count_all ? "the per-frame counts" : "the headline count",
+		    (unsigned long long)usage, n_ok);
+		return;
+	}
+	const char *sep = "";
+	if (!usage_all) {
+		add(c, "%zu of %zu requests had no usage frame: output tokens come from %s", n_ok - n_usage, n_ok,
+		    m->rules.out_tokens == LS_OUT_USAGE ? "counted frames" : "the rule's source");
+		sep = "; ";
+	}
+	if (bad_req) {
+		add(c, "%susage says %llu tokens, the requests asked for %llu (ratio %.3f)", sep,
+		    (unsigned long long)usage, (unsigned long long)requested, (double)usage / (double)requested);
+		if (n_short)
+			add(c, ": %zu of %zu requests stopped before max_tokens (EOS or a stop string; "
+			       "--ignore-eos asks the server to go on)", n_short, n_ok);
+		sep = "; ";
+	}
+	if (bad_cum) {
+		add(c, "%sthe stream's cumulative counts say %llu, the usage frame %llu (ratio %.3f): "
+		       "the server's two counts disagree", sep, (unsigned long long)cumulative,
+		    (unsigned long long)usage, (double)cumulative / (double)usage);
+		sep = "; ";
+	}
+	if (bad_count) {
+		add(c, "%sthe per-frame counts add to %llu, the usage frame says %llu (ratio %.3f): a tokenizer "
+		       "or counting mismatch", sep, (unsigned long long)counted, (unsigned long long)usage,
+		    (double)counted / (double)usage);
+		sep = "; ";
+	}
+	if (bad_used && usage_all)
+		add(c, "%sthese rules take %s (%llu tokens, ratio %.3f to usage): TPOT and output throughput move "
+		       "by that ratio", sep, ls_out_tokens_name(m->rules.out_tokens) , (unsigned long long)m->total_output,
+		    (double)m->total_output / (double)usage);
+#undef OFF
+}
+
+/* ---- mean ITL / mean TPOT ---- */
+
+static void check_itl_tpot(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
+{
+	if (!m->tpot.n || !m->itl.n || m->tpot.mean_ms <= 0) {
+		c->ok = 1;
+		add(c, "ok: nothing to compare (no request produced two tokens)");
+		return;
+	}
+	size_t cap = m->completed ? m->completed : 1, n = 0;
+	double *frames = calloc(cap, sizeof(double)), *tokens = calloc(cap, sizeof(double));
+	double *req_itl = calloc(cap, sizeof(double));
+	double gaps_total = 0, tokens_after_first = 0, tail_ms = 0;
+	if (!frames || !tokens || !req_itl) {
+		c->ok = 1;
+		add(c, "ok: not checked (out of memory)");
+		goto out;
+	}
+	for (size_t i = 0; i < run->n_requests && n < cap; i++) {
+		const struct ls_request *r = &run->requests[i];
+		struct ls_req_view v;
+		if (r->warmup || !ls_request_view(r, &m->rules, &v) || !v.has_tpot)
+			continue;
+		size_t nitl = ls_request_itls(r, &m->rules, m->rules.itl_mode, NULL, 0);
+		double *buf = nitl ? malloc(nitl * sizeof(double)) : NULL;
+		if (nitl && !buf)
+			continue;
+		ls_request_itls(r, &m->rules, m->rules.itl_mode, buf, nitl);
+		double sum = 0;
+		for (size_t k = 0; k < nitl; k++)
+			sum += buf[k];
+		free(buf);
+		frames[n] = v.token_frames;
+		tokens[n] = v.output_tokens;
+		req_itl[n] = nitl ? sum / (double)nitl * 1e3 : 0;
+		gaps_total += v.token_frames > 0 ? v.token_frames - 1 : 0;
+		tokens_after_first += v.output_tokens - 1;
+		if (v.last_frame >= 0)
+			tail_ms += ms(r->frames[v.last_frame].arrived_ns, v.end_ns);
+		n++;
+	}
+	double ratio = m->itl.mean_ms / m->tpot.mean_ms, per_req = 0;
+	for (size_t k = 0; k < n; k++)
+		per_req += req_itl[k];
+	per_req = n ? per_req / (double)n : 0;
+	double tpf = gaps_total > 0 ? tokens_after_first / gaps_total : 0;
+	double tail = n ? tail_ms / (double)n : 0;
+	double f_lo, f_mid, f_hi, t_lo, t_mid, t_hi;
+	spread(frames, n, &f_lo, &f_mid, &f_hi);
+	spread(tokens, n, &t_lo, &t_mid, &t_hi);
+	c->ok = fabs(ratio - 1.0) <= LS_CHECK_RATIO_TOLERANCE;
+	add(c, "%smean ITL %.2f ms / mean TPOT %.2f ms = %.2f", c->ok ? "ok: " : "", m->itl.mean_ms, m->tpot.mean_ms,
+	    ratio);
+	if (!c->ok) {
+		const char *sep = ": ";
+		if (m->rules.itl_mode == LS_ITL_FRAME && tpf > 1.05) {
+			add(c, "%sITL is per frame and a frame carries %.2f tokens after the first (speculative "
+			       "decoding or batched detokenization), so ITL ~ TPOT x %.2f", sep, tpf, tpf);
+			sep = "; ";
+		}
+		if (per_req > 0 && fabs(per_req / m->itl.mean_ms - 1.0) > LS_CHECK_RATIO_TOLERANCE) {
+			add(c, "%sITL pools every gap (long requests weigh more) while TPOT averages requests: the "
+			       "per-request mean ITL is %.2f ms", sep, per_req);
+			sep = "; ";
+		}
+		if (m->rules.e2el_end != LS_END_LAST_CONTENT && t_mid > 1 && tail / (t_mid - 1) > 0.02 * m->tpot.mean_ms) {
+			add(c, "%sTPOT's E2EL ends %.2f ms after the last token frame (%s), %.3f ms per token", sep, tail,
+			    ls_e2el_end_name(m->rules.e2el_end), tail / (t_mid - 1));
+			sep = "; ";
+		}
+		if (!strcmp(sep, ": "))
+			add(c, ": TPOT divides by the %s token count (see tokens)", ls_out_tokens_name(m->rules.out_tokens));
+	}
+	add(c, "; per request: %.0f/%.0f/%.0f token frames, %.0f/%.0f/%.0f tokens (min/median/max), %.2f tokens "
+	       "per frame after the first", f_lo, f_mid, f_hi, t_lo, t_mid, t_hi, tpf);
+out:
+	free(frames);
+	free(tokens);
+	free(req_itl);
+}
+
+/* ---- prefix cache ---- */
+
+static void check_prefix_cache(const struct ls_run *run, const struct ls_metrics *m, const struct ls_checks_ctx *ctx,
+			       struct ls_check *c)
+{
+	c->ok = 1;
+	if (!run->n_warmup && !(ctx && ctx->repeated_run)) {
+		add(c, "ok: no prompt was sent twice in this run (no warmups)");
+		return;
+	}
+	const char *sep = "";
+	if (run->n_warmup) {
+		/* Warmups send prompt 0 (vLLM: N copies; SGLang: one, capped): measured request 0
+		 * repeats it. Compare its TTFT with the rest of similar prompt length. */
+		const struct ls_request *first = NULL;
+		for (size_t i = 0; i < run->n_requests && !first; i++)
+			if (!run->requests[i].warmup && run->requests[i].id == 0)
+				first = &run->requests[i];
+		size_t n = 0;
+		double *rest = calloc(m->n_measured ? m->n_measured : 1, sizeof(double)), first_ttft = -1;
+		for (size_t i = 0; rest && i < run->n_requests; i++) {
+			const struct ls_request *r = &run->requests[i];
+			struct ls_req_view v;
+			if (r->warmup || !ls_request_view(r, &m->rules, &v) || !v.first_ns)
+				continue;
+			if (r == first)
+				first_ttft = v.ttft_s[LS_CLOCK_STARTED] * 1e3;
+			else if (first && r->prompt_len * 5 >= first->prompt_len * 4 && r->prompt_len * 4 <= first->prompt_len * 5)
+				rest[n++] = v.ttft_s[LS_CLOCK_STARTED] * 1e3;
+		}
+		double lo, mid, hi;
+		spread(rest, n, &lo, &mid, &hi);
+		free(rest);
+		add(c, "%zu warmup request%s repeat%s prompt 0", run->n_warmup, run->n_warmup == 1 ? "" : "s",
+		    run->n_warmup == 1 ? "s" : "");
+		if (first_ttft >= 0 && n) {
+			add(c, "; measured request 0 (the same prompt) had TTFT %.2f ms vs median %.2f ms for the rest",
+			    first_ttft, mid);
+			/* An idle server alone halves TTFT (no step to wait out); a cache does more. */
+			if (first_ttft < LS_CHECK_PREFIX_RATIO * mid) {
+				c->ok = 0;
+				add(c, ": likely served from the server's prefix cache, nearly free of prefill (repeated "
+				       "prompts look fast on a server with prefix caching)");
+			} else {
+				add(c, ": no sign of a prefix cache");
+			}
+		}
+		sep = "; ";
+	}
+	if (ctx && ctx->repeated_run) {
+		add(c, "%sthis run repeats the prompts of an earlier run against the same server", sep);
+		if (ctx->cache_flushed) {
+			add(c, ", and POST /flush_cache emptied its prefix cache first");
+		} else {
+			c->ok = 0;
+			add(c, " and its prefix cache could not be flushed (no /flush_cache): prefill may be missing "
+			       "from TTFT");
+		}
+	}
+	if (c->ok) {
+		memmove(c->text + 4, c->text, strnlen(c->text, sizeof(c->text) - 5) + 1);
+		memcpy(c->text, "ok: ", 4);
+	}
+}
+
+/* ---- realised rate ---- */
+
+static void check_rate(const struct ls_run *run, const struct ls_metrics *m, const struct ls_checks_ctx *ctx,
+		       struct ls_check *c)
+{
+	double target = run->target_rate;
+	if (!(target > 0) || isinf(target)) {
+		c->ok = 1;
+		add(c, "ok: no target rate (sent at once or by a closed loop)");
+		return;
+	}
+	uint64_t start = run->start_ns, last_sched = 0;
+	size_t n = 0, n_lag = 0;
+	double lag_sum = 0, lag_max = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup || !r->scheduled_ns)
+			continue;
+		n++;
+		if (!run->start_ns && (!start || r->scheduled_ns < start))
+			start = r->scheduled_ns;
+		if (r->scheduled_ns > last_sched)
+			last_sched = r->scheduled_ns;
+		if (r->started_ns) {
+			double lag = ms(r->scheduled_ns, r->started_ns);
+			lag_sum += lag;
+			lag_max = lag > lag_max ? lag : lag_max;
+			n_lag++;
+		}
+	}
+	double realised = m->realised_rate, off = realised / target - 1.0;
+	c->ok = fabs(off) <= LS_CHECK_RATE_TOLERANCE;
+	add(c, "%srealised %.2f req/s vs target %.2f (%+.1f%%)", c->ok ? "ok: " : "", realised, target, off * 100);
+	if (c->ok || !n)
+		return;
+	double span = last_sched > start ? (double)(last_sched - start) / NS : 0, ideal = (double)n / target;
+	const char *arrival = ctx && ctx->arrival ? ctx->arrival : NULL;
+	const char *sep = ": ";
+	if (span > 0 && fabs(span / ideal - 1.0) > LS_CHECK_RATE_TOLERANCE) {
+		add(c, "%sthe schedule itself ends at %.2f s for %zu requests instead of N/rate = %.2f s", sep, span, n,
+		    ideal);
+		if (arrival && !strcmp(arrival, "poisson-yield"))
+			add(c, " (poisson-yield is not normalised: +-%.0f%% is chance at N = %zu, and each "
+			       "iteration's own time adds to the next sleep)", 100.0 / sqrt((double)n), n);
+		sep = "; ";
+	}
+	double lag = n_lag ? lag_sum / (double)n_lag : 0;
+	if (lag > 1.0) {
+		add(c, "%srequests went out %.2f ms after their scheduled time on average (max %.2f ms)", sep, lag, lag_max);
+		if (run->max_concurrency && m->slot_wait.mean_ms > 0.5 * lag)
+			add(c, ": the concurrency limit of %u held them (the server is saturated)", run->max_concurrency);
+		else
+			add(c, ": the client fell behind its schedule (arrival drift)");
+	}
+}
+
+void ls_checks_compute(const struct ls_run *run, const struct ls_metrics *m, const struct ls_checks_ctx *ctx,
+		       struct ls_checks *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int k = 0; k < LS_CHECK__COUNT; k++)
+		out->c[k].kind = (enum ls_check_kind)k;
+	check_failures(run, m, &out->c[LS_CHECK_FAILURES]);
+	check_tokens(run, m, &out->c[LS_CHECK_TOKENS]);
+	check_itl_tpot(run, m, &out->c[LS_CHECK_ITL_TPOT]);
+	check_prefix_cache(run, m, ctx, &out->c[LS_CHECK_PREFIX_CACHE]);
+	check_rate(run, m, ctx, &out->c[LS_CHECK_RATE]);
+	out->n = LS_CHECK__COUNT;
+	for (size_t k = 0; k < out->n; k++)
+		out->n_bad += !out->c[k].ok;
+}
+
+cJSON *ls_checks_json(const struct ls_checks *c)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t k = 0; a && k < c->n; k++) {
+		cJSON *o = cJSON_CreateObject();
+		if (!o || !cJSON_AddItemToArray(a, o)) {
+			cJSON_Delete(o);
+			cJSON_Delete(a);
+			return NULL;
+		}
+		cJSON_AddStringToObject(o, "check", ls_check_name(c->c[k].kind));
+		cJSON_AddBoolToObject(o, "ok", c->c[k].ok);
+		cJSON_AddStringToObject(o, "text", c->c[k].text);
+	}
+	return a;
+}

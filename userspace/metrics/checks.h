@@ -1,0 +1,62 @@
+/* checks.h — the checks a careful reader runs by hand before believing a benchmark number,
+ * computed from a run's records and the metrics read from them. Every report (bench,
+ * compare, report) ends with them: one line each, "ok: ..." or what is off and why.
+ *   failures      failed requests exist, so every percentile is conditioned on survival
+ *   tokens        usage, cumulative counts and the requested length disagree (EOS, tokenizer)
+ *   itl/tpot      mean ITL / mean TPOT is not 1: tokens per frame, pooled vs per-request weighting
+ *   prefix cache  prompts sent twice (warmups, repeated runs) may skip prefill on the server
+ *   rate          the realised request rate is off the target by more than 2% (drift, saturation) */
+#ifndef LATSCOPE_CHECKS_H
+#define LATSCOPE_CHECKS_H
+
+#include <stdio.h>
+#include "metrics/metrics.h"
+#include "base/record.h"
+
+struct cJSON;
+
+enum ls_check_kind {
+	LS_CHECK_FAILURES,
+	LS_CHECK_TOKENS,
+	LS_CHECK_ITL_TPOT,
+	LS_CHECK_PREFIX_CACHE,
+	LS_CHECK_RATE,
+	LS_CHECK__COUNT
+};
+
+#define LS_CHECK_TEXT 640
+#define LS_CHECK_RATE_TOLERANCE 0.02 /* realised vs target rate */
+#define LS_CHECK_RATIO_TOLERANCE 0.05 /* mean ITL / mean TPOT */
+#define LS_CHECK_TOKENS_TOLERANCE 0.01 /* token totals */
+#define LS_CHECK_PREFIX_RATIO 0.35     /* a repeated prompt's TTFT below this x the rest's median */
+
+struct ls_check {
+	enum ls_check_kind kind;
+	int  ok;                    /* 1: nothing to explain */
+	char text[LS_CHECK_TEXT];   /* "ok: ..." or the explanation, one line */
+};
+
+struct ls_checks {
+	struct ls_check c[LS_CHECK__COUNT];
+	size_t n;
+	size_t n_bad;
+};
+
+/* What the records do not say. */
+struct ls_checks_ctx {
+	const char *arrival;      /* arrival kind name ("gamma", "poisson-yield", ...), NULL unknown */
+	int repeated_run;         /* these prompts were sent to this server before (compare's later runs) */
+	int cache_flushed;        /* and POST /flush_cache answered 200 before this run */
+};
+
+const char *ls_check_name(enum ls_check_kind kind); /* "failures", "tokens", ... */
+
+/* Fills out from the run's measured (non-warmup) requests and m (computed from the same run). */
+void ls_checks_compute(const struct ls_run *run, const struct ls_metrics *m, const struct ls_checks_ctx *ctx,
+		       struct ls_checks *out);
+
+
+/* [{"check": "failures", "ok": true, "text": "..."}, ...]; NULL on ENOMEM. */
+struct cJSON *ls_checks_json(const struct ls_checks *c);
+
+#endif

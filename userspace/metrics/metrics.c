@@ -1,0 +1,549 @@
+/* metrics.c — see metrics.h: rule names, percentiles, and a run's aggregates (each request is
+ * read in metrics_request.c). Formulas follow vllm/benchmarks/serve.py (calculate_metrics) and
+ * SGLang's bench_serving where a profile asks for its rule; every choice is a rule, not code. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "metrics/metrics.h"
+#include "metrics/metrics_int.h"
+
+#define NS 1e9
+
+static const char *const clock_names[] = { "scheduled", "admitted", "started" };
+static const char *const gate_names[] = { "choices", "text", "cum_text" };
+static const char *const itl_names[] = { "frame", "token" };
+static const char *const end_names[] = { "last_content", "done", "last_byte" };
+static const char *const out_names[] = { "usage", "cumulative", "requested" };
+
+#define NAME_OF(table, v) ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "?")
+
+const char *ls_clock_name(enum ls_clock c) { return NAME_OF(clock_names, c); }
+const char *ls_gate_name(enum ls_ttft_gate g) { return NAME_OF(gate_names, g); }
+const char *ls_itl_mode_name(enum ls_itl_mode m) { return NAME_OF(itl_names, m); }
+const char *ls_e2el_end_name(enum ls_e2el_end e) { return NAME_OF(end_names, e); }
+const char *ls_out_tokens_name(enum ls_out_tokens o) { return NAME_OF(out_names, o); }
+
+static int parse_name(const char *s, const char *const *names, size_t n, int *out)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (int)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+#define PARSE_ENUM(fn, type, table)                                              \
+	int fn(const char *s, type *out)                                         \
+	{                                                                        \
+		int v;                                                           \
+		if (parse_name(s, table, sizeof(table) / sizeof(table[0]), &v)) \
+			return -EINVAL;                                          \
+		*out = (type)v;                                                  \
+		return 0;                                                        \
+	}
+PARSE_ENUM(ls_clock_parse, enum ls_clock, clock_names)
+PARSE_ENUM(ls_gate_parse, enum ls_ttft_gate, gate_names)
+PARSE_ENUM(ls_itl_mode_parse, enum ls_itl_mode, itl_names)
+PARSE_ENUM(ls_e2el_end_parse, enum ls_e2el_end, end_names)
+PARSE_ENUM(ls_out_tokens_parse, enum ls_out_tokens, out_names)
+
+int ls_percentiles_parse(const char *s, struct ls_read_rules *rules)
+{
+	double vals[LS_MAX_PERCENTILES];
+	size_t n = 0;
+	const char *p = s;
+	if (!s || !*s)
+		return -EINVAL;
+	for (;;) {
+		char *end;
+		errno = 0;
+		double v = strtod(p, &end);
+		if (end == p || errno || !(v > 0.0 && v <= 100.0) || n == LS_MAX_PERCENTILES)
+			return -EINVAL;
+		vals[n++] = v;
+		while (*end == ' ')
+			end++;
+		if (!*end)
+			break;
+		if (*end != ',')
+			return -EINVAL;
+		p = end + 1;
+	}
+	memcpy(rules->percentiles, vals, n * sizeof(vals[0]));
+	rules->n_percentiles = n;
+	rules->n_itl_percentiles = 0;
+	return 0;
+}
+
+int ls_goodput_parse(const char *s, struct ls_goodput *g)
+{
+	const char *colon = s ? strchr(s, ':') : NULL;
+	if (!colon || !colon[1])
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(colon + 1, &end);
+	if (*end || errno || !(v >= 0.0) || isinf(v))
+		return -EINVAL;
+	size_t len = (size_t)(colon - s);
+	if (len == 4 && !strncmp(s, "ttft", 4)) {
+		g->has_ttft = 1;
+		g->ttft_ms = v;
+	} else if (len == 4 && !strncmp(s, "tpot", 4)) {
+		g->has_tpot = 1;
+		g->tpot_ms = v;
+	} else if (len == 4 && !strncmp(s, "e2el", 4)) {
+		g->has_e2el = 1;
+		g->e2el_ms = v;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+double ls_percentile(const double *sorted, size_t n, double p)
+{
+	if (!n)
+		return 0.0;
+	if (n == 1 || p <= 0.0)
+		return sorted[0];
+	if (p >= 100.0)
+		return sorted[n - 1];
+	double rank = p / 100.0 * (double)(n - 1);
+	size_t lo = (size_t)floor(rank);
+	double frac = rank - (double)lo;
+	if (lo + 1 >= n)
+		return sorted[n - 1];
+	return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+void ls_stat_compute(double *values, size_t n, const struct ls_read_rules *rules, struct ls_stat *out)
+{
+	ls_stat_compute_at(values, n, rules->percentiles, rules->n_percentiles, out);
+}
+
+void ls_stat_compute_at(double *values, size_t n, const double *pcts, size_t n_pcts, struct ls_stat *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->n = n;
+	out->n_pcts = n_pcts < LS_MAX_PERCENTILES ? n_pcts : LS_MAX_PERCENTILES;
+	memcpy(out->pcts, pcts, out->n_pcts * sizeof(*pcts));
+	if (!n)
+		return;
+	qsort(values, n, sizeof(*values), cmp_double);
+	double sum = 0.0;
+	for (size_t i = 0; i < n; i++)
+		sum += values[i];
+	double mean = sum / (double)n, var = 0.0;
+	for (size_t i = 0; i < n; i++)
+		var += (values[i] - mean) * (values[i] - mean);
+	out->mean_ms = mean * 1e3;
+	out->std_ms = sqrt(var / (double)n) * 1e3; /* numpy's np.std: population */
+	out->median_ms = ls_percentile(values, n, 50.0) * 1e3;
+	out->min_ms = values[0] * 1e3;
+	out->max_ms = values[n - 1] * 1e3;
+	for (size_t k = 0; k < out->n_pcts; k++)
+		out->pct_ms[k] = ls_percentile(values, n, out->pcts[k]) * 1e3;
+}
+
+void ls_metrics_free(struct ls_metrics *m)
+{
+	free(m->ttfts_s);
+	free(m->e2els_s);
+	free(m->slot_waits_s);
+	free(m->queue_times_s);
+	free(m->start_times_s);
+	free(m->input_lens);
+	free(m->output_lens);
+	free(m->ok);
+	free(m->itl_off);
+	free(m->itl_pool);
+	memset(m, 0, sizeof(*m));
+}
+
+static void fail_list_add(char *buf, size_t cap, size_t *len, const char *name, size_t count)
+{
+	if (!count || *len + 1 >= cap)
+		return;
+	int w = snprintf(buf + *len, cap - *len, "%s%s %zu", *len ? ", " : "", name, count);
+	if (w > 0)
+		*len = *len + (size_t)w < cap ? *len + (size_t)w : cap - 1;
+}
+
+void ls_metrics_fail_list(const struct ls_metrics *m, char *buf, size_t cap)
+{
+	size_t len = 0;
+	if (!cap)
+		return;
+	buf[0] = 0;
+	for (int f = 1; f < LS_FAIL__COUNT; f++)
+		fail_list_add(buf, cap, &len, ls_fail_name((enum ls_fail)f), m->fail_counts[f]);
+	fail_list_add(buf, cap, &len, "no_first_token", m->no_first_token);
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct ls_conc_event *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->delta - y->delta; /* departures (-1) before arrivals at the same instant */
+}
+
+size_t ls_peak_in_flight(struct ls_conc_event *ev, size_t n)
+{
+	qsort(ev, n, sizeof(*ev), cmp_event);
+	long cur = 0;
+	size_t peak = 0;
+	for (size_t e = 0; e < n; e++) {
+		cur += ev[e].delta;
+		if (cur > (long)peak)
+			peak = (size_t)cur;
+	}
+	return peak;
+}
+
+/* Scratch arrays freed together. */
+struct scratch {
+	struct ls_req_view *views;
+	double *buf;
+	struct ls_conc_event *events;
+	double *buckets;
+};
+
+static void scratch_free(struct scratch *s)
+{
+	free(s->views);
+	free(s->buf);
+	free(s->events);
+	free(s->buckets);
+}
+
+/* Peak output tokens in a one-second bucket counted from the earliest start (vLLM). Frame
+ * mode counts a frame as one token, as vLLM does; token mode counts what the frame carried. */
+static int peak_output(const struct ls_run *run, const struct ls_read_rules *rules, struct scratch *s,
+		       struct ls_metrics *m)
+{
+	uint64_t min_start = UINT64_MAX, max_end = 0;
+	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
+		if (run->requests[i].warmup)
+			continue;
+		const struct ls_req_view *v = &s->views[k++];
+		if (!v->ok)
+			continue;
+		uint64_t start = ls_clock_origin(&run->requests[i], LS_CLOCK_STARTED);
+		if (start < min_start)
+			min_start = start;
+		if (v->end_ns > max_end)
+			max_end = v->end_ns;
+	}
+	if (min_start == UINT64_MAX || max_end < min_start)
+		return 0;
+	double span = (double)(max_end - min_start) / NS;
+	if (span > 86400.0 * 30) /* a month of one-second buckets is the most we keep */
+		span = 86400.0 * 30;
+	size_t n_buckets = (size_t)ceil(span) + 1;
+	s->buckets = calloc(n_buckets, sizeof(*s->buckets));
+	if (!s->buckets)
+		return -ENOMEM;
+	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		if (!s->views[k++].ok)
+			continue;
+		uint64_t cum = 0;
+		struct ls_tok_est est;
+		ls_tok_est_init(r, rules, &est);
+		for (uint32_t f = 0; f < r->n_frames; f++) {
+			const struct ls_frame *fr = &r->frames[f];
+			if (!ls_gate_pass(fr, rules->ttft_gate, &cum))
+				continue;
+			uint32_t t = ls_tok_next(fr, &est);
+			if (fr->arrived_ns < min_start)
+				continue;
+			size_t b = (size_t)((fr->arrived_ns - min_start) / 1000000000ull);
+			if (b < n_buckets)
+				s->buckets[b] += rules->itl_mode == LS_ITL_FRAME ? 1.0 : (double)t;
+		}
+	}
+	for (size_t b = 0; b < n_buckets; b++)
+		if (s->buckets[b] > m->peak_output_tps)
+			m->peak_output_tps = s->buckets[b];
+	return 0;
+}
+
+static int peak_concurrency(const struct ls_run *run, struct scratch *s, struct ls_metrics *m)
+{
+	if (!m->completed)
+		return 0;
+	s->events = malloc(2 * m->completed * sizeof(*s->events));
+	if (!s->events)
+		return -ENOMEM;
+	size_t ne = 0;
+	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
+		if (run->requests[i].warmup)
+			continue;
+		const struct ls_req_view *v = &s->views[k++];
+		if (!v->ok)
+			continue;
+		uint64_t start = ls_clock_origin(&run->requests[i], LS_CLOCK_STARTED);
+		s->events[ne++] = (struct ls_conc_event){ start, +1 };
+		s->events[ne++] = (struct ls_conc_event){ v->end_ns > start ? v->end_ns : start, -1 };
+	}
+	m->peak_concurrency = (uint32_t)ls_peak_in_flight(s->events, ne);
+	return 0;
+}
+
+static int alloc_per_request(struct ls_metrics *m, size_t n)
+{
+	size_t k = n ? n : 1;
+	m->ttfts_s = calloc(k, sizeof(double));
+	m->e2els_s = calloc(k, sizeof(double));
+	m->slot_waits_s = calloc(k, sizeof(double));
+	m->queue_times_s = calloc(k, sizeof(double));
+	m->start_times_s = calloc(k, sizeof(double));
+	m->input_lens = calloc(k, sizeof(uint32_t));
+	m->output_lens = calloc(k, sizeof(uint32_t));
+	m->ok = calloc(k, sizeof(int));
+	m->itl_off = calloc(k + 1, sizeof(size_t));
+	if (!m->ttfts_s || !m->e2els_s || !m->slot_waits_s || !m->queue_times_s || !m->start_times_s || !m->input_lens ||
+	    !m->output_lens || !m->ok || !m->itl_off)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Collects one value per ok request (or per measured request for slot waits) into buf. */
+static size_t gather(const struct scratch *s, size_t n, int which, int clock, double *buf)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ls_req_view *v = &s->views[i];
+		switch (which) {
+		case 0: if (v->ok) buf[k++] = v->ttft_s[clock]; break;
+		case 1: if (v->ok) buf[k++] = v->e2el_s[clock]; break;
+		case 2: if (v->ok && v->has_tpot) buf[k++] = v->tpot_s; break;
+		case 3: if (v->ok) buf[k++] = v->slot_wait_s; break;
+		case 4: if (v->ok) buf[k++] = v->dispatch_s; break;
+		case 5: if (v->ok) buf[k++] = v->queue_s; break;
+		}
+	}
+	return k;
+}
+
+int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rules,
+		       const struct ls_goodput *goodput, struct ls_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->rules = *rules;
+	if (goodput)
+		m->goodput = *goodput;
+	m->target_rate = run->target_rate;
+	struct scratch s = { 0 };
+	int err = -ENOMEM;
+
+	size_t n = 0;
+	for (size_t i = 0; i < run->n_requests; i++)
+		n += !run->requests[i].warmup;
+	m->n_measured = m->n = n;
+	if (alloc_per_request(m, n))
+		goto fail;
+	s.views = calloc(n ? n : 1, sizeof(*s.views));
+	if (!s.views)
+		goto fail;
+
+	/* Run bounds: start as the driver stamped it, end at the last measured finish when unset. */
+	uint64_t start = run->start_ns, end = run->end_ns, last_started = 0;
+	size_t n_started = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		if (!run->start_ns && r->scheduled_ns && (!start || r->scheduled_ns < start))
+			start = r->scheduled_ns;
+		uint64_t fin = r->finished_ns ? r->finished_ns : r->done_frame_ns;
+		if (!run->end_ns && fin > end)
+			end = fin;
+		if (r->started_ns) {
+			n_started++;
+			if (r->started_ns > last_started)
+				last_started = r->started_ns;
+		}
+	}
+	m->duration_s = end > start ? (double)(end - start) / NS : 0.0;
+	if (n_started && last_started > start)
+		m->realised_rate = (double)n_started / ((double)(last_started - start) / NS);
+
+	/* Per request, and the ITL pool sized in one pass. */
+	size_t n_itl = 0, n_itl_frame = 0, n_itl_token = 0;
+	uint64_t usage_tokens = 0, usage_frames = 0;
+	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		struct ls_req_view *v = &s.views[k];
+		ls_request_view(r, rules, v);
+		m->input_lens[k] = v->input_tokens;
+		m->slot_waits_s[k] = v->slot_wait_s;
+		m->queue_times_s[k] = v->queue_s;
+		m->start_times_s[k] = r->started_ns && start ? span_s(start, r->started_ns) : 0.0;
+		m->itl_off[k] = n_itl;
+		if (v->ok) {
+			m->ok[k] = 1;
+			m->completed++;
+			m->total_input += v->input_tokens;
+			m->total_output += v->output_tokens;
+			m->output_lens[k] = v->output_tokens;
+			if (r->usage_completion_tokens >= 0) {
+				usage_tokens += (uint64_t)r->usage_completion_tokens;
+				usage_frames += v->token_frames;
+			}
+			m->ttfts_s[k] = v->ttft_s[rules->clock];
+			m->e2els_s[k] = v->e2el_s[rules->clock];
+			size_t nf = ls_request_itls(r, rules, LS_ITL_FRAME, NULL, 0);
+			size_t nt = ls_request_itls(r, rules, LS_ITL_TOKEN, NULL, 0);
+			n_itl_frame += nf;
+			n_itl_token += nt;
+			n_itl += rules->itl_mode == LS_ITL_FRAME ? nf : nt;
+			uint64_t cum = 0;
+			for (uint32_t f = 0; f < r->n_frames; f++) {
+				const struct ls_frame *fr = &r->frames[f];
+				if (!ls_gate_pass(fr, rules->ttft_gate, &cum))
+					continue;
+				if (fr->tokens < 0)
+					m->tpf_unknown++;
+				else
+					m->tpf_hist[fr->tokens > LS_TPF_MAX ? LS_TPF_MAX : fr->tokens]++;
+			}
+		} else {
+			m->failed++;
+			if (r->fail != LS_OK)
+				m->fail_counts[(unsigned)r->fail < LS_FAIL__COUNT ? r->fail : LS_FAIL_OTHER]++;
+			else
+				m->no_first_token++;
+		}
+		k++;
+	}
+	m->itl_off[n] = n_itl;
+
+	size_t buf_n = n_itl_frame > n_itl_token ? n_itl_frame : n_itl_token;
+	if (buf_n < n)
+		buf_n = n;
+	m->itl_pool = malloc((n_itl ? n_itl : 1) * sizeof(double));
+	s.buf = malloc((buf_n ? buf_n : 1) * sizeof(double));
+	if (!m->itl_pool || !s.buf)
+		goto fail;
+	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		if (s.views[k].ok)
+			ls_request_itls(r, rules, rules->itl_mode, m->itl_pool + m->itl_off[k],
+					m->itl_off[k + 1] - m->itl_off[k]);
+		k++;
+	}
+
+	/* Summaries: each gather overwrites the scratch buffer, which the stat sorts. */
+	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
+		ls_stat_compute(s.buf, gather(&s, n, 0, c, s.buf), rules, &m->ttft_by_clock[c]);
+		ls_stat_compute(s.buf, gather(&s, n, 1, c, s.buf), rules, &m->e2el_by_clock[c]);
+	}
+	m->ttft = m->ttft_by_clock[rules->clock];
+	m->e2el = m->e2el_by_clock[rules->clock];
+	ls_stat_compute(s.buf, gather(&s, n, 2, 0, s.buf), rules, &m->tpot);
+	ls_stat_compute(s.buf, gather(&s, n, 3, 0, s.buf), rules, &m->slot_wait);
+	ls_stat_compute(s.buf, gather(&s, n, 4, 0, s.buf), rules, &m->dispatch);
+	ls_stat_compute(s.buf, gather(&s, n, 5, 0, s.buf), rules, &m->queue);
+	for (int mode = 0; mode < 2; mode++) {
+		size_t got = 0;
+		for (size_t i = 0, k = 0; i < run->n_requests; i++) {
+			const struct ls_request *r = &run->requests[i];
+			if (r->warmup)
+				continue;
+			if (s.views[k++].ok)
+				got += ls_request_itls(r, rules, (enum ls_itl_mode)mode, s.buf + got, buf_n - got);
+		}
+		if (rules->n_itl_percentiles)
+			ls_stat_compute_at(s.buf, got, rules->itl_percentiles, rules->n_itl_percentiles,
+					   mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token);
+		else
+			ls_stat_compute(s.buf, got, rules, mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token);
+	}
+	m->itl = rules->itl_mode == LS_ITL_FRAME ? m->itl_frame : m->itl_token;
+
+	uint64_t tpf_known = 0, tpf_tokens = 0;
+	for (int b = 0; b <= LS_TPF_MAX; b++) {
+		tpf_known += m->tpf_hist[b];
+		tpf_tokens += m->tpf_hist[b] * (uint64_t)b;
+	}
+	m->tpf_mean = tpf_known ? (double)tpf_tokens / (double)tpf_known : 0.0;
+	m->tpf_usage_mean = usage_frames ? (double)usage_tokens / (double)usage_frames : 0.0;
+
+	if (m->duration_s > 0.0) {
+		m->request_throughput = (double)m->completed / m->duration_s;
+		m->output_throughput = (double)m->total_output / m->duration_s;
+		m->total_token_throughput = (double)(m->total_input + m->total_output) / m->duration_s;
+		double sum_e2el = 0.0;
+		for (size_t k = 0; k < n; k++)
+			if (s.views[k].ok)
+				sum_e2el += s.views[k].e2el_s[rules->clock];
+		m->littles_concurrency = sum_e2el / m->duration_s;
+	}
+
+	if (goodput && (goodput->has_ttft || goodput->has_tpot || goodput->has_e2el)) {
+		m->has_goodput = 1;
+		for (size_t k = 0; k < n; k++) {
+			const struct ls_req_view *v = &s.views[k];
+			if (!v->ok)
+				continue;
+			/* vLLM: TPOT counts as 0 when a request produced at most one token. */
+			double tpot_ms = v->has_tpot ? v->tpot_s * 1e3 : 0.0;
+			if (goodput->has_ttft && v->ttft_s[rules->clock] * 1e3 > goodput->ttft_ms)
+				continue;
+			if (goodput->has_tpot && tpot_ms > goodput->tpot_ms)
+				continue;
+			if (goodput->has_e2el && v->e2el_s[rules->clock] * 1e3 > goodput->e2el_ms)
+				continue;
+			m->good_completed++;
+		}
+		m->request_goodput = m->duration_s > 0.0 ? (double)m->good_completed / m->duration_s : 0.0;
+	}
+
+	if (peak_output(run, rules, &s, m) || peak_concurrency(run, &s, m))
+		goto fail;
+	scratch_free(&s);
+	return 0;
+fail:
+	scratch_free(&s);
+	ls_metrics_free(m);
+	return err;
+}
+
+int ls_parse_percentile_metrics(const char *v, unsigned *out)
+{
+	unsigned bits = 0;
+	for (const char *p = v; p && *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == 4 && !strncmp(p, "ttft", 4))
+			bits |= LS_PM_TTFT;
+		else if (n == 4 && !strncmp(p, "tpot", 4))
+			bits |= LS_PM_TPOT;
+		else if (n == 3 && !strncmp(p, "itl", 3))
+			bits |= LS_PM_ITL;
+		else if (n == 4 && !strncmp(p, "e2el", 4))
+			bits |= LS_PM_E2EL;
+		else
+			return -1;
+		p += n + (p[n] == ',');
+	}
+	*out = bits;
+	return bits ? 0 : -1;
+}

@@ -1,0 +1,74 @@
+/* probes.h — the eBPF probes: open -> settings -> load -> attach, ring buffer -> per-socket event
+ * Takes: pids to watch (the client's own, servers by pid or comm), a loop hook slot (base/loop_hook.h).
+ * Gives: struct ls_evstore: every socket's kernel and libssl stamps, keyed by socket cookie (bpf/events.h).
+ * store. Degrades loudly: when the probes cannot run (not root, no BTF), ls_probes_open returns
+ * NULL and says why, and the bench runs without them. */
+#ifndef LATSCOPE_PROBES_H
+#define LATSCOPE_PROBES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "probes/evstore.h"
+
+#include "base/loop_hook.h"
+
+#define LS_PROBES_DRAIN_PERIOD_NS 50000000ull /* timer drain when the loop is idle: 50 ms */
+#define LS_PROBES_DRAIN_SLICE 256                /* events per drain call in the loop */
+#define LS_PROBES_RING_DEFAULT (4u << 20)
+
+struct ls_probes_opts {
+	const pid_t *client_pids;  /* processes whose connections are requests (the harness) */
+	size_t       n_client_pids;
+	const pid_t *server_pids;  /* servers on this host (--server-pid) */
+	size_t       n_server_pids;
+	const char  *server_comm;  /* also every process with this comm at open (--server-comm) */
+	uint32_t     ringbuf_bytes;/* 0: LS_PROBES_RING_DEFAULT; a power of two >= page size */
+	int          no_tls;       /* do not attach the libssl uprobes */
+	int          ssl_read;     /* opt in: uretprobe on SSL_read (~10 us per call here) */
+	int          stats;        /* count run time per program (BPF_STATS_RUN_TIME) for ls_probes_cost */
+};
+
+/* What the probes cost: per program, runs and time inside the BPF program (opts.stats), and the
+ * user-space drain. */
+struct ls_probe_cost {
+	const char *name;         /* program name, e.g. "ls_arrived" */
+	uint64_t    run_cnt;
+	uint64_t    run_time_ns;
+};
+
+struct ls_probes;
+
+/* Opens, loads and attaches every probe. NULL on failure, with the reason in why (e.g. not root,
+ * no BTF); the reason names what to do. Partial coverage (no libssl in a pid, a comm that
+ * matched nothing) is not a failure: ls_probes_notes says what is missing. */
+struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, size_t why_len);
+/* Detaches everything and frees the events. NULL is fine. */
+void ls_probes_close(struct ls_probes *p);
+
+/* The fd the driver's loop polls (readable only when the ring fills past a quarter; events are
+ * submitted without a wake-up), and the drain it calls on readiness and every period. */
+int ls_probes_fd(const struct ls_probes *p);
+void ls_probes_drain(struct ls_probes *p);
+/* Fills a struct ls_loop_hook (base/loop_hook.h) with the fd, LS_PROBES_DRAIN_PERIOD_NS and the drain. */
+void ls_probes_loop_hook(struct ls_probes *p, struct ls_loop_hook *hook);
+
+/* TLS sessions (SSL*) the probes track now: those the client has not freed (SSL_free). */
+size_t ls_probes_tls_sessions(const struct ls_probes *p);
+
+/* Everything drained so far (call ls_probes_drain once more after the run). */
+const struct ls_evstore *ls_probes_events(const struct ls_probes *p);
+/* What the probes could not cover, one line per item ("" when complete). */
+const char *ls_probes_notes(const struct ls_probes *p);
+/* The pids watched as servers (resolved --server-comm included). */
+size_t ls_probes_server_pids(const struct ls_probes *p, const pid_t **pids);
+
+/* Fills up to cap programs (those loaded); returns how many. 0 without opts.stats. drain_ns:
+ * time spent in ls_probes_drain so far, events: events drained. */
+size_t ls_probes_cost(const struct ls_probes *p, struct ls_probe_cost *out, size_t cap,
+		      uint64_t *drain_ns, uint64_t *events);
+
+/* Reads SO_COOKIE of fd (the join key with the probes). 0 when unavailable. */
+uint64_t ls_socket_cookie(int fd);
+
+#endif

@@ -1,0 +1,73 @@
+/* compare.h — one workload read under several harness profiles, side by side (`latscope
+ * compare`, and `latscope report --profiles`). Profiles that differ only in how records are
+ * read share one run's records; profiles that send differently get a run of their own.
+ * compare_table.c computes and prints; compare.c runs the workloads. */
+#ifndef LATSCOPE_COMPARE_H
+#define LATSCOPE_COMPARE_H
+
+#include <stdio.h>
+#include "metrics/checks.h"
+#include "metrics/metrics.h"
+#include "config/profile.h"
+#include "base/record.h"
+#include "report/record_file.h"
+
+#define LS_CMP_MAX_PROFILES 8
+
+/* What a run sent: the rules two harnesses disagree on, as the run used them. */
+struct ls_send_rules {
+	enum ls_backend         backend;
+	enum ls_arrival_kind    arrival;
+	int                     per_request_conn;
+	enum ls_range_semantics range_semantics;
+	double                  range_ratio;      /* random dataset only, else 0 */
+	int                     random;           /* the random dataset: lengths drawn from a range */
+	uint32_t                input_len, output_len; /* its --random-input-len / --random-output-len */
+	enum ls_warmup_shape    warmup_shape;
+	uint32_t                num_warmups;
+	int                     ignore_eos;
+	uint32_t                max_concurrency;
+};
+
+/* 1 when two runs would send the same requests the same way (rules that cannot matter for
+ * this workload are ignored: warmup shape without warmups; range semantics that give the
+ * same length bounds, e.g. vllm at ratio 0 and sglang at ratio 1). */
+int ls_send_rules_same(const struct ls_send_rules *a, const struct ls_send_rules *b);
+
+struct ls_cmp_run {
+	struct ls_run        run;
+	struct ls_record_meta meta;
+	struct ls_send_rules send;
+	int                  send_known;   /* 0: from a record file, only meta is known */
+	double               accept_len;   /* the server's avg_spec_accept_length after it, 0 unknown */
+	int                  repeated;     /* an earlier run sent these prompts to this server */
+	int                  flushed;      /* POST /flush_cache answered 2xx before it */
+	char                 profiles[256]; /* the profiles read from it, "vllm, honest" */
+	char                 record_path[512];
+	struct ls_checks     checks;       /* under its first profile's rules */
+};
+
+struct ls_cmp_col {
+	struct ls_profile    prof;
+	struct ls_read_rules rules;        /* as applied: the accept length resolved */
+	int                  switched;     /* the accept length changed the rules */
+	size_t               run;          /* index into the runs */
+	struct ls_metrics    m;            /* at the table's percentiles */
+	int                  have_m;
+};
+
+/* Fills every column's metrics and each run's checks. 0 or -ENOMEM. */
+int ls_cmp_compute(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols, size_t n_cols);
+
+/* The table (a column per profile, a row per metric), then a row per rule that differs with
+ * its effect, then each run's checks. markdown: the table as GitHub markdown. */
+void ls_cmp_print(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
+		  size_t n_cols, int markdown);
+
+void ls_cmp_free(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols, size_t n_cols);
+
+/* Splits "vllm,sglang" into profiles (loaded with ls_profile_load). Returns how many, or -1
+ * after a message. */
+int ls_cmp_parse_profiles(const char *list, struct ls_cmp_col *cols, size_t cap);
+
+#endif

@@ -1,0 +1,575 @@
+/* record_file.c — see record_file.h. Lines are formatted by hand (exact integers, no per-frame
+ * allocation) and read back with cJSON. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "base/clock.h"
+#include "base/numconv.h"
+#include "report/record_file.h"
+
+struct ls_record_writer {
+	int      fd;
+	char    *path;
+	uint64_t base_ns;
+	char    *buf;
+	size_t   len, cap;
+	int      failed;   /* a write already failed and was reported */
+	uint64_t lines;
+};
+
+struct sbuf {
+	char  *p;
+	size_t len, cap;
+	int    oom;
+};
+
+/* Room for more bytes and a NUL; sets oom (and every later append does nothing) on failure. */
+static int sb_reserve(struct sbuf *b, size_t more)
+{
+	if (b->oom)
+		return -1;
+	if (b->len + more + 1 <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 1024;
+	while (cap < b->len + more + 1)
+		cap *= 2;
+	char *grown = realloc(b->p, cap);
+	if (!grown) {
+		b->oom = 1;
+		return -1;
+	}
+	b->p = grown;
+	b->cap = cap;
+	return 0;
+}
+
+/* One vsnprintf into the room there is; a second only when the text did not fit. */
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	if (sb_reserve(b, 64))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= b->cap - b->len) {
+		if (sb_reserve(b, (size_t)n))
+			return;
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
+	b->len += (size_t)n;
+}
+
+/* The per-request line is formatted by hand: printf's machinery was most of the writer's cost
+ * (~140 instructions per number). Callers reserve room first (sb_reserve): these append to
+ * the room there is. */
+#define I64_CHARS 20 /* "-9223372036854775808", "18446744073709551615" */
+
+static void sb_raw(struct sbuf *b, const char *s, size_t n)
+{
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+#define sb_lit(b, s) sb_raw(b, s, sizeof(s) - 1)
+
+static void sb_u64(struct sbuf *b, uint64_t v)
+{
+	size_t n = 1;
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
+	b->len += n;
+	char *p = b->p + b->len;
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+}
+
+static void sb_i64(struct sbuf *b, int64_t v)
+{
+	if (v < 0) {
+		b->p[b->len++] = '-';
+		sb_u64(b, (uint64_t)0 - (uint64_t)v); /* INT64_MIN too */
+	} else {
+		sb_u64(b, (uint64_t)v);
+	}
+}
+
+/* A JSON string literal; bytes that are not printable ASCII are escaped as \u00XX so the
+ * line stays valid JSON whatever an error message held. */
+static void sb_json_str(struct sbuf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = s ? strlen(s) : 0;
+	if (sb_reserve(b, n * 6 + 2))
+		return;
+	b->p[b->len++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\') {
+			b->p[b->len++] = '\\';
+			b->p[b->len++] = (char)ch;
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			sb_lit(b, "\\u00");
+			b->p[b->len++] = hex[ch >> 4];
+			b->p[b->len++] = hex[ch & 15];
+		} else {
+			b->p[b->len++] = (char)ch;
+		}
+	}
+	b->p[b->len++] = '"';
+}
+
+static int64_t rel(uint64_t stamp, uint64_t base)
+{
+	if (!stamp)
+		return 0;
+	return stamp >= base ? (int64_t)(stamp - base) : -(int64_t)(base - stamp);
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int emit(struct ls_record_writer *w, struct sbuf *b)
+{
+	if (sb_reserve(b, 1))
+		return -ENOMEM;
+	b->p[b->len++] = '\n';
+	int err = write_all(w->fd, b->p, b->len);
+	if (err && !w->failed) {
+		w->failed = 1;
+		fprintf(stderr, "latscope: writing record file %s failed: %s (requests from here on may be "
+				"missing from it)\n", w->path, strerror(-err));
+	}
+	if (!err)
+		w->lines++;
+	return err;
+}
+
+struct ls_record_writer *ls_record_open(const char *path, const struct ls_record_meta *meta)
+{
+	struct ls_record_writer *w = calloc(1, sizeof(*w));
+	if (!w || !(w->path = strdup(path))) {
+		free(w);
+		fprintf(stderr, "latscope: out of memory opening %s\n", path);
+		return NULL;
+	}
+	/* O_APPEND: each line is one write at the end, whole, even if someone else appends. */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (w->fd < 0) {
+		fprintf(stderr, "latscope: cannot create record file %s: %s\n", path, strerror(errno));
+		free(w->path);
+		free(w);
+		return NULL;
+	}
+	w->base_ns = meta && meta->base_ns ? meta->base_ns : ls_now_ns() - 1000000;
+	struct sbuf b = { 0 };
+	sb_printf(&b, "{\"latscope_record\":%d,\"base_ns\":\"%" PRIu64 "\",\"stamps\":\"ns after base_ns, 0 = "
+		      "did not happen\",\"frame_fields\":[\"arrived_ns\",\"stream_off\",\"bytes\",\"text_len\","
+		      "\"tokens\",\"cum_tokens\",\"flags\"]", LS_RECORD_VERSION, w->base_ns);
+	if (meta) {
+		sb_printf(&b, ",\"run_tag\":");
+		sb_json_str(&b, meta->run_tag);
+		sb_printf(&b, ",\"target_rate\":%.17g,\"max_concurrency\":%u,\"arrival\":",
+			  isfinite(meta->target_rate) ? meta->target_rate : 0.0, meta->max_concurrency);
+		sb_json_str(&b, meta->arrival);
+		sb_printf(&b, ",\"profile\":");
+		sb_json_str(&b, meta->profile);
+		sb_printf(&b, ",\"backend\":");
+		sb_json_str(&b, meta->backend);
+	}
+	sb_printf(&b, "}");
+	int err = emit(w, &b);
+	free(b.p);
+	if (err) {
+		close(w->fd);
+		free(w->path);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* The most one frame takes: ",[" 20 "," 20 "," 10 "," 10 "," 11 "," 11 "," 10 "]". */
+#define FRAME_CHARS (2 + 2 * I64_CHARS + 2 * 10 + 2 * 11 + 10 + 7)
+/* The most the rest of a line takes, but the error text: its keys (~390 bytes), 9 stamps,
+ * 3 u64, 7 int-sized fields and a fail name. */
+#define LINE_CHARS 1024
+
+int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
+{
+	if (!w)
+		return -EINVAL;
+	struct sbuf b = { .p = w->buf, .cap = w->cap };
+	uint64_t base = w->base_ns;
+	/* Room for the whole line at once: the appends below do not check. */
+	if (sb_reserve(&b, LINE_CHARS + 6 * strnlen(r->error, sizeof(r->error)) + (size_t)r->n_frames * FRAME_CHARS)) {
+		w->buf = b.p;
+		w->cap = b.cap;
+		return -ENOMEM;
+	}
+	sb_lit(&b, "{\"id\":");
+	sb_u64(&b, r->id);
+	sb_lit(&b, ",\"warmup\":");
+	sb_i64(&b, r->warmup);
+	sb_lit(&b, ",\"prompt_len\":");
+	sb_u64(&b, r->prompt_len);
+	sb_lit(&b, ",\"output_len\":");
+	sb_u64(&b, r->output_len);
+	sb_lit(&b, ",\"scheduled_ns\":");
+	sb_i64(&b, rel(r->scheduled_ns, base));
+	sb_lit(&b, ",\"admitted_ns\":");
+	sb_i64(&b, rel(r->admitted_ns, base));
+	sb_lit(&b, ",\"started_ns\":");
+	sb_i64(&b, rel(r->started_ns, base));
+	sb_lit(&b, ",\"connect_ns\":");
+	sb_i64(&b, rel(r->connect_ns, base));
+	sb_lit(&b, ",\"tls_ns\":");
+	sb_i64(&b, rel(r->tls_ns, base));
+	sb_lit(&b, ",\"sent_ns\":");
+	sb_i64(&b, rel(r->sent_ns, base));
+	sb_lit(&b, ",\"headers_ns\":");
+	sb_i64(&b, rel(r->headers_ns, base));
+	sb_lit(&b, ",\"done_frame_ns\":");
+	sb_i64(&b, rel(r->done_frame_ns, base));
+	sb_lit(&b, ",\"finished_ns\":");
+	sb_i64(&b, rel(r->finished_ns, base));
+	sb_lit(&b, ",\"new_connection\":");
+	sb_i64(&b, r->new_connection);
+	sb_lit(&b, ",\"fd\":");
+	sb_i64(&b, r->fd);
+	sb_lit(&b, ",\"socket_cookie\":\"");
+	sb_u64(&b, r->socket_cookie);
+	sb_lit(&b, "\",\"conn_seq\":");
+	sb_u64(&b, r->conn_seq);
+	sb_lit(&b, ",\"http_status\":");
+	sb_i64(&b, r->http_status);
+	sb_lit(&b, ",\"fail\":\"");
+	const char *fail = ls_fail_name(r->fail);
+	sb_raw(&b, fail, strnlen(fail, 64)); /* fixed identifiers: no escaping needed */
+	sb_lit(&b, "\",\"error\":");
+	sb_json_str(&b, r->error);
+	sb_lit(&b, ",\"usage_prompt_tokens\":");
+	sb_i64(&b, r->usage_prompt_tokens);
+	sb_lit(&b, ",\"usage_completion_tokens\":");
+	sb_i64(&b, r->usage_completion_tokens);
+	sb_lit(&b, ",\"body_bytes\":");
+	sb_u64(&b, r->body_bytes);
+	sb_lit(&b, ",\"text_bytes\":");
+	sb_u64(&b, r->text_bytes);
+	sb_lit(&b, ",\"frames\":[");
+	for (uint32_t i = 0; i < r->n_frames; i++) {
+		const struct ls_frame *f = &r->frames[i];
+		if (i)
+			b.p[b.len++] = ',';
+		b.p[b.len++] = '[';
+		sb_i64(&b, rel(f->arrived_ns, base));
+		b.p[b.len++] = ',';
+		sb_u64(&b, f->stream_off);
+		b.p[b.len++] = ',';
+		sb_u64(&b, f->bytes);
+		b.p[b.len++] = ',';
+		sb_u64(&b, f->text_len);
+		b.p[b.len++] = ',';
+		sb_i64(&b, f->tokens);
+		b.p[b.len++] = ',';
+		sb_i64(&b, f->cum_tokens);
+		b.p[b.len++] = ',';
+		sb_u64(&b, f->flags);
+		b.p[b.len++] = ']';
+	}
+	sb_lit(&b, "]}");
+	int err = emit(w, &b);
+	w->buf = b.p; /* kept for the next line */
+	w->cap = b.cap;
+	return err;
+}
+
+void ls_record_on_finish(void *ctx, const struct ls_request *req)
+{
+	ls_record_write(ctx, req);
+}
+
+int ls_record_close(struct ls_record_writer *w, const struct ls_run *run)
+{
+	if (!w)
+		return 0;
+	int err = 0;
+	if (run) {
+		struct sbuf b = { 0 };
+		sb_printf(&b, "{\"latscope_run_end\":1,\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
+			      ",\"interrupted\":%d,\"n_requests\":%zu,\"n_warmup\":%zu}",
+			  rel(run->start_ns, w->base_ns), rel(run->end_ns, w->base_ns), run->interrupted,
+			  run->n_requests, run->n_warmup);
+		err = emit(w, &b);
+		free(b.p);
+	}
+	if (close(w->fd) && !err)
+		err = -errno;
+	free(w->buf);
+	free(w->path);
+	free(w);
+	return err;
+}
+
+/* ---- reader ---- */
+
+/* base + ahead, saturating at UINT64_MAX. */
+static uint64_t after_base(uint64_t base, uint64_t ahead)
+{
+	return ahead > UINT64_MAX - base ? UINT64_MAX : base + ahead;
+}
+
+static uint64_t abs_of(const cJSON *obj, const char *key, uint64_t base)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (!cJSON_IsNumber(v) || v->valuedouble == 0.0)
+		return 0;
+	double d = v->valuedouble;
+	if (d < 0.0) {
+		uint64_t back = ls_d2u64(-d);
+		return base > back ? base - back : 1;
+	}
+	return after_base(base, ls_d2u64(d));
+}
+
+static double num_of(const cJSON *obj, const char *key, double dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static uint64_t u64_str(const cJSON *obj, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (cJSON_IsString(v))
+		return strtoull(v->valuestring, NULL, 10);
+	return cJSON_IsNumber(v) ? ls_d2u64(v->valuedouble) : 0;
+}
+
+static void str_of(const cJSON *obj, const char *key, char *dst, size_t cap)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	if (cJSON_IsString(v))
+		snprintf(dst, cap, "%s", v->valuestring);
+}
+
+static enum ls_fail fail_of(const char *name)
+{
+	for (int f = 0; f < LS_FAIL__COUNT; f++)
+		if (!strcmp(name, ls_fail_name((enum ls_fail)f)))
+			return (enum ls_fail)f;
+	return LS_FAIL_OTHER;
+}
+
+static int parse_request(const cJSON *o, uint64_t base, struct ls_request *r)
+{
+	ls_request_reset(r, ls_d2u64(num_of(o, "id", 0)));
+	r->warmup = (int)ls_d2i(num_of(o, "warmup", 0), 0, 1);
+	r->prompt_len = (uint32_t)ls_d2i(num_of(o, "prompt_len", 0), 0, UINT32_MAX);
+	r->output_len = (uint32_t)ls_d2i(num_of(o, "output_len", 0), 0, UINT32_MAX);
+	r->scheduled_ns = abs_of(o, "scheduled_ns", base);
+	r->admitted_ns = abs_of(o, "admitted_ns", base);
+	r->started_ns = abs_of(o, "started_ns", base);
+	r->connect_ns = abs_of(o, "connect_ns", base);
+	r->tls_ns = abs_of(o, "tls_ns", base);
+	r->sent_ns = abs_of(o, "sent_ns", base);
+	r->headers_ns = abs_of(o, "headers_ns", base);
+	r->done_frame_ns = abs_of(o, "done_frame_ns", base);
+	r->finished_ns = abs_of(o, "finished_ns", base);
+	r->new_connection = (int)ls_d2i(num_of(o, "new_connection", 0), 0, 1);
+	r->fd = (int)ls_d2i(num_of(o, "fd", -1), -1, INT32_MAX);
+	r->socket_cookie = u64_str(o, "socket_cookie");
+	r->conn_seq = (uint32_t)ls_d2i(num_of(o, "conn_seq", 0), 0, UINT32_MAX);
+	r->http_status = (int)ls_d2i(num_of(o, "http_status", 0), 0, 999);
+	char fail[32] = "ok";
+	str_of(o, "fail", fail, sizeof(fail));
+	r->fail = fail_of(fail);
+	str_of(o, "error", r->error, sizeof(r->error));
+	r->usage_prompt_tokens = (int32_t)ls_d2i(num_of(o, "usage_prompt_tokens", -1), -1, INT32_MAX);
+	r->usage_completion_tokens = (int32_t)ls_d2i(num_of(o, "usage_completion_tokens", -1), -1, INT32_MAX);
+	r->body_bytes = ls_d2u64(num_of(o, "body_bytes", 0));
+	r->text_bytes = ls_d2u64(num_of(o, "text_bytes", 0));
+	const cJSON *frames = cJSON_GetObjectItemCaseSensitive(o, "frames");
+	if (frames && !cJSON_IsArray(frames))
+		return -EINVAL;
+	for (const cJSON *f = frames ? frames->child : NULL; f; f = f->next) {
+		if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) != 7)
+			return -EINVAL;
+		double v[7];
+		int k = 0;
+		for (const cJSON *e = f->child; e; e = e->next) {
+			if (!cJSON_IsNumber(e))
+				return -EINVAL;
+			v[k++] = e->valuedouble;
+		}
+		struct ls_frame *fr = ls_request_add_frame(r);
+		if (!fr)
+			return -ENOMEM;
+		uint64_t arrived = ls_d2u64(v[0]);
+		fr->arrived_ns = arrived ? after_base(base, arrived) : 0;
+		fr->stream_off = ls_d2u64(v[1]);
+		fr->bytes = (uint32_t)ls_d2i(v[2], 0, UINT32_MAX);
+		fr->text_len = (uint32_t)ls_d2i(v[3], 0, UINT32_MAX);
+		fr->tokens = (int32_t)ls_d2i(v[4], INT32_MIN, INT32_MAX);
+		fr->cum_tokens = (int32_t)ls_d2i(v[5], INT32_MIN, INT32_MAX);
+		fr->flags = (uint32_t)ls_d2i(v[6], 0, UINT32_MAX);
+	}
+	return 0;
+}
+
+/* Run order: warmups first, then by id (the file is in finish order). */
+static int cmp_run_order(const void *a, const void *b)
+{
+	const struct ls_request *x = a, *y = b;
+	if ((x->warmup != 0) != (y->warmup != 0))
+		return x->warmup ? -1 : 1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *meta)
+{
+	memset(run, 0, sizeof(*run));
+	struct ls_record_meta m = { 0 };
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int open_errno = errno;
+		fprintf(stderr, "latscope: cannot open record file %s: %s\n", path, strerror(open_errno));
+		return -open_errno;
+	}
+	char *line = NULL;
+	size_t cap = 0, n_cap = 0, lineno = 0;
+	ssize_t len;
+	int err = 0, have_header = 0;
+	uint64_t start_rel_set = 0;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		int complete_line = len > 0 && line[len - 1] == '\n';
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		if (!len)
+			continue;
+		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
+		if (!o || !cJSON_IsObject(o)) {
+			cJSON_Delete(o);
+			if (!complete_line && have_header) { /* the run died mid-write: keep what is whole */
+				fprintf(stderr, "latscope: %s:%zu: last line is cut short; ignoring it\n", path, lineno);
+				break;
+			}
+			fprintf(stderr, "latscope: %s:%zu: not a JSON object (is this a latscope --record file?)\n",
+				path, lineno);
+			err = -EINVAL;
+			break;
+		}
+		if (!have_header) {
+			if (!cJSON_GetObjectItemCaseSensitive(o, "latscope_record")) {
+				fprintf(stderr, "latscope: %s:%zu: no latscope_record header: not a latscope --record file\n",
+					path, lineno);
+				cJSON_Delete(o);
+				err = -EINVAL;
+				break;
+			}
+			have_header = 1;
+			m.base_ns = u64_str(o, "base_ns");
+			str_of(o, "run_tag", m.run_tag, sizeof(m.run_tag));
+			str_of(o, "arrival", m.arrival, sizeof(m.arrival));
+			str_of(o, "profile", m.profile, sizeof(m.profile));
+			str_of(o, "backend", m.backend, sizeof(m.backend));
+			m.target_rate = num_of(o, "target_rate", 0);
+			m.max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
+			cJSON_Delete(o);
+			continue;
+		}
+		if (cJSON_GetObjectItemCaseSensitive(o, "latscope_run_end")) {
+			m.complete = 1;
+			run->start_ns = abs_of(o, "start_ns", m.base_ns);
+			run->end_ns = abs_of(o, "end_ns", m.base_ns);
+			run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
+			start_rel_set = 1;
+			cJSON_Delete(o);
+			continue;
+		}
+		if (run->n_requests == n_cap) {
+			size_t ncap = n_cap ? n_cap * 2 : 256;
+			struct ls_request *grown = realloc(run->requests, ncap * sizeof(*grown));
+			if (!grown) {
+				cJSON_Delete(o);
+				err = -ENOMEM;
+				break;
+			}
+			memset(grown + n_cap, 0, (ncap - n_cap) * sizeof(*grown));
+			run->requests = grown;
+			n_cap = ncap;
+		}
+		struct ls_request *r = &run->requests[run->n_requests++];
+		err = parse_request(o, m.base_ns, r);
+		cJSON_Delete(o);
+		if (err == -ENOMEM) {
+			fprintf(stderr, "latscope: %s:%zu: out of memory for the request's frames\n", path, lineno);
+			break;
+		}
+		if (err) {
+			fprintf(stderr, "latscope: %s:%zu: malformed request record (\"frames\" must be a list of "
+					"7-number lists)\n", path, lineno);
+			break;
+		}
+		run->n_warmup += r->warmup != 0;
+	}
+	if (!err && (ferror(f) || !feof(f))) { /* getline failed before the end of the file */
+		fprintf(stderr, "latscope: cannot read record file %s past line %zu: %s\n", path, lineno,
+			strerror(errno));
+		err = -EIO;
+	}
+	free(line);
+	fclose(f);
+	if (!err && !have_header) {
+		fprintf(stderr, "latscope: %s: empty record file\n", path);
+		err = -EINVAL;
+	}
+	if (err) {
+		ls_run_free(run);
+		return err;
+	}
+	if (!start_rel_set) {
+		/* No run_end line: the run was killed. Bound it by its own stamps. */
+		for (size_t i = 0; i < run->n_requests; i++) {
+			const struct ls_request *r = &run->requests[i];
+			if (r->warmup)
+				continue;
+			if (r->scheduled_ns && (!run->start_ns || r->scheduled_ns < run->start_ns))
+				run->start_ns = r->scheduled_ns;
+		}
+		run->interrupted = 1;
+	}
+	if (run->n_requests)
+		qsort(run->requests, run->n_requests, sizeof(*run->requests), cmp_run_order);
+	run->target_rate = m.target_rate;
+	run->max_concurrency = m.max_concurrency;
+	snprintf(run->run_tag, sizeof(run->run_tag), "%s", m.run_tag);
+	if (meta)
+		*meta = m;
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* record_file.h — the per-request JSONL file (--record FILE) and its reader (latscope report).
+ * Line 1 is a header {"latscope_record": 1, "base_ns": "<CLOCK_MONOTONIC ns>", ...}; then one
+ * line per finished request, written whole with one write(2) as it finishes (an interrupted
+ * run keeps every finished request); a last {"latscope_run_end": 1, ...} line when the run
+ * ended normally or by signal. Stamps are ns after base_ns (0 = did not happen), so they stay
+ * exact as JSON doubles. Frames are arrays:
+ * [arrived_ns, stream_off, bytes, text_len, tokens, cum_tokens, flags]. */
+#ifndef LATSCOPE_RECORD_FILE_H
+#define LATSCOPE_RECORD_FILE_H
+
+#include <stdint.h>
+#include "base/record.h"
+
+#define LS_RECORD_VERSION 1
+
+struct ls_record_meta {
+	uint64_t base_ns;          /* stamps in the file are relative to this */
+	char     run_tag[32];
+	double   target_rate;      /* 0 = inf / closed */
+	uint32_t max_concurrency;
+	char     arrival[32];
+	char     profile[64];
+	char     backend[32];
+	int      complete;         /* reader: the run_end line was there */
+};
+
+struct ls_record_writer;
+
+/* Creates (truncates) path and writes the header. base_ns 0 takes now minus 1 ms, so every
+ * later stamp is positive. NULL with a message on failure. */
+struct ls_record_writer *ls_record_open(const char *path, const struct ls_record_meta *meta);
+/* One line for req. 0 or -errno (message once; later calls keep trying). */
+int ls_record_write(struct ls_record_writer *w, const struct ls_request *req);
+/* Writes the run_end line (when run != NULL) and closes. 0 or -errno. */
+int ls_record_close(struct ls_record_writer *w, const struct ls_run *run);
+
+/* Driver on_finish adapter: ctx is the writer. */
+void ls_record_on_finish(void *ctx, const struct ls_request *req);
+
+/* Loads a record file into run (requests in file order: warmups wherever they were written;
+ * stamps made absolute again with base_ns). A truncated last line (crash mid-write) is
+ * skipped with a note; any other malformed line is an error naming path:line. 0 or -errno. */
+int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *meta);
+
+#endif

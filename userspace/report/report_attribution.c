@@ -1,0 +1,338 @@
+/* report_attribution.c — the report section "Where the latency went" (text) and the parts of
+ * each request as JSON for the per-request JSONL. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "attribution/attribution.h"
+#include "report/report.h"
+
+enum win { WIN_TTFT, WIN_ITL, WIN_E2EL, WIN__COUNT };
+static const char *const win_names[WIN__COUNT] = { "TTFT", "ITL", "E2EL" };
+
+static int measured(const struct ls_req_attr *r)
+{
+	return !(r->flags & (LS_ATTR_WARMUP | LS_ATTR_NOT_OK));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Values of one part (or the total when part == LS_PART__COUNT) over a window kind, in ms. */
+static size_t collect(const struct ls_attribution *a, enum win w, int part, double *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ls_req_attr *r = &a->req[i];
+		if (!measured(r))
+			continue;
+		if (w == WIN_ITL) {
+			for (uint32_t g = 0; g < r->n_gaps; g++)
+				out[n++] = (part == LS_PART__COUNT ? r->gap_ns[g] : r->gaps[g].ns[part]) / 1e6;
+		} else {
+			const struct ls_parts *p = w == WIN_TTFT ? &r->ttft : &r->e2el;
+			uint64_t total = w == WIN_TTFT ? r->ttft_ns : r->e2el_ns;
+			out[n++] = (part == LS_PART__COUNT ? total : p->ns[part]) / 1e6;
+		}
+	}
+	return n;
+}
+
+static size_t max_samples(const struct ls_attribution *a, enum win w)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->n; i++)
+		n += w == WIN_ITL ? a->req[i].n_gaps : 1;
+	return n;
+}
+
+static void print_window(FILE *out, const struct ls_attribution *a, enum win w, double *buf)
+{
+	const double *pct = a->rules.percentiles;
+	size_t np = a->rules.n_percentiles, n;
+	double total_sum = 0;
+
+	n = collect(a, w, LS_PART__COUNT, buf);
+	if (!n) {
+		fprintf(out, "%s: no samples\n", win_names[w]);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		total_sum += buf[i];
+	fprintf(out, "%-5s (ms, n=%zu)     ", win_names[w], n);
+	for (size_t k = 0; k < np; k++)
+		fprintf(out, "     P%-4g", pct[k]);
+	fprintf(out, "    share\n");
+	for (int part = 0; part <= LS_PART__COUNT; part++) {
+		double sum = 0;
+		int shown;
+
+		n = collect(a, w, part, buf);
+		for (size_t i = 0; i < n; i++)
+			sum += buf[i];
+		shown = part == LS_PART__COUNT || part == LS_PART_CLIENT || sum > 0 ||
+			(part == LS_PART_NETWORK && a->have_client) ||
+			(part == LS_PART_SERVER && a->have_server && !a->have_gpu) ||
+			(part == LS_PART_UNATTRIBUTED);
+		if (!shown)
+			continue;
+		qsort(buf, n, sizeof(*buf), cmp_double);
+		fprintf(out, "  %-20s", part == LS_PART__COUNT ? "total" : ls_part_name((enum ls_part)part));
+		for (size_t k = 0; k < np; k++)
+			fprintf(out, " %9.3f", ls_percentile(buf, n, pct[k]));
+		fprintf(out, " %7.1f%%\n", total_sum > 0 ? 100.0 * sum / total_sum : 0.0);
+	}
+}
+
+/* Kernel connect time against curl's CONNECT_TIME: curl starts its clock before connect() and
+ * notices ESTABLISHED later, so the difference is client delay, not network. */
+static void print_connect(FILE *out, const struct ls_attribution *a, double *buf)
+{
+	size_t n = 0;
+	double *curl = buf + a->n, *diff = buf + 2 * a->n;
+
+	for (size_t i = 0; i < a->n; i++) {
+		const struct ls_req_attr *r = &a->req[i];
+		uint64_t kernel;
+		if ((r->flags & LS_ATTR_REUSED) || !r->connect_call_ns || !r->curl_connect_time_ns ||
+		    r->established_ns <= r->connect_call_ns)
+			continue;
+		kernel = r->established_ns - r->connect_call_ns;
+		buf[n] = kernel / 1e6;
+		curl[n] = r->curl_connect_time_ns / 1e6;
+		diff[n] = curl[n] - buf[n];
+		n++;
+	}
+	if (!n)
+		return;
+	qsort(buf, n, sizeof(*buf), cmp_double);
+	qsort(curl, n, sizeof(*curl), cmp_double);
+	qsort(diff, n, sizeof(*diff), cmp_double);
+	fprintf(out, "connect (n=%zu, P50): kernel connect()->ESTABLISHED %.3f ms, curl CONNECT_TIME %.3f ms: "
+		"%.3f ms of it is client delay, not network\n",
+		n, ls_percentile(buf, n, 50), ls_percentile(curl, n, 50), ls_percentile(diff, n, 50));
+}
+
+void ls_attribution_print(FILE *out, const struct ls_attribution *a)
+{
+	size_t cap = 3 * a->n + 1, counts[8] = { 0 };
+	double *buf;
+
+	for (int w = 0; w < WIN__COUNT; w++)
+		if (max_samples(a, (enum win)w) + 1 > cap)
+			cap = max_samples(a, (enum win)w) + 1;
+	fprintf(out, "%s\n", "=============== Where the latency went ===============");
+	buf = malloc(cap * sizeof(*buf));
+	if (!buf) {
+		fprintf(out, "(out of memory)\n");
+		return;
+	}
+	for (size_t i = 0; i < a->n; i++)
+		for (int b = 0; b < 8; b++)
+			counts[b] += (a->req[i].flags >> b) & 1;
+	if (a->why[0])
+		fprintf(out, "note: %s\n", a->why);
+	for (int w = 0; w < WIN__COUNT; w++)
+		print_window(out, a, (enum win)w, buf);
+	print_connect(out, a, buf);
+	fprintf(out, "requests: %zu; reused connection %zu; no server events %zu; lost events %zu; "
+		"out of order %zu\n", a->n, counts[4], counts[1], counts[2], counts[3]);
+	fprintf(out, "(percentiles are per part: they do not add up; shares do)\n");
+	free(buf);
+}
+
+/* ---- the per-request JSON ----
+ * Every value is an integer (ns, counts, cookies). cJSON prints numbers with "%1.15g" and
+ * reads each back with sscanf (~3,000 instructions apiece), and a double loses uint64 bits, so
+ * integers go in as raw decimal text, exact. Their valuedouble is set too: code that reads the
+ * tree in memory sees the number. Per-frame values are built as text: each inter-token gap is
+ * one raw object, the kernel's frame stamps one raw array. */
+
+#define U64_CHARS 20
+
+/* Decimal text of v ending at end (not NUL-terminated); returns its first byte. */
+static char *u64_text(char *end, uint64_t v)
+{
+	do
+		*--end = (char)('0' + v % 10);
+	while (v /= 10);
+	return end;
+}
+
+static cJSON *int_item(uint64_t v)
+{
+	char buf[U64_CHARS + 1];
+	buf[U64_CHARS] = 0;
+	cJSON *item = cJSON_CreateRaw(u64_text(buf + U64_CHARS, v));
+	if (item) {
+		item->valuedouble = (double)v;
+		item->valueint = v > INT_MAX ? INT_MAX : (int)v;
+	}
+	return item;
+}
+
+/* key must be a string constant: it is not copied. */
+static void add_int(cJSON *o, const char *key, uint64_t v)
+{
+	cJSON *item = int_item(v);
+	if (item && !cJSON_AddItemToObjectCS(o, key, item))
+		cJSON_Delete(item);
+}
+
+/* "<part>_ns" for every part, made once (the keys are shared, not copied per item). */
+static char part_keys[LS_PART__COUNT][40];
+static pthread_once_t part_keys_once = PTHREAD_ONCE_INIT;
+
+static void make_part_keys(void)
+{
+	for (int part = 0; part < LS_PART__COUNT; part++)
+		snprintf(part_keys[part], sizeof(part_keys[part]), "%s_ns", ls_part_name((enum ls_part)part));
+}
+
+static cJSON *parts_json(const struct ls_parts *p, uint64_t total)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	pthread_once(&part_keys_once, make_part_keys);
+	add_int(o, "total_ns", total);
+	for (int part = 0; part < LS_PART__COUNT; part++)
+		if (p->ns[part])
+			add_int(o, part_keys[part], p->ns[part]);
+	return o;
+}
+
+/* Appends "key":v at p; returns the end. */
+static char *put_int(char *p, const char *key, uint64_t v)
+{
+	char buf[U64_CHARS], *d = u64_text(buf + U64_CHARS, v);
+	size_t k = strlen(key), n = (size_t)(buf + U64_CHARS - d);
+	*p++ = '"';
+	memcpy(p, key, k);
+	p += k;
+	*p++ = '"';
+	*p++ = ':';
+	memcpy(p, d, n);
+	return p + n;
+}
+
+/* One inter-token gap, {"total_ns":..,"<part>_ns":..,"frame":..}, as a raw item: the same
+ * text parts_json and add_int give, without a node (and a strdup) per value. */
+static cJSON *gap_json(const struct ls_parts *p, uint64_t total, uint32_t frame)
+{
+	char text[(LS_PART__COUNT + 2) * (sizeof(part_keys[0]) + U64_CHARS + 4) + 3], *t = text;
+	*t++ = '{';
+	t = put_int(t, "total_ns", total);
+	for (int part = 0; part < LS_PART__COUNT; part++)
+		if (p->ns[part]) {
+			*t++ = ',';
+			t = put_int(t, part_keys[part], p->ns[part]);
+		}
+	*t++ = ',';
+	t = put_int(t, "frame", frame);
+	*t++ = '}';
+	*t = 0;
+	return cJSON_CreateRaw(text);
+}
+
+static const char *const flag_names[] = {
+	"no_events", "no_server", "lost_events", "disorder", "reused", "no_tls_events", "warmup", "not_ok",
+};
+
+static void add_stamp(cJSON *o, const char *key, uint64_t ns)
+{
+	if (ns)
+		add_int(o, key, ns);
+}
+
+/* [[server_write_ns, kernel_ns, read_ns], ...] per frame (0 = unknown), as one raw item. */
+static cJSON *frames_json(const struct ls_req_attr *r)
+{
+	char *text = cJSON_malloc((size_t)r->n_frames * (3 * U64_CHARS + 5) + 3);
+	char *p = text;
+
+	if (!text)
+		return NULL;
+	*p++ = '[';
+	for (uint32_t f = 0; f < r->n_frames; f++) {
+		const struct ls_frame_attr *fa = &r->frames[f];
+		const uint64_t v[3] = { fa->server_write_ns, fa->kernel_ns, fa->read_ns };
+		if (f)
+			*p++ = ',';
+		*p++ = '[';
+		for (int k = 0; k < 3; k++) {
+			char buf[U64_CHARS], *d = u64_text(buf + U64_CHARS, v[k]);
+			size_t n = (size_t)(buf + U64_CHARS - d);
+			if (k)
+				*p++ = ',';
+			memcpy(p, d, n);
+			p += n;
+		}
+		*p++ = ']';
+	}
+	*p++ = ']';
+	*p = 0;
+	cJSON *item = cJSON_CreateRaw("");
+	if (!item) {
+		cJSON_free(text);
+		return NULL;
+	}
+	cJSON_free(item->valuestring);
+	item->valuestring = text;
+	return item;
+}
+
+cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
+{
+	const struct ls_req_attr *r;
+	cJSON *o, *flags, *k, *itl, *fr;
+
+	if (!a || i >= a->n)
+		return NULL;
+	r = &a->req[i];
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	add_int(o, "id", r->id);
+	flags = cJSON_AddArrayToObject(o, "flags");
+	for (size_t b = 0; flags && b < sizeof(flag_names) / sizeof(flag_names[0]); b++)
+		if (r->flags & (1u << b))
+			cJSON_AddItemToArray(flags, cJSON_CreateStringReference(flag_names[b]));
+	if (!(r->flags & LS_ATTR_NOT_OK)) {
+		cJSON_AddItemToObjectCS(o, "ttft", parts_json(&r->ttft, r->ttft_ns));
+		cJSON_AddItemToObjectCS(o, "e2el", parts_json(&r->e2el, r->e2el_ns));
+		itl = cJSON_AddArrayToObject(o, "itl");
+		pthread_once(&part_keys_once, make_part_keys);
+		for (uint32_t g = 0; itl && g < r->n_gaps; g++) {
+			cJSON *gj = gap_json(&r->gaps[g], r->gap_ns[g], r->gap_frame[g]);
+			if (gj && !cJSON_AddItemToArray(itl, gj))
+				cJSON_Delete(gj);
+		}
+	}
+	k = cJSON_AddObjectToObject(o, "kernel");
+	if (k) {
+		add_stamp(k, "client_cookie", r->client_cookie);
+		add_stamp(k, "server_cookie", r->server_cookie);
+		add_stamp(k, "connect_call_ns", r->connect_call_ns);
+		add_stamp(k, "established_ns", r->established_ns);
+		add_stamp(k, "tls_start_ns", r->tls_start_ns);
+		add_stamp(k, "tls_end_ns", r->tls_end_ns);
+		add_stamp(k, "request_send_ns", r->request_send_ns);
+		add_stamp(k, "request_sent_ns", r->request_sent_ns);
+		add_stamp(k, "server_arrived_ns", r->server_arrived_ns);
+		add_stamp(k, "server_read_ns", r->server_read_ns);
+		add_stamp(k, "srtt_us", r->srtt_us);
+		add_stamp(k, "retransmits", r->retransmits);
+		fr = frames_json(r);
+		if (fr && !cJSON_AddItemToObjectCS(k, "frames", fr))
+			cJSON_Delete(fr);
+	}
+	return o;
+}

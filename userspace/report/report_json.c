@@ -1,0 +1,249 @@
+/* report_json.c — the --save-result file: vLLM's keys for the metrics both tools share
+ * (vllm/benchmarks/serve.py: result dict + process_one_metric keys), latscope's under
+ * "latscope". Built with cJSON. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/json_file.h"
+#include "report/report.h"
+
+static cJSON *num_array_u(const uint32_t *v, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; a && i < n; i++)
+		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]))) {
+			cJSON_Delete(a);
+			return NULL;
+		}
+	return a;
+}
+
+static void pct_key(char *buf, size_t cap, const char *prefix, double p, const char *suffix)
+{
+	if (p == floor(p))
+		snprintf(buf, cap, "%s%.0f%s", prefix, p, suffix);
+	else
+		snprintf(buf, cap, "%s%g%s", prefix, p, suffix);
+}
+
+/* mean_X_ms, median_X_ms, std_X_ms, pNN_X_ms at the top level, as vLLM writes them. */
+static void add_vllm_metric(cJSON *root, const char *name, const struct ls_stat *s, const struct ls_read_rules *r)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "mean_%s_ms", name);
+	cJSON_AddNumberToObject(root, key, s->mean_ms);
+	snprintf(key, sizeof(key), "median_%s_ms", name);
+	cJSON_AddNumberToObject(root, key, s->median_ms);
+	snprintf(key, sizeof(key), "std_%s_ms", name);
+	cJSON_AddNumberToObject(root, key, s->std_ms);
+	for (size_t k = 0; k < s->n_pcts; k++) {
+		char suffix[64];
+		snprintf(suffix, sizeof(suffix), "_%s_ms", name);
+		pct_key(key, sizeof(key), "p", s->pcts[k], suffix);
+		cJSON_AddNumberToObject(root, key, s->pct_ms[k]);
+	}
+	if (r->itl_max && !strcmp(name, "itl"))
+		cJSON_AddNumberToObject(root, "max_itl_ms", s->max_ms); /* SGLang's key */
+}
+
+static cJSON *stat_obj(const struct ls_stat *s, const struct ls_read_rules *r)
+{
+	(void)r; /* the stat carries the percentiles it was computed at */
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	char key[64];
+	cJSON_AddNumberToObject(o, "n", (double)s->n);
+	cJSON_AddNumberToObject(o, "mean_ms", s->mean_ms);
+	cJSON_AddNumberToObject(o, "median_ms", s->median_ms);
+	cJSON_AddNumberToObject(o, "std_ms", s->std_ms);
+	cJSON_AddNumberToObject(o, "min_ms", s->min_ms);
+	cJSON_AddNumberToObject(o, "max_ms", s->max_ms);
+	for (size_t k = 0; k < s->n_pcts; k++) {
+		pct_key(key, sizeof(key), "p", s->pcts[k], "_ms");
+		cJSON_AddNumberToObject(o, key, s->pct_ms[k]);
+	}
+	return o;
+}
+
+static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ctx *ctx)
+{
+	const struct ls_read_rules *r = &m->rules;
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "profile", ctx->profile ? ctx->profile : "");
+	cJSON_AddStringToObject(o, "profile_source", ctx->profile_source ? ctx->profile_source : "");
+	cJSON *rules = cJSON_AddObjectToObject(o, "rules");
+	if (rules) {
+		cJSON_AddStringToObject(rules, "clock", ls_clock_name(r->clock));
+		cJSON_AddStringToObject(rules, "ttft_gate", ls_gate_name(r->ttft_gate));
+		cJSON_AddStringToObject(rules, "itl", ls_itl_mode_name(r->itl_mode));
+		cJSON_AddStringToObject(rules, "e2el_end", ls_e2el_end_name(r->e2el_end));
+		cJSON_AddStringToObject(rules, "out_tokens", ls_out_tokens_name(r->out_tokens));
+		cJSON_AddBoolToObject(rules, "failures_in_headline", r->failures_in_headline);
+		cJSON_AddBoolToObject(rules, "no_token_ok", r->no_token_ok);
+		cJSON_AddBoolToObject(rules, "no_done_ok", r->no_done_ok);
+		cJSON_AddItemToObject(rules, "percentiles", ls_json_doubles(r->percentiles, r->n_percentiles));
+		if (r->n_itl_percentiles)
+			cJSON_AddItemToObject(rules, "itl_percentiles",
+					      ls_json_doubles(r->itl_percentiles, r->n_itl_percentiles));
+	}
+	cJSON_AddStringToObject(o, "arrival", ctx->arrival ? ctx->arrival : "");
+	cJSON_AddStringToObject(o, "run_tag", ctx->run_tag ? ctx->run_tag : "");
+	cJSON_AddNumberToObject(o, "realised_request_rate", m->realised_rate);
+	cJSON_AddNumberToObject(o, "littles_law_concurrency", m->littles_concurrency);
+	cJSON_AddNumberToObject(o, "peak_concurrency", m->peak_concurrency);
+	cJSON_AddBoolToObject(o, "interrupted", ctx->interrupted);
+	cJSON_AddItemToObject(o, "slot_wait", stat_obj(&m->slot_wait, r));
+	cJSON_AddItemToObject(o, "dispatch", stat_obj(&m->dispatch, r));
+	cJSON_AddItemToObject(o, "client_queue", stat_obj(&m->queue, r));
+	cJSON *ttft = cJSON_AddObjectToObject(o, "ttft_by_clock");
+	cJSON *e2el = cJSON_AddObjectToObject(o, "e2el_by_clock");
+	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
+		cJSON_AddItemToObject(ttft, ls_clock_name((enum ls_clock)c), stat_obj(&m->ttft_by_clock[c], r));
+		cJSON_AddItemToObject(e2el, ls_clock_name((enum ls_clock)c), stat_obj(&m->e2el_by_clock[c], r));
+	}
+	cJSON_AddItemToObject(o, "itl_frame", stat_obj(&m->itl_frame, r));
+	cJSON_AddItemToObject(o, "itl_token", stat_obj(&m->itl_token, r));
+	cJSON *tpf = cJSON_AddObjectToObject(o, "tokens_per_frame");
+	if (tpf) {
+		double hist[LS_TPF_MAX + 1];
+		for (int b = 0; b <= LS_TPF_MAX; b++)
+			hist[b] = (double)m->tpf_hist[b];
+		cJSON_AddItemToObject(tpf, "histogram", ls_json_doubles(hist, LS_TPF_MAX + 1));
+		cJSON_AddNumberToObject(tpf, "unknown", (double)m->tpf_unknown);
+		cJSON_AddNumberToObject(tpf, "mean", m->tpf_mean);
+		cJSON_AddNumberToObject(tpf, "mean_from_usage", m->tpf_usage_mean);
+	}
+	cJSON *fails = cJSON_AddObjectToObject(o, "failures");
+	for (int f = 1; fails && f < LS_FAIL__COUNT; f++)
+		if (m->fail_counts[f])
+			cJSON_AddNumberToObject(fails, ls_fail_name((enum ls_fail)f), (double)m->fail_counts[f]);
+	if (fails && m->no_first_token)
+		cJSON_AddNumberToObject(fails, "no_first_token", (double)m->no_first_token);
+	cJSON_AddItemToObject(o, "slot_waits", ls_json_doubles(m->slot_waits_s, m->n));
+	if (ctx->spec && ctx->spec->has_avg)
+		cJSON_AddNumberToObject(o, "server_avg_spec_accept_length", ctx->spec->avg_accept_len);
+	if (ctx->record_path)
+		cJSON_AddStringToObject(o, "record_file", ctx->record_path);
+	if (ctx->checks)
+		cJSON_AddItemToObject(o, "checks", ls_checks_json(ctx->checks));
+	return o;
+}
+
+char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx)
+{
+	const struct ls_read_rules *r = &m->rules;
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	/* The header vLLM's main() adds from its arguments. */
+	cJSON_AddStringToObject(root, "date", ctx->date ? ctx->date : "");
+	cJSON_AddStringToObject(root, "endpoint_type", ctx->backend ? ctx->backend : "");
+	cJSON_AddStringToObject(root, "backend", ctx->backend ? ctx->backend : "");
+	cJSON_AddStringToObject(root, "label", ctx->backend ? ctx->backend : "");
+	cJSON_AddStringToObject(root, "model_id", ctx->model ? ctx->model : "");
+	cJSON_AddStringToObject(root, "tokenizer_id", ctx->model ? ctx->model : "");
+	cJSON_AddNumberToObject(root, "num_prompts", (double)ctx->num_prompts);
+	if (isfinite(ctx->request_rate))
+		cJSON_AddNumberToObject(root, "request_rate", ctx->request_rate);
+	else
+		cJSON_AddStringToObject(root, "request_rate", "inf");
+	cJSON_AddNumberToObject(root, "burstiness", ctx->burstiness);
+	if (ctx->max_concurrency)
+		cJSON_AddNumberToObject(root, "max_concurrency", ctx->max_concurrency);
+	else
+		cJSON_AddNullToObject(root, "max_concurrency");
+
+	cJSON_AddNumberToObject(root, "duration", m->duration_s);
+	cJSON_AddNumberToObject(root, "completed", (double)m->completed);
+	cJSON_AddNumberToObject(root, "failed", (double)m->failed);
+	cJSON_AddNumberToObject(root, "total_input_tokens", (double)m->total_input);
+	cJSON_AddNumberToObject(root, "total_output_tokens", (double)m->total_output);
+	cJSON_AddNumberToObject(root, "request_throughput", m->request_throughput);
+	if (m->has_goodput)
+		cJSON_AddNumberToObject(root, "request_goodput", m->request_goodput);
+	else
+		cJSON_AddNullToObject(root, "request_goodput");
+	cJSON_AddNumberToObject(root, "output_throughput", m->output_throughput);
+	cJSON_AddNumberToObject(root, "total_token_throughput", m->total_token_throughput);
+	cJSON_AddItemToObject(root, "input_lens", num_array_u(m->input_lens, m->n));
+	cJSON_AddItemToObject(root, "output_lens", num_array_u(m->output_lens, m->n));
+	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
+	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
+	for (size_t i = 0; itls && i < m->n; i++)
+		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
+	cJSON_AddItemToObject(root, "latencies", ls_json_doubles(m->e2els_s, m->n));
+	cJSON_AddItemToObject(root, "start_times", ls_json_doubles(m->start_times_s, m->n));
+	cJSON_AddItemToObject(root, "queue_times", ls_json_doubles(m->queue_times_s, m->n));
+	cJSON *texts = cJSON_AddArrayToObject(root, "generated_texts");
+	cJSON *errors = cJSON_AddArrayToObject(root, "errors");
+	for (size_t i = 0, k = 0; run && i < run->n_requests && k < m->n; i++) {
+		const struct ls_request *req = &run->requests[i];
+		if (req->warmup)
+			continue;
+		char err[LS_ERROR_MAX + 48] = "";
+		if (!m->ok[k]) {
+			if (req->fail != LS_OK)
+				snprintf(err, sizeof(err), "%s: %s", ls_fail_name(req->fail), req->error);
+			else
+				snprintf(err, sizeof(err), "no_first_token: never received a frame that starts TTFT");
+		}
+		cJSON_AddItemToArray(texts, cJSON_CreateString("")); /* latscope keeps no generated text */
+		cJSON_AddItemToArray(errors, cJSON_CreateString(err));
+		k++;
+	}
+	cJSON_AddNumberToObject(root, "max_output_tokens_per_s", m->peak_output_tps);
+	cJSON_AddNumberToObject(root, "max_concurrent_requests", m->peak_concurrency);
+	if (ctx->percentile_metrics & LS_PM_TTFT)
+		add_vllm_metric(root, "ttft", &m->ttft, r);
+	if (ctx->percentile_metrics & LS_PM_TPOT)
+		add_vllm_metric(root, "tpot", &m->tpot, r);
+	if (ctx->percentile_metrics & LS_PM_ITL)
+		add_vllm_metric(root, "itl", &m->itl, r);
+	if (ctx->percentile_metrics & LS_PM_E2EL)
+		add_vllm_metric(root, "e2el", &m->e2el, r);
+	if (ctx->spec && ctx->spec->has) {
+		const struct ls_spec_stats *s = ctx->spec;
+		cJSON_AddNumberToObject(root, "spec_decode_acceptance_rate", s->acceptance_rate_pct);
+		cJSON_AddNumberToObject(root, "spec_decode_acceptance_length", s->acceptance_length);
+		cJSON_AddNumberToObject(root, "spec_decode_num_drafts", (double)s->drafts);
+		cJSON_AddNumberToObject(root, "spec_decode_draft_tokens", (double)s->draft_tokens);
+		cJSON_AddNumberToObject(root, "spec_decode_accepted_tokens", (double)s->accepted);
+		cJSON_AddItemToObject(root, "spec_decode_per_position_acceptance_rates",
+				      ls_json_doubles(s->per_pos_rate, (size_t)s->n_pos));
+	}
+	cJSON_AddItemToObject(root, "latscope", latscope_obj(m, ctx));
+	char *text = cJSON_Print(root);
+	cJSON_Delete(root);
+	return text;
+}
+
+int ls_report_json_write(const char *path, const struct ls_metrics *m, const struct ls_run *run,
+			 const struct ls_report_ctx *ctx)
+{
+	char *text = ls_report_json(m, run, ctx);
+	if (!text) {
+		fprintf(stderr, "latscope: out of memory building the result JSON\n");
+		return -ENOMEM;
+	}
+	FILE *f = fopen(path, "w");
+	int err = 0;
+	if (!f) {
+		err = -errno;
+		fprintf(stderr, "latscope: cannot write result %s: %s\n", path, strerror(errno));
+	} else {
+		if (fputs(text, f) < 0 || fputc('\n', f) < 0)
+			err = -EIO;
+		if (fclose(f) && !err)
+			err = -errno;
+		if (err)
+			fprintf(stderr, "latscope: writing result %s failed: %s\n", path, strerror(-err));
+	}
+	free(text);
+	return err;
+}

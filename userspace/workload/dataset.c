@@ -1,0 +1,520 @@
+/* dataset.c — builds the prompts of a run (see dataset.h). Pure file/RNG work: the server's
+ * tokenizer, when used, comes in through a counting callback. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "workload/dataset.h"
+#include "base/json_file.h"
+#include "base/rng.h"
+
+#define SHAREGPT_MIN_LEN        4
+#define SHAREGPT_MAX_PROMPT_LEN 1024
+#define SHAREGPT_MAX_TOTAL_LEN  2048
+
+void ls_dataset_free(struct ls_dataset *ds)
+{
+	for (size_t i = 0; ds->prompts && i < ds->n; i++) {
+		free(ds->prompts[i].text);
+		free(ds->prompts[i].token_ids);
+	}
+	free(ds->prompts);
+	ds->prompts = NULL;
+	ds->n = 0;
+}
+
+int ls_range_semantics_parse(const char *name, enum ls_range_semantics *out)
+{
+	if (name && !strcmp(name, "vllm"))
+		*out = LS_RANGE_VLLM;
+	else if (name && !strcmp(name, "sglang"))
+		*out = LS_RANGE_SGLANG;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *ls_range_semantics_name(enum ls_range_semantics sem)
+{
+	return sem == LS_RANGE_SGLANG ? "sglang" : "vllm";
+}
+
+int ls_random_bounds(uint32_t len, double ratio, enum ls_range_semantics sem, int is_output,
+		     uint32_t *lo, uint32_t *hi)
+{
+	const char *side = is_output ? "--random-output-len" : "--random-input-len";
+	double l = (double)len, low, high;
+	if (sem == LS_RANGE_VLLM) {
+		if (!(ratio >= 0.0 && ratio < 1.0)) {
+			fprintf(stderr, "latscope: --random-range-ratio %g must be in [0, 1) under vLLM's "
+					"range semantics\n", ratio);
+			return -EINVAL;
+		}
+		low = floor(l * (1.0 - ratio));
+		high = ceil(l * (1.0 + ratio));
+		if (is_output && low < 1.0)
+			low = 1.0;
+		if (high < 1.0)
+			high = 1.0;
+	} else {
+		if (!(ratio >= 0.0 && ratio <= 1.0)) {
+			fprintf(stderr, "latscope: --random-range-ratio %g must be in [0, 1] under SGLang's "
+					"range semantics\n", ratio);
+			return -EINVAL;
+		}
+		low = floor(l * ratio); /* python int() of a non-negative float */
+		if (low < 1.0)
+			low = 1.0;
+		high = l;
+	}
+	if (high > (double)UINT32_MAX / 2 || low > high || low < 1.0) {
+		fprintf(stderr, "latscope: %s %u with --random-range-ratio %g gives no valid length "
+				"(range [%.0f, %.0f]); use a length of at least 1\n", side, len, ratio, low, high);
+		return -EINVAL;
+	}
+	*lo = (uint32_t)low;
+	*hi = (uint32_t)high;
+	return 0;
+}
+
+int ls_dataset_random(struct ls_dataset *ds, const struct ls_random_opts *o)
+{
+	memset(ds, 0, sizeof(*ds));
+	uint32_t in_lo, in_hi, out_lo, out_hi;
+	if (ls_random_bounds(o->input_len, o->range_ratio, o->semantics, 0, &in_lo, &in_hi) ||
+	    ls_random_bounds(o->output_len, o->range_ratio, o->semantics, 1, &out_lo, &out_hi))
+		return -EINVAL;
+	if (o->vocab_size < 1) {
+		fprintf(stderr, "latscope: --random-vocab-size must be at least 1\n");
+		return -EINVAL;
+	}
+	if (!o->n)
+		return 0;
+	ds->prompts = calloc(o->n, sizeof(*ds->prompts));
+	if (!ds->prompts)
+		return -ENOMEM;
+	ds->n = o->n;
+	uint64_t rng[2];
+	ls_rng_seed(rng, o->seed);
+	/* Draw order as vLLM: all input lengths, then all output lengths, then all offsets. */
+	for (size_t i = 0; i < o->n; i++)
+		ds->prompts[i].prompt_len = in_lo + (uint32_t)ls_rng_below(rng, (uint64_t)in_hi - in_lo + 1);
+	for (size_t i = 0; i < o->n; i++)
+		ds->prompts[i].output_len = out_lo + (uint32_t)ls_rng_below(rng, (uint64_t)out_hi - out_lo + 1);
+	for (size_t i = 0; i < o->n; i++) {
+		struct ls_prompt *p = &ds->prompts[i];
+		uint64_t offset = ls_rng_below(rng, o->vocab_size);
+		p->timestamp_s = -1.0;
+		p->n_token_ids = p->prompt_len;
+		p->token_ids = malloc((size_t)p->prompt_len * sizeof(*p->token_ids));
+		if (!p->token_ids) {
+			ls_dataset_free(ds);
+			return -ENOMEM;
+		}
+		for (uint32_t j = 0; j < p->prompt_len; j++)
+			p->token_ids[j] = (uint32_t)((offset + i + j) % o->vocab_size);
+	}
+	return 0;
+}
+
+static const char *const text_words[] = {
+	"the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+	"on", "not", "this", "are", "or", "from", "at", "which", "but", "have", "an", "they", "you",
+	"were", "one", "all", "we", "can", "has", "there", "been", "if", "more", "when", "will",
+	"would", "who", "so", "no", "time", "model", "token", "server", "request", "batch", "step",
+	"stream", "frame", "queue", "network", "kernel", "client", "cache", "city", "light", "water",
+	"world", "people", "system", "number", "part", "first", "new", "way", "may", "only", "other",
+	"two", "could", "then", "than", "into", "some", "like", "what", "out", "up", "about", "also",
+	"after", "many", "most", "made", "such", "where", "through", "between", "under", "each",
+};
+#define N_TEXT_WORDS (sizeof(text_words) / sizeof(text_words[0]))
+
+/* words [start, start + n) of the endless word sequence, space-separated with a leading space. */
+static char *word_run(uint64_t start, uint32_t n)
+{
+	size_t len = 1;
+	for (uint32_t j = 0; j < n; j++)
+		len += 1 + strlen(text_words[(start + j) % N_TEXT_WORDS]);
+	char *text = malloc(len), *p = text;
+	if (!text)
+		return NULL;
+	for (uint32_t j = 0; j < n; j++) {
+		const char *w = text_words[(start + j) % N_TEXT_WORDS];
+		*p++ = ' ';
+		size_t wl = strlen(w);
+		memcpy(p, w, wl);
+		p += wl;
+	}
+	*p = 0;
+	return text;
+}
+
+int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o, ls_token_count_fn count,
+			   void *count_ctx)
+{
+	int err = ls_dataset_random(ds, o);
+	if (err)
+		return err;
+	for (size_t i = 0; i < ds->n; i++) {
+		struct ls_prompt *p = &ds->prompts[i];
+		uint64_t start = (p->n_token_ids ? p->token_ids[0] : 0); /* offset + i, as the ids began */
+		uint32_t target = p->prompt_len, words = target;
+		free(p->token_ids);
+		p->token_ids = NULL;
+		p->n_token_ids = 0;
+		for (int round = 0; round < 4; round++) {
+			free(p->text);
+			p->text = word_run(start, words);
+			if (!p->text) {
+				ls_dataset_free(ds);
+				return -ENOMEM;
+			}
+			if (!count) {
+				ds->lens_estimated = 1;
+				break;
+			}
+			uint32_t got;
+			if ((err = count(count_ctx, p->text, &got))) {
+				ls_dataset_free(ds);
+				return err;
+			}
+			p->prompt_len = got;
+			if (got == target)
+				break;
+			int64_t next = (int64_t)words + ((int64_t)target - (int64_t)got);
+			words = next < 1 ? 1 : (uint32_t)next;
+		}
+	}
+	return 0;
+}
+
+/* 1 token per 4 bytes, at least 1: the usual rule of thumb for English BPE vocabularies. */
+static uint32_t estimate_tokens(const char *text)
+{
+	size_t len = strlen(text);
+	size_t est = (len + 3) / 4;
+	if (est < 1)
+		est = 1;
+	return est > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)est;
+}
+
+static int count_tokens(ls_token_count_fn count, void *ctx, const char *text, uint32_t *out, int *estimated)
+{
+	if (count) {
+		int err = count(ctx, text, out);
+		if (err)
+			return err;
+		return 0;
+	}
+	*estimated = 1;
+	*out = estimate_tokens(text);
+	return 0;
+}
+
+static const char *turn_value(const cJSON *turn, const char *role)
+{
+	const cJSON *from = cJSON_GetObjectItemCaseSensitive(turn, "from");
+	const cJSON *value = cJSON_GetObjectItemCaseSensitive(turn, "value");
+	if (!cJSON_IsString(from) || !cJSON_IsString(value) || strcmp(from->valuestring, role))
+		return NULL;
+	return value->valuestring;
+}
+
+int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+			uint64_t seed, ls_token_count_fn count, void *count_ctx)
+{
+	memset(ds, 0, sizeof(*ds));
+	size_t len = 0;
+	char *buf = ls_read_file(path, "latscope", "dataset", &len);
+	if (!buf)
+		return -EIO;
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+		if (!at || at < buf || at > buf + len)
+			at = buf + len;
+		fprintf(stderr, "latscope: %s:%zu: malformed JSON (ShareGPT format is a JSON list of "
+				"{\"conversations\": [...]})\n", path, ls_line_at(buf, at));
+		free(buf);
+		return -EINVAL;
+	}
+	if (!cJSON_IsArray(root)) {
+		fprintf(stderr, "latscope: %s:1: not a ShareGPT file: the top level must be a JSON list\n", path);
+		cJSON_Delete(root);
+		free(buf);
+		return -EINVAL;
+	}
+	size_t total = (size_t)cJSON_GetArraySize(root);
+	cJSON **entries = total ? malloc(total * sizeof(*entries)) : NULL;
+	if (total && !entries) {
+		cJSON_Delete(root);
+		free(buf);
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (cJSON *e = root->child; e; e = e->next)
+		entries[k++] = e;
+	uint64_t rng[2];
+	ls_rng_seed(rng, seed);
+	for (size_t i = total; i > 1; i--) { /* Fisher-Yates, as vLLM shuffles before sampling */
+		size_t j = (size_t)ls_rng_below(rng, i);
+		cJSON *t = entries[i - 1];
+		entries[i - 1] = entries[j];
+		entries[j] = t;
+	}
+
+	int err = 0, estimated = 0;
+	size_t want = n ? n : total, have = 0;
+	if (want)
+		ds->prompts = calloc(want, sizeof(*ds->prompts));
+	if (want && !ds->prompts)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < total && have < want; i++) {
+		const cJSON *conv = cJSON_GetObjectItemCaseSensitive(entries[i], "conversations");
+		if (!cJSON_IsArray(conv))
+			continue;
+		const char *prompt = NULL, *completion = NULL;
+		for (const cJSON *t = conv->child; t; t = t->next) {
+			if (!prompt) {
+				prompt = turn_value(t, "human");
+				continue;
+			}
+			completion = turn_value(t, "gpt");
+			break; /* only the turn right after the first human one */
+		}
+		if (!prompt || !completion)
+			continue;
+		uint32_t plen, olen = fixed_output_len;
+		if ((err = count_tokens(count, count_ctx, prompt, &plen, &estimated)))
+			break;
+		if (!fixed_output_len && (err = count_tokens(count, count_ctx, completion, &olen, &estimated)))
+			break;
+		if (plen < SHAREGPT_MIN_LEN || (!fixed_output_len && olen < SHAREGPT_MIN_LEN) ||
+		    plen > SHAREGPT_MAX_PROMPT_LEN || (uint64_t)plen + olen > SHAREGPT_MAX_TOTAL_LEN)
+			continue;
+		struct ls_prompt *p = &ds->prompts[have];
+		p->text = strdup(prompt);
+		if (!p->text) {
+			err = -ENOMEM;
+			break;
+		}
+		p->prompt_len = plen;
+		p->output_len = olen;
+		p->timestamp_s = -1.0;
+		have++;
+	}
+	if (!err && have == 0 && want > 0) {
+		fprintf(stderr, "latscope: %s: no usable conversation (need a human turn followed by a gpt "
+				"turn, prompt 4..1024 tokens, prompt + output <= 2048)\n", path);
+		err = -EINVAL;
+	} else if (err && err != -ENOMEM) {
+		fprintf(stderr, "latscope: %s: counting tokens failed (%s)\n", path, strerror(-err));
+	}
+	ds->n = have;
+	if (!err && have < want) {
+		/* vLLM oversamples to reach num_prompts: repeat what survived, in order. */
+		size_t base = have;
+		for (; have < want; have++) {
+			const struct ls_prompt *src = &ds->prompts[have % base];
+			struct ls_prompt *p = &ds->prompts[have];
+			*p = *src;
+			p->text = strdup(src->text);
+			if (!p->text) {
+				err = -ENOMEM;
+				break;
+			}
+			ds->n = have + 1;
+		}
+		if (!err)
+			fprintf(stderr, "latscope: %s: %zu usable conversations for %zu prompts; repeating them\n",
+				path, base, want);
+	}
+	ds->lens_estimated = estimated;
+	free(entries);
+	cJSON_Delete(root);
+	free(buf);
+	if (err)
+		ls_dataset_free(ds);
+	return err;
+}
+
+static int json_uint(const cJSON *item, uint32_t *out)
+{
+	if (!cJSON_IsNumber(item) || !(item->valuedouble >= 0.0) || item->valuedouble > (double)UINT32_MAX / 2 ||
+	    item->valuedouble != floor(item->valuedouble))
+		return -1;
+	*out = (uint32_t)item->valuedouble;
+	return 0;
+}
+
+/* One jsonl line into p. Returns 0 or -EINVAL with a message naming path:line. */
+static int parse_jsonl_line(const char *path, size_t line, const char *text, size_t len, struct ls_prompt *p,
+			    uint32_t default_output_len, ls_token_count_fn count, void *count_ctx, int *estimated)
+{
+	cJSON *obj = cJSON_ParseWithLength(text, len);
+	int err = -EINVAL;
+	if (!obj || !cJSON_IsObject(obj)) {
+		fprintf(stderr, "latscope: %s:%zu: not a JSON object (each line is one request: "
+				"{\"prompt\": ..., \"output_len\": ...})\n", path, line);
+		goto out;
+	}
+	const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(obj, "prompt");
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(obj, "prompt_token_ids");
+	const cJSON *out_len = cJSON_GetObjectItemCaseSensitive(obj, "output_len");
+	const cJSON *prompt_len = cJSON_GetObjectItemCaseSensitive(obj, "prompt_len");
+	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(obj, "timestamp");
+	if (!out_len)
+		out_len = cJSON_GetObjectItemCaseSensitive(obj, "max_tokens");
+	p->timestamp_s = -1.0;
+	p->output_len = default_output_len;
+	if (out_len && (json_uint(out_len, &p->output_len) || p->output_len == 0)) {
+		fprintf(stderr, "latscope: %s:%zu: \"output_len\" must be a positive integer\n", path, line);
+		goto out;
+	}
+	if (ts) {
+		if (!cJSON_IsNumber(ts) || !(ts->valuedouble >= 0.0) || isinf(ts->valuedouble)) {
+			fprintf(stderr, "latscope: %s:%zu: \"timestamp\" must be seconds from run start (>= 0)\n",
+				path, line);
+			goto out;
+		}
+		p->timestamp_s = ts->valuedouble;
+	}
+	if (cJSON_IsArray(ids)) {
+		int n = cJSON_GetArraySize(ids);
+		if (n <= 0) {
+			fprintf(stderr, "latscope: %s:%zu: \"prompt_token_ids\" is empty\n", path, line);
+			goto out;
+		}
+		p->token_ids = malloc((size_t)n * sizeof(*p->token_ids));
+		if (!p->token_ids) {
+			err = -ENOMEM;
+			goto out;
+		}
+		uint32_t k = 0;
+		for (const cJSON *id = ids->child; id; id = id->next) {
+			if (json_uint(id, &p->token_ids[k])) {
+				fprintf(stderr, "latscope: %s:%zu: \"prompt_token_ids\" item %u is not a token id\n",
+					path, line, k);
+				goto out;
+			}
+			k++;
+		}
+		p->n_token_ids = k;
+		p->prompt_len = k;
+	} else if (cJSON_IsString(prompt)) {
+		p->text = strdup(prompt->valuestring);
+		if (!p->text) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (prompt_len) {
+			if (json_uint(prompt_len, &p->prompt_len)) {
+				fprintf(stderr, "latscope: %s:%zu: \"prompt_len\" must be an integer\n", path, line);
+				goto out;
+			}
+		} else {
+			int cerr = count_tokens(count, count_ctx, p->text, &p->prompt_len, estimated);
+			if (cerr) {
+				fprintf(stderr, "latscope: %s:%zu: counting the prompt's tokens failed (%s)\n",
+					path, line, strerror(-cerr));
+				err = cerr;
+				goto out;
+			}
+		}
+	} else {
+		fprintf(stderr, "latscope: %s:%zu: needs \"prompt\" (a string) or \"prompt_token_ids\" "
+				"(a list of integers)\n", path, line);
+		goto out;
+	}
+	err = 0;
+out:
+	cJSON_Delete(obj);
+	return err;
+}
+
+int ls_dataset_jsonl(struct ls_dataset *ds, const char *path, size_t n, uint32_t default_output_len,
+		     ls_token_count_fn count, void *count_ctx)
+{
+	memset(ds, 0, sizeof(*ds));
+	size_t len = 0;
+	char *buf = ls_read_file(path, "latscope", "dataset", &len);
+	if (!buf)
+		return -EIO;
+	size_t cap = 0, line = 0;
+	int err = 0, estimated = 0;
+	for (char *at = buf; at < buf + len && (!n || ds->n < n);) {
+		char *nl = memchr(at, '\n', (size_t)(buf + len - at));
+		size_t llen = nl ? (size_t)(nl - at) : (size_t)(buf + len - at);
+		char *next = nl ? nl + 1 : buf + len;
+		line++;
+		size_t k = 0;
+		while (k < llen && (at[k] == ' ' || at[k] == '\t' || at[k] == '\r'))
+			k++;
+		if (k == llen) {
+			at = next;
+			continue;
+		}
+		if (ds->n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct ls_prompt *grown = realloc(ds->prompts, ncap * sizeof(*grown));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			ds->prompts = grown;
+			cap = ncap;
+		}
+		struct ls_prompt *p = &ds->prompts[ds->n];
+		memset(p, 0, sizeof(*p));
+		err = parse_jsonl_line(path, line, at, llen, p, default_output_len, count, count_ctx, &estimated);
+		ds->n++; /* counted even on error so ls_dataset_free releases its parts */
+		if (err)
+			break;
+		at = next;
+	}
+	if (!err && ds->n == 0) {
+		fprintf(stderr, "latscope: %s: no requests in the file (one JSON object per line)\n", path);
+		err = -EINVAL;
+	}
+	if (!err && n && ds->n < n)
+		fprintf(stderr, "latscope: %s has %zu requests; running those (asked for %zu)\n", path, ds->n, n);
+	ds->lens_estimated = estimated;
+	free(buf);
+	if (err)
+		ls_dataset_free(ds);
+	return err;
+}
+
+double *ls_dataset_timestamps(const struct ls_dataset *ds)
+{
+	if (!ds->n) {
+		errno = ENOENT;
+		return NULL;
+	}
+	double *ts = malloc(ds->n * sizeof(*ts));
+	if (!ts)
+		return NULL;
+	for (size_t i = 0; i < ds->n; i++) {
+		if (ds->prompts[i].timestamp_s < 0.0) {
+			free(ts);
+			errno = ENOENT;
+			return NULL;
+		}
+		ts[i] = ds->prompts[i].timestamp_s;
+	}
+	return ts;
+}
+
+const char *ls_dataset_kind_name(enum ls_dataset_kind kind)
+{
+	switch (kind) {
+	case LS_DATASET_RANDOM: return "random";
+	case LS_DATASET_SHAREGPT: return "sharegpt";
+	case LS_DATASET_JSONL: return "jsonl";
+	}
+	return "?";
+}
