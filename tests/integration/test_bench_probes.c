@@ -115,7 +115,7 @@ Test(bench_probes, root_report_record_and_trace, .timeout = 90)
 		cr_assert_not_null(r, "attribution of unknown request %g", id);
 		struct ls_req_view v;
 		cr_assert(ls_request_view(r, &rules, &v), "request %g not ok", id);
-		uint64_t origin = ls_clock_origin(r, LS_CLOCK_SCHEDULED);
+		uint64_t origin = ls_origin_ns(r, LS_ORIGIN_SCHEDULED);
 		const cJSON *ttft = cJSON_GetObjectItemCaseSensitive(o, "ttft");
 		const cJSON *e2el = cJSON_GetObjectItemCaseSensitive(o, "e2el");
 		cr_assert(ttft && e2el, "request %g has no windows: %s", id, line);

@@ -216,16 +216,16 @@ Test(bench_truth, slot_wait_is_shown_not_hidden, .timeout = 60)
 
 	struct ls_run run;
 	cr_assert_eq(ls_record_load(record, &run, NULL), 0);
-	struct ls_read_rules rules = { .clock = LS_CLOCK_STARTED, .n_percentiles = 1, .percentiles = { 99 } };
+	struct ls_read_rules rules = { .origin = LS_ORIGIN_STARTED, .n_percentiles = 1, .percentiles = { 99 } };
 	struct ls_metrics m;
 	cr_assert_eq(ls_metrics_compute(&run, &rules, NULL, &m), 0);
 	cr_assert_eq(m.completed, 60);
-	double started_med = m.ttft_by_clock[LS_CLOCK_STARTED].median_ms;
-	double sched_max = m.ttft_by_clock[LS_CLOCK_SCHEDULED].max_ms;
+	double started_med = m.ttft_by_clock[LS_ORIGIN_STARTED].median_ms;
+	double sched_max = m.ttft_by_clock[LS_ORIGIN_SCHEDULED].max_ms;
 	fprintf(stderr, "bench_truth: 4 slots: median TTFT from started %.2f ms, max from scheduled %.2f ms, "
 			"mean slot wait %.2f ms\n", started_med, sched_max, m.slot_wait.mean_ms);
 	cr_expect_lt(started_med, 30.0, "TTFT from started stays near one step: %.2f ms", started_med);
-	cr_expect_lt(m.ttft_by_clock[LS_CLOCK_STARTED].max_ms, 40.0);
+	cr_expect_lt(m.ttft_by_clock[LS_ORIGIN_STARTED].max_ms, 40.0);
 	cr_expect_gt(sched_max, 1000.0, "TTFT from scheduled grows with the backlog: %.2f ms", sched_max);
 	cr_expect_gt(m.slot_wait.mean_ms, 400.0);
 	cr_expect_leq(m.peak_concurrency, 4);

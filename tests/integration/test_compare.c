@@ -148,17 +148,17 @@ Test(compare, semaphore_hides_the_slot_wait, .timeout = 60)
 	struct ls_run run;
 	struct ls_record_meta meta;
 	cr_assert_eq(ls_record_load(rec, &run, &meta), 0);
-	struct ls_read_rules rules = { .clock = LS_CLOCK_SCHEDULED, .n_percentiles = 1, .percentiles = { 99 } };
+	struct ls_read_rules rules = { .origin = LS_ORIGIN_SCHEDULED, .n_percentiles = 1, .percentiles = { 99 } };
 	double early[2] = { 0 }, late[2] = { 0 };
 	for (size_t i = 0; i < run.n_requests; i++) {
 		struct ls_req_view rv;
 		cr_assert(ls_request_view(&run.requests[i], &rules, &rv));
 		if (run.requests[i].id < 6) {
-			early[0] += rv.ttft_s[LS_CLOCK_SCHEDULED] / 6;
-			early[1] += rv.ttft_s[LS_CLOCK_STARTED] / 6;
+			early[0] += rv.ttft_s[LS_ORIGIN_SCHEDULED] / 6;
+			early[1] += rv.ttft_s[LS_ORIGIN_STARTED] / 6;
 		} else if (run.requests[i].id >= 18) {
-			late[0] += rv.ttft_s[LS_CLOCK_SCHEDULED] / 6;
-			late[1] += rv.ttft_s[LS_CLOCK_STARTED] / 6;
+			late[0] += rv.ttft_s[LS_ORIGIN_SCHEDULED] / 6;
+			late[1] += rv.ttft_s[LS_ORIGIN_STARTED] / 6;
 		}
 	}
 	cr_expect(late[0] > 3 * early[0], "honest TTFT grows with the backlog: %.3f -> %.3f s", early[0], late[0]);

@@ -359,7 +359,7 @@ Test(attribution, clock_started_excludes_the_slot_wait)
 	struct ls_read_rules rules;
 
 	ls_attr_default_rules(&rules);
-	rules.clock = LS_CLOCK_STARTED;
+	rules.origin = LS_ORIGIN_STARTED;
 	rules.e2el_end = LS_END_LAST_CONTENT;
 	scenario_run(&run, &r);
 	scenario_client(st);

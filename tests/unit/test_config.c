@@ -111,7 +111,7 @@ Test(config, profile_sets_send_defaults_flags_win)
 
 	const char *honest[] = { "--profile", "honest", NULL };
 	cr_assert_eq(parse(&c, honest), 0);
-	cr_expect_eq(c.profile.read.clock, LS_CLOCK_SCHEDULED);
+	cr_expect_eq(c.profile.read.origin, LS_ORIGIN_SCHEDULED);
 	ls_config_free(&c);
 }
 

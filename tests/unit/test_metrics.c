@@ -56,10 +56,10 @@ Test(metrics, vllm_rules_on_one_request)
 	struct ls_read_rules rules = rules_of("vllm");
 	struct ls_req_view v;
 	cr_assert(ls_request_view(&r, &rules, &v));
-	cr_expect(NEAR(v.ttft_s[LS_CLOCK_STARTED], 0.088), "TTFT from started %g", v.ttft_s[LS_CLOCK_STARTED]);
-	cr_expect(NEAR(v.ttft_s[LS_CLOCK_ADMITTED], 0.090));
-	cr_expect(NEAR(v.ttft_s[LS_CLOCK_SCHEDULED], 0.100));
-	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.108), "E2EL ends at the last content frame");
+	cr_expect(NEAR(v.ttft_s[LS_ORIGIN_STARTED], 0.088), "TTFT from started %g", v.ttft_s[LS_ORIGIN_STARTED]);
+	cr_expect(NEAR(v.ttft_s[LS_ORIGIN_ADMITTED], 0.090));
+	cr_expect(NEAR(v.ttft_s[LS_ORIGIN_SCHEDULED], 0.100));
+	cr_expect(NEAR(v.e2el_s[LS_ORIGIN_STARTED], 0.108), "E2EL ends at the last content frame");
 	cr_expect_eq(v.output_tokens, 4, "output tokens from usage");
 	cr_expect_eq(v.input_tokens, 60, "input tokens from usage");
 	cr_expect(NEAR(v.tpot_s, 0.020 / 3), "TPOT = (e2el - ttft) / (out - 1): %g", v.tpot_s);
@@ -94,10 +94,10 @@ Test(metrics, each_rule_moves_its_number)
 
 	rules.e2el_end = LS_END_DONE;
 	ls_request_view(&r, &rules, &v);
-	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.114));
+	cr_expect(NEAR(v.e2el_s[LS_ORIGIN_STARTED], 0.114));
 	rules.e2el_end = LS_END_LAST_BYTE;
 	ls_request_view(&r, &rules, &v);
-	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.115));
+	cr_expect(NEAR(v.e2el_s[LS_ORIGIN_STARTED], 0.115));
 
 	/* Without usage, output tokens are counted: 1 + 1 + 2 over the gated frames. */
 	rules = rules_of("vllm");
@@ -195,7 +195,7 @@ Test(metrics, run_aggregates)
 	cr_expect(NEAR(m.output_throughput, 40.0));
 	cr_expect(NEAR(m.total_token_throughput, 640.0));
 	cr_expect(NEAR(m.ttft.mean_ms, 88.0));
-	cr_expect(NEAR(m.ttft_by_clock[LS_CLOCK_SCHEDULED].mean_ms, 100.0));
+	cr_expect(NEAR(m.ttft_by_clock[LS_ORIGIN_SCHEDULED].mean_ms, 100.0));
 	cr_expect(NEAR(m.e2el.median_ms, 108.0));
 	cr_expect_eq(m.itl.n, 4, "ITL pooled over requests");
 	cr_expect(NEAR(m.itl.mean_ms, 10.0));
@@ -244,9 +244,9 @@ Test(metrics, parse_helpers)
 	cr_expect_neq(ls_goodput_parse("ttfb:9", &g), 0);
 	cr_expect_neq(ls_goodput_parse("ttft:-1", &g), 0);
 	cr_expect_neq(ls_goodput_parse("ttft", &g), 0);
-	enum ls_clock c;
-	cr_expect_eq(ls_clock_parse("admitted", &c), 0);
-	cr_expect_eq(c, LS_CLOCK_ADMITTED);
+	enum ls_origin c;
+	cr_expect_eq(ls_origin_parse("admitted", &c), 0);
+	cr_expect_eq(c, LS_ORIGIN_ADMITTED);
 	cr_expect_str_eq(ls_e2el_end_name(LS_END_LAST_BYTE), "last_byte");
 }
 
@@ -278,8 +278,8 @@ Test(metrics, sglang_native_rules)
 	struct ls_req_view v;
 	cr_assert(ls_request_view(&r, &rules, &v));
 	cr_expect_eq(v.first_frame, 1, "cumulative text gate: the empty first frame is not the first token");
-	cr_expect(NEAR(v.ttft_s[LS_CLOCK_STARTED], 0.110));
-	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.141), "E2EL at [DONE]");
+	cr_expect(NEAR(v.ttft_s[LS_ORIGIN_STARTED], 0.110));
+	cr_expect(NEAR(v.e2el_s[LS_ORIGIN_STARTED], 0.141), "E2EL at [DONE]");
 	cr_expect_eq(v.output_tokens, 7, "the last cumulative count");
 	cr_expect(!ls_frame_gated(&r, 0, &rules) && ls_frame_gated(&r, 3, &rules));
 	double itl[16];
@@ -291,7 +291,7 @@ Test(metrics, sglang_native_rules)
 	rules = rules_of("vllm"); /* the same stream read by vLLM: every frame with choices */
 	cr_assert(ls_request_view(&r, &rules, &v));
 	cr_expect_eq(v.first_frame, 0);
-	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.140), "E2EL at the last content frame");
+	cr_expect(NEAR(v.e2el_s[LS_ORIGIN_STARTED], 0.140), "E2EL at the last content frame");
 	cr_expect_eq(ls_request_itls(&r, &rules, LS_ITL_FRAME, itl, 16), 4);
 	ls_request_free(&r);
 }
@@ -330,8 +330,8 @@ Test(metrics, success_rules_differ)
 	struct ls_read_rules rules = rules_of("sglang-oai");
 	struct ls_req_view v;
 	cr_expect(ls_request_view(&r, &rules, &v), "SGLang: HTTP 200 without text is a success");
-	cr_expect(v.ttft_s[LS_CLOCK_STARTED] == 0.0, "with TTFT 0.0");
-	cr_expect(NEAR(v.e2el_s[LS_CLOCK_STARTED], 0.060));
+	cr_expect(v.ttft_s[LS_ORIGIN_STARTED] == 0.0, "with TTFT 0.0");
+	cr_expect(NEAR(v.e2el_s[LS_ORIGIN_STARTED], 0.060));
 	rules = rules_of("vllm");
 	cr_expect(ls_request_view(&r, &rules, &v), "vLLM: a frame with choices, empty or not, is a first token");
 	rules.ttft_gate = LS_GATE_TEXT;
@@ -401,9 +401,9 @@ Test(metrics, empty_first_frame_moves_ttft)
 	struct ls_read_rules vllm = rules_of("vllm"), oai = rules_of("sglang-oai");
 	struct ls_req_view v;
 	cr_assert(ls_request_view(&r, &vllm, &v));
-	cr_expect(NEAR(v.ttft_s[LS_CLOCK_STARTED], 0.100));
+	cr_expect(NEAR(v.ttft_s[LS_ORIGIN_STARTED], 0.100));
 	cr_assert(ls_request_view(&r, &oai, &v));
-	cr_expect(NEAR(v.ttft_s[LS_CLOCK_STARTED], 0.110));
+	cr_expect(NEAR(v.ttft_s[LS_ORIGIN_STARTED], 0.110));
 	double itl[8];
 	cr_expect_eq(ls_request_itls(&r, &vllm, LS_ITL_FRAME, itl, 8), 3);
 	cr_assert_eq(ls_request_itls(&r, &oai, LS_ITL_FRAME, itl, 8), 1);

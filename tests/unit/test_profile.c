@@ -12,7 +12,7 @@ Test(profile, builtins_fix_the_rules)
 {
 	struct ls_profile p;
 	cr_assert_eq(ls_profile_builtin("vllm", &p), 0);
-	cr_expect_eq(p.read.clock, LS_CLOCK_STARTED);
+	cr_expect_eq(p.read.origin, LS_ORIGIN_STARTED);
 	cr_expect_eq(p.read.ttft_gate, LS_GATE_CHOICES);
 	cr_expect_eq(p.read.itl_mode, LS_ITL_FRAME);
 	cr_expect_eq(p.read.e2el_end, LS_END_LAST_CONTENT);
@@ -45,7 +45,7 @@ Test(profile, builtins_fix_the_rules)
 	cr_expect(p.itl_token_when_spec);
 
 	cr_assert_eq(ls_profile_builtin("honest", &p), 0);
-	cr_expect_eq(p.read.clock, LS_CLOCK_SCHEDULED);
+	cr_expect_eq(p.read.origin, LS_ORIGIN_SCHEDULED);
 	cr_expect_eq(p.read.e2el_end, LS_END_LAST_BYTE);
 	cr_expect(p.show_both_itl);
 
@@ -70,7 +70,7 @@ Test(profile, json_file_overlays_a_base)
 	cr_assert_eq(ls_profile_load(path, &p), 0);
 	cr_expect_str_eq(p.name, "mine");
 	cr_expect_str_eq(p.source, path);
-	cr_expect_eq(p.read.clock, LS_CLOCK_SCHEDULED);
+	cr_expect_eq(p.read.origin, LS_ORIGIN_SCHEDULED);
 	cr_expect_eq(p.read.itl_mode, LS_ITL_TOKEN, "kept from the sglang base");
 	cr_expect_eq(p.read.n_percentiles, 2);
 	cr_expect(!p.per_request_conn);
@@ -112,7 +112,7 @@ Test(profile, named_profile_overlaid_by_config_dir)
 	struct ls_profile p;
 	cr_assert_eq(ls_profile_load("honest", &p), 0);
 	unsetenv("LATSCOPE_CONFIG_DIR");
-	cr_expect_eq(p.read.clock, LS_CLOCK_SCHEDULED, "the built-in stays the base");
+	cr_expect_eq(p.read.origin, LS_ORIGIN_SCHEDULED, "the built-in stays the base");
 	cr_expect_eq(p.read.n_percentiles, 1);
 	cr_expect(p.read.percentiles[0] == 75);
 	unlink(path);

@@ -205,7 +205,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 		a->flags |= LS_ATTR_NOT_OK;
 		return 0;
 	}
-	uint64_t origin = ls_clock_origin(r, x->rules->clock);
+	uint64_t origin = ls_origin_ns(r, x->rules->origin);
 	struct chain c;
 	int disorder = 0;
 
@@ -265,7 +265,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 void ls_attr_default_rules(struct ls_read_rules *rules)
 {
 	memset(rules, 0, sizeof(*rules));
-	rules->clock = LS_CLOCK_SCHEDULED;
+	rules->origin = LS_ORIGIN_SCHEDULED;
 	rules->ttft_gate = LS_GATE_CHOICES;
 	rules->itl_mode = LS_ITL_FRAME;
 	rules->e2el_end = LS_END_LAST_BYTE;

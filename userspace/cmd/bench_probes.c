@@ -282,7 +282,7 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 		cJSON_AddNumberToObject(h, "latscope_attribution", 1);
 		cJSON_AddStringToObject(h, "record", record_path);
 		cJSON_AddStringToObject(h, "run_tag", run->run_tag);
-		cJSON_AddStringToObject(h, "clock", ls_clock_name(a->rules.clock));
+		cJSON_AddStringToObject(h, "clock", ls_origin_name(a->rules.origin));
 		cJSON_AddStringToObject(h, "ttft_gate", ls_gate_name(a->rules.ttft_gate));
 		cJSON_AddStringToObject(h, "e2el_end", ls_e2el_end_name(a->rules.e2el_end));
 		cJSON_AddStringToObject(h, "units", "parts and totals in ns; kernel stamps CLOCK_MONOTONIC ns");

@@ -106,7 +106,7 @@ int ls_profile_builtin(const char *name, struct ls_profile *out)
 		return -ENOENT;
 	if (!strcmp(name, "vllm")) {
 		snprintf(p.description, sizeof(p.description), "vllm bench serve (vllm/benchmarks/serve.py)");
-		p.read = (struct ls_read_rules){ .clock = LS_CLOCK_STARTED, .ttft_gate = LS_GATE_CHOICES,
+		p.read = (struct ls_read_rules){ .origin = LS_ORIGIN_STARTED, .ttft_gate = LS_GATE_CHOICES,
 						 .itl_mode = LS_ITL_FRAME, .e2el_end = LS_END_LAST_CONTENT,
 						 .out_tokens = LS_OUT_USAGE, .failures_in_headline = 1,
 						 .no_done_ok = 1 };
@@ -121,7 +121,7 @@ int ls_profile_builtin(const char *name, struct ls_profile *out)
 		int oai = !strcmp(name, "sglang-oai");
 		snprintf(p.description, sizeof(p.description), "sglang.bench_serving --backend %s",
 			 oai ? "sglang-oai (/v1/completions)" : "sglang (/generate)");
-		p.read = (struct ls_read_rules){ .clock = LS_CLOCK_STARTED,
+		p.read = (struct ls_read_rules){ .origin = LS_ORIGIN_STARTED,
 						 .ttft_gate = oai ? LS_GATE_TEXT : LS_GATE_CUM_TEXT,
 						 .itl_mode = oai ? LS_ITL_FRAME : LS_ITL_TOKEN,
 						 .e2el_end = LS_END_DONE,
@@ -142,7 +142,7 @@ int ls_profile_builtin(const char *name, struct ls_profile *out)
 	} else if (!strcmp(name, "honest")) {
 		snprintf(p.description, sizeof(p.description),
 			 "latscope: clock from the schedule, both ITLs, E2EL to the last byte");
-		p.read = (struct ls_read_rules){ .clock = LS_CLOCK_SCHEDULED, .ttft_gate = LS_GATE_CHOICES,
+		p.read = (struct ls_read_rules){ .origin = LS_ORIGIN_SCHEDULED, .ttft_gate = LS_GATE_CHOICES,
 						 .itl_mode = LS_ITL_FRAME, .e2el_end = LS_END_LAST_BYTE,
 						 .out_tokens = LS_OUT_USAGE, .failures_in_headline = 1,
 						 .itl_max = 1 };
@@ -240,7 +240,7 @@ int ls_profile_apply_json(struct ls_profile *p, const cJSON *obj, const char *wh
 			else
 				snprintf(p->description, sizeof(p->description), "%s", s);
 		} else if (!strcmp(k, "clock")) {
-			if (ls_clock_parse(s, &p->read.clock))
+			if (ls_origin_parse(s, &p->read.origin))
 				return bad(where, k, "must be \"scheduled\", \"admitted\" or \"started\"");
 		} else if (!strcmp(k, "ttft_gate")) {
 			if (ls_gate_parse(s, &p->read.ttft_gate))
@@ -304,7 +304,7 @@ cJSON *ls_profile_to_json(const struct ls_profile *p)
 	struct ls_profile tmp = *p;
 	cJSON_AddStringToObject(o, "name", p->name);
 	cJSON_AddStringToObject(o, "description", p->description);
-	cJSON_AddStringToObject(o, "clock", ls_clock_name(r->clock));
+	cJSON_AddStringToObject(o, "clock", ls_origin_name(r->origin));
 	cJSON_AddStringToObject(o, "ttft_gate", ls_gate_name(r->ttft_gate));
 	cJSON_AddStringToObject(o, "itl", ls_itl_mode_name(r->itl_mode));
 	cJSON_AddStringToObject(o, "e2el_end", ls_e2el_end_name(r->e2el_end));

@@ -208,10 +208,10 @@ static void handle_cqe(struct drv *d, const struct io_uring_cqe *cqe, uint64_t n
 	case DRV_OP_SOCK:
 		if (cqe->res == -EINVAL && !d->poll_oneshot)
 			d->poll_oneshot = 1; /* a kernel without multishot poll: re-armed one-shot */
-		drv_sock_cqe(d, (struct sock *)op, cqe->res, more);
+		drv_sock_cqe(d, (struct loop_sock *)op, cqe->res, more);
 		break;
 	case DRV_OP_SOCK_CTL:
-		drv_sock_ctl_cqe(d, (struct sock *)((char *)op - offsetof(struct sock, ctl_op)), cqe->res);
+		drv_sock_ctl_cqe(d, (struct loop_sock *)((char *)op - offsetof(struct loop_sock, ctl_op)), cqe->res);
 		break;
 	case DRV_OP_TIMER:
 		d->timer_armed_ns = 0;

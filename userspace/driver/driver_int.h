@@ -2,7 +2,7 @@
  * driver_multi.c (the multi handle: sockets, timer, pool) and
  * driver_curl.c (each transfer: easy handle, callbacks, stamps). Not a public interface.
  * libcurl multi_socket state is split as in curl's hiperfifo.c: global (struct drv), per
- * transfer (struct xfer, via CURLOPT_PRIVATE), per socket (struct sock, via curl_multi_assign). */
+ * transfer (struct xfer, via CURLOPT_PRIVATE), per socket (struct loop_sock, via curl_multi_assign). */
 #ifndef LATSCOPE_DRIVER_INT_H
 #define LATSCOPE_DRIVER_INT_H
 
@@ -37,7 +37,7 @@ struct drv;
 
 /* Per socket libcurl asked us to watch. Freed when curl is done with it and the kernel holds
  * no poll on it any more (the poll's last CQE came). */
-struct sock {
+struct loop_sock {
 	struct drv_op op;       /* the poll */
 	struct drv_op ctl_op;   /* the one update/remove in flight for it */
 	struct drv   *drv;
@@ -49,7 +49,7 @@ struct sock {
 	int           poll_gone; /* a control op found no poll: it ended, its last CQE is due */
 	uint32_t      gen, ctl_gen; /* polls armed so far; the one the control op targeted */
 	int           removed;  /* curl said CURL_POLL_REMOVE */
-	struct sock  *next, *prev; /* every sock alive, for teardown */
+	struct loop_sock  *next, *prev; /* every sock alive, for teardown */
 };
 
 /* Per transfer (one request in flight). Pooled: easy handles and buffers are reused. */
@@ -127,7 +127,7 @@ struct drv {
 	struct xfer  *free_xfers;
 	struct xfer **xfers;            /* every xfer allocated, for teardown */
 	size_t        n_xfers, cap_xfers;
-	struct sock  *socks;
+	struct loop_sock  *socks;
 	struct conn_map conns;
 	uint32_t      n_conns;
 	struct curl_slist *base_headers;
@@ -140,9 +140,9 @@ struct io_uring_sqe *drv_sqe(struct drv *d);
 int  drv_multi_setup(struct drv *d);
 void drv_multi_teardown(struct drv *d);
 void drv_note_socket(struct drv *d, struct ls_request *rec, curl_socket_t fd);
-void drv_sock_arm(struct drv *d, struct sock *s);
-void drv_sock_cqe(struct drv *d, struct sock *s, int res, int more);
-void drv_sock_ctl_cqe(struct drv *d, struct sock *s, int res);
+void drv_sock_arm(struct drv *d, struct loop_sock *s);
+void drv_sock_cqe(struct drv *d, struct loop_sock *s, int res, int more);
+void drv_sock_ctl_cqe(struct drv *d, struct loop_sock *s, int res);
 void drv_socks_free(struct drv *d);
 
 /* driver_curl.c */

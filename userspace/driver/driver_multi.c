@@ -77,7 +77,7 @@ void drv_note_socket(struct drv *d, struct ls_request *rec, curl_socket_t fd)
 
 /* ---- the multi handle's callbacks ---- */
 
-static void sock_free(struct drv *d, struct sock *s)
+static void sock_free(struct drv *d, struct loop_sock *s)
 {
 	if (s->prev)
 		s->prev->next = s->next;
@@ -93,7 +93,7 @@ static unsigned poll_mask(int want)
 	return (want & CURL_POLL_IN ? POLLIN : 0) | (want & CURL_POLL_OUT ? POLLOUT : 0);
 }
 
-void drv_sock_arm(struct drv *d, struct sock *s)
+void drv_sock_arm(struct drv *d, struct loop_sock *s)
 {
 	struct io_uring_sqe *sqe = drv_sqe(d);
 	if (!sqe)
@@ -112,7 +112,7 @@ void drv_sock_arm(struct drv *d, struct sock *s)
 /* Brings the kernel's poll in line with what curl wants: removed, or a new mask. One control
  * operation at a time; the kernel answers -EALREADY while the poll is busy posting an event
  * (the control CQE then retries), -ENOENT when the poll already ended (its last CQE re-arms). */
-static void sock_sync(struct drv *d, struct sock *s)
+static void sock_sync(struct drv *d, struct loop_sock *s)
 {
 	if (!s->live || s->ctl_pending || s->poll_gone)
 		return;
@@ -133,7 +133,7 @@ static void sock_sync(struct drv *d, struct sock *s)
 	s->ctl_pending = 1;
 }
 
-static void sock_maybe_free(struct drv *d, struct sock *s)
+static void sock_maybe_free(struct drv *d, struct loop_sock *s)
 {
 	if (s->removed && !s->live && !s->ctl_pending)
 		sock_free(d, s);
@@ -144,7 +144,7 @@ static void sock_maybe_free(struct drv *d, struct sock *s)
 static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
 {
 	struct drv *d = userp;
-	struct sock *s = socketp;
+	struct loop_sock *s = socketp;
 	struct xfer *x = NULL;
 	if (what == CURL_POLL_REMOVE) {
 		if (s) {
@@ -193,7 +193,7 @@ static int on_timer(CURLM *multi, long timeout_ms, void *userp)
 	return 0;
 }
 
-void drv_sock_cqe(struct drv *d, struct sock *s, int res, int more)
+void drv_sock_cqe(struct drv *d, struct loop_sock *s, int res, int more)
 {
 	if (!s->removed && res != -ECANCELED) {
 		int ev = 0;
@@ -220,7 +220,7 @@ void drv_sock_cqe(struct drv *d, struct sock *s, int res, int more)
 	sock_maybe_free(d, s);
 }
 
-void drv_sock_ctl_cqe(struct drv *d, struct sock *s, int res)
+void drv_sock_ctl_cqe(struct drv *d, struct loop_sock *s, int res)
 {
 	s->ctl_pending = 0;
 	/* A result about an earlier poll (ended and re-armed since) says nothing of this one. */

@@ -300,9 +300,9 @@ static void check_prefix_cache(const struct ls_run *run, const struct ls_metrics
 			if (r->warmup || !ls_request_view(r, &m->rules, &v) || !v.first_ns)
 				continue;
 			if (r == first)
-				first_ttft = v.ttft_s[LS_CLOCK_STARTED] * 1e3;
+				first_ttft = v.ttft_s[LS_ORIGIN_STARTED] * 1e3;
 			else if (first && r->prompt_len * 5 >= first->prompt_len * 4 && r->prompt_len * 4 <= first->prompt_len * 5)
-				rest[n++] = v.ttft_s[LS_CLOCK_STARTED] * 1e3;
+				rest[n++] = v.ttft_s[LS_ORIGIN_STARTED] * 1e3;
 		}
 		double lo, mid, hi;
 		spread(rest, n, &lo, &mid, &hi);

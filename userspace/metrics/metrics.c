@@ -19,7 +19,7 @@ static const char *const out_names[] = { "usage", "cumulative", "requested" };
 
 #define NAME_OF(table, v) ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "?")
 
-const char *ls_clock_name(enum ls_clock c) { return NAME_OF(clock_names, c); }
+const char *ls_origin_name(enum ls_origin c) { return NAME_OF(clock_names, c); }
 const char *ls_gate_name(enum ls_ttft_gate g) { return NAME_OF(gate_names, g); }
 const char *ls_itl_mode_name(enum ls_itl_mode m) { return NAME_OF(itl_names, m); }
 const char *ls_e2el_end_name(enum ls_e2el_end e) { return NAME_OF(end_names, e); }
@@ -44,7 +44,7 @@ static int parse_name(const char *s, const char *const *names, size_t n, int *ou
 		*out = (type)v;                                                  \
 		return 0;                                                        \
 	}
-PARSE_ENUM(ls_clock_parse, enum ls_clock, clock_names)
+PARSE_ENUM(ls_origin_parse, enum ls_origin, clock_names)
 PARSE_ENUM(ls_gate_parse, enum ls_ttft_gate, gate_names)
 PARSE_ENUM(ls_itl_mode_parse, enum ls_itl_mode, itl_names)
 PARSE_ENUM(ls_e2el_end_parse, enum ls_e2el_end, end_names)
@@ -239,7 +239,7 @@ static int peak_output(const struct ls_run *run, const struct ls_read_rules *rul
 		const struct ls_req_view *v = &s->views[k++];
 		if (!v->ok)
 			continue;
-		uint64_t start = ls_clock_origin(&run->requests[i], LS_CLOCK_STARTED);
+		uint64_t start = ls_origin_ns(&run->requests[i], LS_ORIGIN_STARTED);
 		if (start < min_start)
 			min_start = start;
 		if (v->end_ns > max_end)
@@ -295,7 +295,7 @@ static int peak_concurrency(const struct ls_run *run, struct scratch *s, struct 
 		const struct ls_req_view *v = &s->views[k++];
 		if (!v->ok)
 			continue;
-		uint64_t start = ls_clock_origin(&run->requests[i], LS_CLOCK_STARTED);
+		uint64_t start = ls_origin_ns(&run->requests[i], LS_ORIGIN_STARTED);
 		s->events[ne++] = (struct ls_conc_event){ start, +1 };
 		s->events[ne++] = (struct ls_conc_event){ v->end_ns > start ? v->end_ns : start, -1 };
 	}
@@ -406,8 +406,8 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 				usage_tokens += (uint64_t)r->usage_completion_tokens;
 				usage_frames += v->token_frames;
 			}
-			m->ttfts_s[k] = v->ttft_s[rules->clock];
-			m->e2els_s[k] = v->e2el_s[rules->clock];
+			m->ttfts_s[k] = v->ttft_s[rules->origin];
+			m->e2els_s[k] = v->e2el_s[rules->origin];
 			size_t nf = ls_request_itls(r, rules, LS_ITL_FRAME, NULL, 0);
 			size_t nt = ls_request_itls(r, rules, LS_ITL_TOKEN, NULL, 0);
 			n_itl_frame += nf;
@@ -452,12 +452,12 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 	}
 
 	/* Summaries: each gather overwrites the scratch buffer, which the stat sorts. */
-	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
 		ls_stat_compute(s.buf, gather(&s, n, 0, c, s.buf), rules, &m->ttft_by_clock[c]);
 		ls_stat_compute(s.buf, gather(&s, n, 1, c, s.buf), rules, &m->e2el_by_clock[c]);
 	}
-	m->ttft = m->ttft_by_clock[rules->clock];
-	m->e2el = m->e2el_by_clock[rules->clock];
+	m->ttft = m->ttft_by_clock[rules->origin];
+	m->e2el = m->e2el_by_clock[rules->origin];
 	ls_stat_compute(s.buf, gather(&s, n, 2, 0, s.buf), rules, &m->tpot);
 	ls_stat_compute(s.buf, gather(&s, n, 3, 0, s.buf), rules, &m->slot_wait);
 	ls_stat_compute(s.buf, gather(&s, n, 4, 0, s.buf), rules, &m->dispatch);
@@ -494,7 +494,7 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 		double sum_e2el = 0.0;
 		for (size_t k = 0; k < n; k++)
 			if (s.views[k].ok)
-				sum_e2el += s.views[k].e2el_s[rules->clock];
+				sum_e2el += s.views[k].e2el_s[rules->origin];
 		m->littles_concurrency = sum_e2el / m->duration_s;
 	}
 
@@ -506,11 +506,11 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 				continue;
 			/* vLLM: TPOT counts as 0 when a request produced at most one token. */
 			double tpot_ms = v->has_tpot ? v->tpot_s * 1e3 : 0.0;
-			if (goodput->has_ttft && v->ttft_s[rules->clock] * 1e3 > goodput->ttft_ms)
+			if (goodput->has_ttft && v->ttft_s[rules->origin] * 1e3 > goodput->ttft_ms)
 				continue;
 			if (goodput->has_tpot && tpot_ms > goodput->tpot_ms)
 				continue;
-			if (goodput->has_e2el && v->e2el_s[rules->clock] * 1e3 > goodput->e2el_ms)
+			if (goodput->has_e2el && v->e2el_s[rules->origin] * 1e3 > goodput->e2el_ms)
 				continue;
 			m->good_completed++;
 		}

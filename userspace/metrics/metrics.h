@@ -10,12 +10,12 @@
 #include <stdint.h>
 #include "base/record.h"
 
-/* Where a request's latency clock starts. */
-enum ls_clock {
-	LS_CLOCK_SCHEDULED, /* the arrival process said go (coordinated omission corrected) */
-	LS_CLOCK_ADMITTED,  /* it got a concurrency slot */
-	LS_CLOCK_STARTED,   /* handed to libcurl: where vLLM and SGLang take `st` */
-	LS_CLOCK__COUNT
+/* Where a request's latency clock starts: its origin (the one clock itself is base/clock.h). */
+enum ls_origin {
+	LS_ORIGIN_SCHEDULED, /* the arrival process said go (coordinated omission corrected) */
+	LS_ORIGIN_ADMITTED,  /* it got a concurrency slot */
+	LS_ORIGIN_STARTED,   /* handed to libcurl: where vLLM and SGLang take `st` */
+	LS_ORIGIN__COUNT
 };
 
 /* Which frame is the first token (and which frames count as tokens at all). */
@@ -53,7 +53,7 @@ enum ls_out_tokens {
 
 /* The read-side rules a profile fixes. */
 struct ls_read_rules {
-	enum ls_clock     clock;
+	enum ls_origin    origin; 
 	enum ls_ttft_gate ttft_gate;
 	enum ls_itl_mode  itl_mode;
 	enum ls_e2el_end  e2el_end;
@@ -77,12 +77,12 @@ struct ls_goodput {
 	double ttft_ms, tpot_ms, e2el_ms;
 };
 
-const char *ls_clock_name(enum ls_clock clock);      /* "scheduled" | "admitted" | "started" */
+const char *ls_origin_name(enum ls_origin clock);      /* "scheduled" | "admitted" | "started" */
 const char *ls_gate_name(enum ls_ttft_gate gate);    /* "choices" | "text" | "cum_text" */
 const char *ls_itl_mode_name(enum ls_itl_mode mode); /* "frame" | "token" */
 const char *ls_e2el_end_name(enum ls_e2el_end end);  /* "last_content" | "done" | "last_byte" */
 const char *ls_out_tokens_name(enum ls_out_tokens o); /* "usage" | "cumulative" | "requested" */
-int ls_clock_parse(const char *s, enum ls_clock *out);      /* 0 / -EINVAL */
+int ls_origin_parse(const char *s, enum ls_origin *out);      /* 0 / -EINVAL */
 int ls_gate_parse(const char *s, enum ls_ttft_gate *out);
 int ls_itl_mode_parse(const char *s, enum ls_itl_mode *out);
 int ls_e2el_end_parse(const char *s, enum ls_e2el_end *out);
@@ -104,8 +104,8 @@ struct ls_req_view {
 	uint32_t input_tokens;   /* usage prompt_tokens, else what latscope built */
 	uint32_t output_tokens;  /* from the rules' source (out_tokens) */
 	uint32_t token_frames;   /* frames that passed the gate */
-	double   ttft_s[LS_CLOCK__COUNT];
-	double   e2el_s[LS_CLOCK__COUNT];
+	double   ttft_s[LS_ORIGIN__COUNT];
+	double   e2el_s[LS_ORIGIN__COUNT];
 	double   tpot_s;         /* (e2el - ttft) / (output_tokens - 1); 0 when output_tokens <= 1 */
 	int      has_tpot;       /* output_tokens > 1 */
 	double   slot_wait_s;    /* admitted - scheduled */
@@ -117,7 +117,7 @@ struct ls_req_view {
  * cum_text needs the frames before it (use ls_frame_gated or ls_req_view.first_frame). */
 int ls_frame_is_token(const struct ls_frame *fr, enum ls_ttft_gate gate);
 /* The stamp a clock starts at; an unset stamp falls back to the next later one (then earlier). */
-uint64_t ls_clock_origin(const struct ls_request *r, enum ls_clock clock);
+uint64_t ls_origin_ns(const struct ls_request *r, enum ls_origin clock);
 
 /* Fills v; returns v->ok. */
 int ls_request_view(const struct ls_request *r, const struct ls_read_rules *rules, struct ls_req_view *v);
@@ -179,7 +179,7 @@ struct ls_metrics {
 
 	/* Headline stats under the rules, plus every clock and both ITL modes. */
 	struct ls_stat ttft, tpot, itl, e2el;
-	struct ls_stat ttft_by_clock[LS_CLOCK__COUNT], e2el_by_clock[LS_CLOCK__COUNT];
+	struct ls_stat ttft_by_clock[LS_ORIGIN__COUNT], e2el_by_clock[LS_ORIGIN__COUNT];
 	struct ls_stat itl_frame, itl_token;
 	struct ls_stat slot_wait, dispatch, queue; /* queue = started - scheduled */
 

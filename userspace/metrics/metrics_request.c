@@ -89,10 +89,10 @@ double ls_frame_tokens(const struct ls_request *r, uint32_t i, const struct ls_r
 	return 0.0;
 }
 
-uint64_t ls_clock_origin(const struct ls_request *r, enum ls_clock c)
+uint64_t ls_origin_ns(const struct ls_request *r, enum ls_origin c)
 {
-	uint64_t stamps[LS_CLOCK__COUNT] = { r->scheduled_ns, r->admitted_ns, r->started_ns };
-	for (int k = (int)c; k < LS_CLOCK__COUNT; k++)
+	uint64_t stamps[LS_ORIGIN__COUNT] = { r->scheduled_ns, r->admitted_ns, r->started_ns };
+	for (int k = (int)c; k < LS_ORIGIN__COUNT; k++)
 		if (stamps[k])
 			return stamps[k];
 	for (int k = (int)c - 1; k >= 0; k--)
@@ -164,15 +164,15 @@ int ls_request_view(const struct ls_request *r, const struct ls_read_rules *rule
 		v->end_ns = r->finished_ns ? r->finished_ns : r->done_frame_ns ? r->done_frame_ns : last_any;
 		break;
 	}
-	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
-		uint64_t origin = ls_clock_origin(r, (enum ls_clock)c);
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		uint64_t origin = ls_origin_ns(r, (enum ls_origin)c);
 		/* SGLang keeps ttft = 0.0 for a stream that never carried text. */
 		v->ttft_s[c] = v->first_ns ? span_s(origin, v->first_ns) : 0.0;
 		v->e2el_s[c] = span_s(origin, v->end_ns);
 	}
 	if (v->output_tokens > 1) {
 		v->has_tpot = 1;
-		v->tpot_s = (v->e2el_s[LS_CLOCK_STARTED] - v->ttft_s[LS_CLOCK_STARTED]) / (double)(v->output_tokens - 1);
+		v->tpot_s = (v->e2el_s[LS_ORIGIN_STARTED] - v->ttft_s[LS_ORIGIN_STARTED]) / (double)(v->output_tokens - 1);
 	}
 	return 1;
 }

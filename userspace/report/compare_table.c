@@ -173,7 +173,7 @@ static void cell(enum row row, const struct ls_cmp_col *c, char *buf, size_t cap
 	case ROW_E2EL_MEDIAN: v = m->e2el.median_ms; break;
 	case ROW_E2EL_P99: v = m->e2el.pct_ms[P99]; break;
 	case ROW_SLOT_WAIT:
-		if (c->rules.clock != LS_CLOCK_SCHEDULED) {
+		if (c->rules.origin != LS_ORIGIN_SCHEDULED) {
 			snprintf(buf, cap, "hidden");
 			return;
 		}
@@ -224,7 +224,7 @@ static const char *const rule_labels[RULE__COUNT] = {
 static int rule_value(enum rule k, const struct ls_read_rules *r)
 {
 	switch (k) {
-	case RULE_CLOCK: return (int)r->clock;
+	case RULE_CLOCK: return (int)r->origin;
 	case RULE_GATE: return (int)r->ttft_gate;
 	case RULE_ITL: return (int)r->itl_mode;
 	case RULE_END: return (int)r->e2el_end;
@@ -238,7 +238,7 @@ static int rule_value(enum rule k, const struct ls_read_rules *r)
 static void set_rule(enum rule k, struct ls_read_rules *r, int v)
 {
 	switch (k) {
-	case RULE_CLOCK: r->clock = (enum ls_clock)v; break;
+	case RULE_CLOCK: r->origin = (enum ls_origin)v; break;
 	case RULE_GATE: r->ttft_gate = (enum ls_ttft_gate)v; break;
 	case RULE_ITL: r->itl_mode = (enum ls_itl_mode)v; break;
 	case RULE_END: r->e2el_end = (enum ls_e2el_end)v; break;
@@ -253,7 +253,7 @@ static const char *value_name(enum rule k, int v)
 {
 	static const char *const success[] = { "strict", "no [DONE] ok", "tokenless ok", "tokenless and no [DONE] ok" };
 	switch (k) {
-	case RULE_CLOCK: return ls_clock_name((enum ls_clock)v);
+	case RULE_CLOCK: return ls_origin_name((enum ls_origin)v);
 	case RULE_GATE: return ls_gate_name((enum ls_ttft_gate)v);
 	case RULE_ITL: return v == LS_ITL_TOKEN ? "per-token" : "per-frame";
 	case RULE_END: return ls_e2el_end_name((enum ls_e2el_end)v);
@@ -544,7 +544,7 @@ static void send_rows(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, c
 		for (size_t i = 0; i < n_cols; i++) {
 			if (cols[i].run != k)
 				continue;
-			if (cols[i].rules.clock == LS_CLOCK_SCHEDULED)
+			if (cols[i].rules.origin == LS_ORIGIN_SCHEDULED)
 				la += (size_t)snprintf(a + la, sizeof(a) - la, "%s%s", la ? ", " : "", cols[i].prof.name);
 			else
 				lb += (size_t)snprintf(b + lb, sizeof(b) - lb, "%s%s", lb ? ", " : "", cols[i].prof.name);

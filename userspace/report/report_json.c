@@ -79,7 +79,7 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 	cJSON_AddStringToObject(o, "profile_source", ctx->profile_source ? ctx->profile_source : "");
 	cJSON *rules = cJSON_AddObjectToObject(o, "rules");
 	if (rules) {
-		cJSON_AddStringToObject(rules, "clock", ls_clock_name(r->clock));
+		cJSON_AddStringToObject(rules, "clock", ls_origin_name(r->origin));
 		cJSON_AddStringToObject(rules, "ttft_gate", ls_gate_name(r->ttft_gate));
 		cJSON_AddStringToObject(rules, "itl", ls_itl_mode_name(r->itl_mode));
 		cJSON_AddStringToObject(rules, "e2el_end", ls_e2el_end_name(r->e2el_end));
@@ -103,9 +103,9 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 	cJSON_AddItemToObject(o, "client_queue", stat_obj(&m->queue, r));
 	cJSON *ttft = cJSON_AddObjectToObject(o, "ttft_by_clock");
 	cJSON *e2el = cJSON_AddObjectToObject(o, "e2el_by_clock");
-	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
-		cJSON_AddItemToObject(ttft, ls_clock_name((enum ls_clock)c), stat_obj(&m->ttft_by_clock[c], r));
-		cJSON_AddItemToObject(e2el, ls_clock_name((enum ls_clock)c), stat_obj(&m->e2el_by_clock[c], r));
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		cJSON_AddItemToObject(ttft, ls_origin_name((enum ls_origin)c), stat_obj(&m->ttft_by_clock[c], r));
+		cJSON_AddItemToObject(e2el, ls_origin_name((enum ls_origin)c), stat_obj(&m->e2el_by_clock[c], r));
 	}
 	cJSON_AddItemToObject(o, "itl_frame", stat_obj(&m->itl_frame, r));
 	cJSON_AddItemToObject(o, "itl_token", stat_obj(&m->itl_token, r));

@@ -128,12 +128,12 @@ static void sglang_block(FILE *out, const struct ls_metrics *m, const struct ls_
 	rule(out, NULL, '=');
 }
 
-static const char *clock_story(enum ls_clock c)
+static const char *clock_story(enum ls_origin c)
 {
 	switch (c) {
-	case LS_CLOCK_SCHEDULED: return "scheduled (the arrival process said go; includes slot wait)";
-	case LS_CLOCK_ADMITTED: return "admitted (got a concurrency slot)";
-	case LS_CLOCK_STARTED: return "started (handed to libcurl, after the slot: vLLM's st)";
+	case LS_ORIGIN_SCHEDULED: return "scheduled (the arrival process said go; includes slot wait)";
+	case LS_ORIGIN_ADMITTED: return "admitted (got a concurrency slot)";
+	case LS_ORIGIN_STARTED: return "started (handed to libcurl, after the slot: vLLM's st)";
 	default: return "?";
 	}
 }
@@ -242,7 +242,7 @@ void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_repor
 		metric_block(out, "Client-side Queueing", "Client Queue Time", &m->queue, 0);
 		if (isfinite(ctx->request_rate))
 			metric_block(out, "Queue-inclusive End-to-end Latency", "E2EL incl. Client Queue",
-				     &m->e2el_by_clock[LS_CLOCK_SCHEDULED], 0);
+				     &m->e2el_by_clock[LS_ORIGIN_SCHEDULED], 0);
 	}
 	if (ctx->spec)
 		spec_block(out, ctx->spec);
@@ -253,7 +253,7 @@ latscope:
 	snprintf(buf, sizeof(buf), "%s (%s)", ctx->profile ? ctx->profile : "?",
 		 ctx->profile_source ? ctx->profile_source : "built-in");
 	line_s(out, "Profile:", buf);
-	line_s(out, "Clock of TTFT and E2EL above:", clock_story(rules->clock));
+	line_s(out, "Clock of TTFT and E2EL above:", clock_story(rules->origin));
 	if (ctx->profile_description && *ctx->profile_description)
 		line_s(out, "Profile rules are:", ctx->profile_description);
 	snprintf(buf, sizeof(buf), "TTFT gate %s, ITL per %s, E2EL ends at %s, output tokens from %s",
@@ -270,12 +270,12 @@ latscope:
 	}
 	stat_line(out, "Slot wait, admitted - scheduled (ms):", &m->slot_wait);
 	stat_line(out, "Dispatch, started - admitted (ms):", &m->dispatch);
-	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
-		snprintf(buf, sizeof(buf), "TTFT from %s (ms):", ls_clock_name((enum ls_clock)c));
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		snprintf(buf, sizeof(buf), "TTFT from %s (ms):", ls_origin_name((enum ls_origin)c));
 		stat_line(out, buf, &m->ttft_by_clock[c]);
 	}
-	for (int c = 0; c < LS_CLOCK__COUNT; c++) {
-		snprintf(buf, sizeof(buf), "E2EL from %s (ms):", ls_clock_name((enum ls_clock)c));
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		snprintf(buf, sizeof(buf), "E2EL from %s (ms):", ls_origin_name((enum ls_origin)c));
 		stat_line(out, buf, &m->e2el_by_clock[c]);
 	}
 	stat_line(out, "ITL per frame, chunk (ms):", &m->itl_frame);

@@ -267,13 +267,13 @@ int sim_engine_draw_tokens(const struct sim_config *cfg, double p, uint64_t *rng
 /* Handles one parsed request. body is the full body. Returns 0. */
 void sim_api_dispatch(struct sim_conn *c, const struct sim_http_req *h, const char *body, size_t body_len);
 /* The engine produced n token ids for r; reason is "length"/"stop" when r is complete. */
-void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int n, const char *reason);
+void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int n, const char *reason);
 /* The connection died under r (client closed, shutdown): writes its truth and frees it. */
-void sim_api_abort(struct sim_server *srv, struct sim_req *r, const char *reason);
+void sim_stream_abort(struct sim_server *srv, struct sim_req *r, const char *reason);
 void sim_api_send_error(struct sim_conn *c, int status, const char *type, const char *msg, int keep_alive);
 int  sim_info_dispatch(struct sim_conn *c, const struct sim_http_req *h, const char *body, size_t body_len,
 		       int keep_alive);
-void sim_req_free(struct sim_req *r);
+void sim_api_req_free(struct sim_req *r);
 
 /* ---- truth (sim_truth.c) ---- */
 struct sim_truth {

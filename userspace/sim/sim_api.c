@@ -10,7 +10,7 @@
 #include "base/clock.h"
 #include "sim/sim.h"
 
-void sim_req_free(struct sim_req *r)
+void sim_api_req_free(struct sim_req *r)
 {
 	if (!r)
 		return;
@@ -271,7 +271,7 @@ static void generation(struct sim_conn *c, const struct sim_http_req *h, const c
 	if (err) {
 		bad(c, h, err);
 		cJSON_Delete(root);
-		sim_req_free(r);
+		sim_api_req_free(r);
 		return;
 	}
 	r->ep = ep;
@@ -303,7 +303,7 @@ static void generation(struct sim_conn *c, const struct sim_http_req *h, const c
 	c->req = r;
 	if (r->stream && send_stream_head(c, r)) {
 		c->req = NULL;
-		sim_api_abort(srv, r, "client_closed");
+		sim_stream_abort(srv, r, "client_closed");
 		return;
 	}
 	sim_engine_submit(srv, r);

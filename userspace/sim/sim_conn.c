@@ -283,7 +283,7 @@ void sim_conn_on_event(struct sim_conn *c, uint32_t events)
 static void free_conn(struct sim_server *srv, struct sim_conn *c)
 {
 	if (c->req)
-		sim_api_abort(srv, c->req, srv->stop ? "server_shutdown" : "client_closed");
+		sim_stream_abort(srv, c->req, srv->stop ? "server_shutdown" : "client_closed");
 	if (c->reset) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));

@@ -349,7 +349,7 @@ void sim_engine_on_timer(struct sim_server *srv)
 				list_remove(&e->running, r);
 				r->state = SIM_REQ_DONE;
 			}
-			sim_api_emit(srv, r, ids, n, reason); /* may free r */
+			sim_stream_emit(srv, r, ids, n, reason); /* may free r */
 		}
 	}
 	uint64_t after = ls_now_ns();

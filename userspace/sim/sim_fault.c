@@ -153,7 +153,7 @@ int sim_fault_before_head(struct sim_server *srv, struct sim_conn *c, struct sim
 		sim_conn_kill(c, 1);
 		break;
 	case SIM_FAULT_NO_HEADERS:
-		/* Parked on its connection, silent, until the client leaves (sim_api_abort). */
+		/* Parked on its connection, silent, until the client leaves (sim_stream_abort). */
 		r->state = SIM_REQ_STALLED;
 		c->req = r;
 		return 1;
@@ -164,6 +164,6 @@ int sim_fault_before_head(struct sim_server *srv, struct sim_conn *c, struct sim
 		return 0;
 	}
 	sim_truth_write(&srv->truth, r, ls_now_ns(), 1, name);
-	sim_req_free(r);
+	sim_api_req_free(r);
 	return 1;
 }

@@ -224,7 +224,7 @@ static void finish(struct sim_server *srv, struct sim_req *r, int failed, const 
 	if (c && c->req == r)
 		c->req = NULL;
 	int keep_alive = r->keep_alive;
-	sim_req_free(r);
+	sim_api_req_free(r);
 	if (!c || c->dead)
 		return;
 	if (!keep_alive) {
@@ -235,7 +235,7 @@ static void finish(struct sim_server *srv, struct sim_req *r, int failed, const 
 	}
 }
 
-void sim_api_abort(struct sim_server *srv, struct sim_req *r, const char *reason)
+void sim_stream_abort(struct sim_server *srv, struct sim_req *r, const char *reason)
 {
 	/* A silent request (stall, no-headers, the end of an endless stream), or one whose fault
 	 * already fired (the client left because of it): the fault is why it ended. */
@@ -245,7 +245,7 @@ void sim_api_abort(struct sim_server *srv, struct sim_req *r, const char *reason
 	sim_truth_write(&srv->truth, r, ls_now_ns(), 1, reason);
 	if (r->conn && r->conn->req == r)
 		r->conn->req = NULL;
-	sim_req_free(r);
+	sim_api_req_free(r);
 }
 
 static void whole_body(struct sim_server *srv, struct sim_req *r, const char *reason, int malformed,
@@ -283,7 +283,7 @@ static void whole_body(struct sim_server *srv, struct sim_req *r, const char *re
 	m->len = 0;
 }
 
-void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int n, const char *reason)
+void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int n, const char *reason)
 {
 	struct sim_conn *c = r->conn;
 	if (c->dead)
@@ -295,7 +295,7 @@ void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int
 	static struct sim_buf text;
 	text.len = 0;
 	if (sim_tok_decode(ids, (size_t)n, &text) < 0) {
-		sim_api_abort(srv, r, "internal_error");
+		sim_stream_abort(srv, r, "internal_error");
 		sim_conn_kill(c, 0);
 		return;
 	}
@@ -367,7 +367,7 @@ void sim_api_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int
 			     truncated ? SIM_FRAME_TRUNCATED : malformed ? SIM_FRAME_MALFORMED : token_kind, keep);
 		if (r->fault == SIM_FAULT_ENDLESS_STREAM && r->malformed_done && endless_more(srv, r, token_from)) {
 			send_wire(r);
-			return; /* silent now, until the client leaves (sim_api_abort) */
+			return; /* silent now, until the client leaves (sim_stream_abort) */
 		}
 		const char *end = no_blank_line(r) ? "\n" : "\n\n";
 		if (reason && !truncated) {
