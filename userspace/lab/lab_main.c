@@ -1,7 +1,6 @@
 /* lab/lab_main.c — `latscope lab`: flags, the lab's lifetime (build, run one mode, tear down on
  * every path, SIGINT/SIGTERM included) and the modes that need no experiment logic. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,7 +11,52 @@
 #include <dirent.h>
 #include <unistd.h>
 #include "commands.h"
+#include "base/opts.h"
 #include "lab/lab.h"
+
+enum {
+	OPT_RTT, OPT_JITTER, OPT_RATE, OPT_SEED, OPT_QUEUE, OPT_SPIN, OPT_NO_RT, OPT_PORT,
+	OPT_TLS, OPT_TLS_MAX, OPT_SIM_ARGS, OPT_NO_SIM, OPT_PING, OPT_CLIENT_SH, OPT_EXPERIMENT,
+	OPT_REQUESTS, OPT_SECOND_RTT, OPT_JSON, OPT_KEEP, OPT_VERBOSE, OPT_HELP,
+};
+
+static const struct ls_opt opts[] = {
+	{ "rtt-us", OPT_RTT, LS_ARG_ONE, "US", "round-trip time to add, microseconds (default 500; 0 = just forward)",
+	  "delay line" },
+	{ "jitter-us", OPT_JITTER, LS_ARG_ONE, "US",
+	  "each packet's one-way delay varies by uniform +-US (order is kept)", NULL },
+	{ "rate-mbit", OPT_RATE, LS_ARG_ONE, "R", "rate limit per direction, Mbit/s (default: none)", NULL },
+	{ "seed", OPT_SEED, LS_ARG_ONE, "S", "jitter seed (default 1): the same seed gives the same delays", NULL },
+	{ "queue-pkts", OPT_QUEUE, LS_ARG_ONE, "N",
+	  "packets held per direction before drops (default 2048; drops counted)", NULL },
+	{ "spin-us", OPT_SPIN, LS_ARG_ONE, "US",
+	  "busy-wait this long before each due time instead of sleeping (100)", NULL },
+	{ "no-realtime", OPT_NO_RT, LS_ARG_NONE, NULL, "do not ask for SCHED_FIFO for the forwarder thread", NULL },
+	{ "port", OPT_PORT, LS_ARG_ONE, "P", "sim port in the server namespace (default 8000)", "server" },
+	{ "tls", OPT_TLS, LS_ARG_NONE, NULL, "sim serves HTTPS (bench gets https:// and --insecure)", NULL },
+	{ "tls-max", OPT_TLS_MAX, LS_ARG_ONE, "1.2|1.3", "highest TLS version the sim offers (implies --tls)", NULL },
+	{ "sim-args", OPT_SIM_ARGS, LS_ARG_ONE, "\"...\"", "more `latscope sim` flags, e.g. \"--step-ms 5\"", NULL },
+	{ "no-sim", OPT_NO_SIM, LS_ARG_NONE, NULL, "do not start the sim (with --client-sh)", NULL },
+	{ "ping", OPT_PING, LS_ARG_ONE, "N", "N TCP connects client -> server: RTT median, p99, min, max", "modes" },
+	{ "client-sh", OPT_CLIENT_SH, LS_ARG_ONE, "CMD",
+	  "/bin/sh -c CMD in the client namespace, with LATSCOPE_LAB_URL,\n"
+	  "LATSCOPE_LAB_SERVER, LATSCOPE_LAB_PORT, LATSCOPE_LAB_CLIENT_NS and\n"
+	  "LATSCOPE_LAB_SERVER_NS (for `ip netns exec`) set", NULL },
+	{ "experiment", OPT_EXPERIMENT, LS_ARG_NONE, NULL,
+	  "the TCP/TLS experiment at --rtt-us and --second-rtt-us; prints\n"
+	  "the table (README: TCP and TLS in your TTFT)", NULL },
+	{ "requests", OPT_REQUESTS, LS_ARG_ONE, "N", "experiment: requests per configuration (default 50)", NULL },
+	{ "second-rtt-us", OPT_SECOND_RTT, LS_ARG_ONE, "US",
+	  "experiment: the second RTT; the slope between the two counts the\n"
+	  "round trips, apart from the handshake's CPU time (default 10500)", NULL },
+	{ "json", OPT_JSON, LS_ARG_ONE, "FILE", "experiment: write the figures as JSON", NULL },
+	{ "keep", OPT_KEEP, LS_ARG_ONE, "DIR", "experiment: keep the bench record files in DIR", NULL },
+	{ "verbose", OPT_VERBOSE, LS_ARG_NONE, NULL, "print the commands the lab runs", "other" },
+	{ "v", OPT_VERBOSE, LS_ARG_NONE, NULL, NULL, NULL },
+	{ "help", OPT_HELP, LS_ARG_NONE, NULL, "this text", NULL },
+	{ "h", OPT_HELP, LS_ARG_NONE, NULL, NULL, NULL },
+};
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
 static void usage(FILE *out)
 {
@@ -28,192 +72,89 @@ static void usage(FILE *out)
 "between them after rtt/2 (a user-space delay line: the kernel has no netem). Runs `latscope sim`\n"
 "in the server namespace and `latscope bench` in the client one, prints the bench report and\n"
 "tears everything down (also on error, SIGINT and SIGTERM; labs of crashed runs are removed by\n"
-"the next run). Needs root.\n"
+"the next run). Needs root.\n");
+	ls_opt_help(out, opts, N_OPTS);
+	fprintf(out,
 "\n"
-"delay line:\n"
-"  --rtt-us US          round-trip time to add, microseconds (default 500; 0 = just forward)\n"
-"  --jitter-us US       each packet's one-way delay varies by uniform +-US (order is kept)\n"
-"  --rate-mbit R        rate limit per direction, Mbit/s (default: none)\n"
-"  --seed S             jitter seed (default 1): the same seed gives the same delays\n"
-"  --queue-pkts N       packets held per direction before drops (default 2048; drops counted)\n"
-"  --spin-us US         busy-wait this long before each due time instead of sleeping (100)\n"
-"  --no-realtime        do not ask for SCHED_FIFO for the forwarder thread\n"
-"server:\n"
-"  --port P             sim port in the server namespace (default 8000)\n"
-"  --tls                sim serves HTTPS (bench gets https:// and --insecure)\n"
-"  --tls-max 1.2|1.3    highest TLS version the sim offers (implies --tls)\n"
-"  --sim-args \"...\"     more `latscope sim` flags, e.g. \"--step-ms 5\"\n"
-"  --no-sim             do not start the sim (with --client-sh)\n"
-"modes:\n"
-"  -- <bench flags>     `latscope bench` flags (vllm bench serve names); the lab adds\n"
-"                       --base-url (and --server-pid of the sim, so the probes watch both\n"
-"                       sides). Reports TIME_WAIT sockets (peak) and warns when\n"
-"                       rate x 60 s of TIME_WAIT exceeds the ephemeral port range\n"
-"  --ping N             N TCP connects client -> server: RTT median, p99, min, max\n"
-"  --client-sh CMD      /bin/sh -c CMD in the client namespace, with LATSCOPE_LAB_URL,\n"
-"                       LATSCOPE_LAB_SERVER, LATSCOPE_LAB_PORT, LATSCOPE_LAB_CLIENT_NS and\n"
-"                       LATSCOPE_LAB_SERVER_NS (for `ip netns exec`) set\n"
-"  --experiment         the TCP/TLS experiment at --rtt-us and --second-rtt-us; prints\n"
-"                       the table (README: TCP and TLS in your TTFT)\n"
-"  --requests N         experiment: requests per configuration (default 50)\n"
-"  --second-rtt-us US   experiment: the second RTT; the slope between the two counts the\n"
-"                       round trips, apart from the handshake's CPU time (default 10500)\n"
-"  --json FILE          experiment: write the figures as JSON\n"
-"  --keep DIR           experiment: keep the bench record files in DIR\n"
-"  -v, --verbose        print the commands the lab runs\n"
-"  -h, --help           this text\n");
+"the bench mode:\n"
+"  -- <bench flags>               `latscope bench` flags (vllm bench serve names); the lab adds\n"
+"                                 --base-url (and --server-pid of the sim, so the probes watch both\n"
+"                                 sides). Reports TIME_WAIT sockets (peak) and warns when\n"
+"                                 rate x 60 s of TIME_WAIT exceeds the ephemeral port range\n");
 }
 
-enum {
-	OPT_RTT = 256, OPT_JITTER, OPT_RATE, OPT_SEED, OPT_QUEUE, OPT_SPIN, OPT_NO_RT, OPT_PORT,
-	OPT_TLS, OPT_TLS_MAX, OPT_SIM_ARGS, OPT_NO_SIM, OPT_PING, OPT_CLIENT_SH, OPT_EXPERIMENT,
-	OPT_REQUESTS, OPT_SECOND_RTT, OPT_JSON, OPT_KEEP,
-};
-
-static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
+static const char *set_switch(const char *v, int *dst)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-		fprintf(stderr, "latscope lab: %s wants a number from %g to %g, got '%s'\n", flag, lo, hi, s);
-		return -1;
-	}
-	*out = v;
+	return ls_opt_parse_bool(v, dst) ? "takes no value (or =true / =false)" : NULL;
+}
+
+/* A whole-number flag into an int field. */
+static int set_int(const char *v, double lo, double hi, int *dst)
+{
+	double x;
+	if (ls_opt_parse_whole(v, lo, hi, &x))
+		return -EINVAL;
+	*dst = (int)x;
 	return 0;
 }
 
-/* A count, port or seed: parse_num, and no fraction ("--port 80.5" is a typo, not port 80). */
-static int parse_whole(const char *flag, const char *s, double lo, double hi, double *out)
+/* Applies one flag's value (v is "true" for a bare switch). NULL, or why the value is wrong. */
+static const char *apply(struct lab_opts *o, const struct ls_opt *opt, const char *v)
 {
-	if (parse_num(flag, s, lo, hi, out) < 0)
-		return -1;
-	if (*out != floor(*out)) {
-		fprintf(stderr, "latscope lab: %s wants a whole number from %g to %g, got '%s'\n", flag, lo, hi, s);
-		return -1;
+	double x;
+	int on;
+	switch (opt->id) {
+	case OPT_RTT: return ls_opt_parse_duration_ns(v, 1e3, 10e6, &o->rtt_ns) ? "must be microseconds 0..1e+07" : NULL;
+	case OPT_JITTER:
+		return ls_opt_parse_duration_ns(v, 1e3, 10e6, &o->delay.shape.jitter_ns) ?
+			"must be microseconds 0..1e+07" : NULL;
+	case OPT_RATE:
+		return ls_opt_parse_double(v, 0.001, 1e6, &o->delay.shape.rate_mbit) ? "must be Mbit/s 0.001..1e+06" : NULL;
+	case OPT_SEED:
+		if (ls_opt_parse_whole(v, 0, 1e15, &x))
+			return "must be a whole number 0..1e+15";
+		o->delay.seed = (uint64_t)x;
+		return NULL;
+	case OPT_QUEUE:
+		if (ls_opt_parse_whole(v, 16, 1 << 20, &x))
+			return "must be a whole number 16..1048576";
+		o->delay.queue_pkts = (uint32_t)x;
+		return NULL;
+	case OPT_SPIN: return ls_opt_parse_duration_ns(v, 1e3, 10000, &o->delay.spin_ns) ? "must be microseconds 0..10000" : NULL;
+	case OPT_NO_RT:
+		if (ls_opt_parse_bool(v, &on))
+			return "takes no value (or =true / =false)";
+		o->delay.realtime = !on;
+		return NULL;
+	case OPT_PORT: return set_int(v, 1, 65535, &o->port) ? "must be a port 1..65535" : NULL;
+	case OPT_TLS: return set_switch(v, &o->tls);
+	case OPT_TLS_MAX:
+		if (strcmp(v, "1.2") && strcmp(v, "1.3"))
+			return "must be 1.2 or 1.3";
+		o->tls = 1;
+		o->tls_max = v;
+		return NULL;
+	case OPT_SIM_ARGS: o->sim_args = v; return NULL;
+	case OPT_NO_SIM: return set_switch(v, &o->no_sim);
+	case OPT_PING: return set_int(v, 1, 100000, &o->ping_n) ? "must be a whole number 1..100000" : NULL;
+	case OPT_CLIENT_SH: o->client_sh = v; return NULL;
+	case OPT_EXPERIMENT: return set_switch(v, &o->experiment);
+	case OPT_REQUESTS: return set_int(v, 5, 100000, &o->requests) ? "must be a whole number 5..100000" : NULL;
+	case OPT_SECOND_RTT:
+		return ls_opt_parse_double(v, 0, 10e6, &o->second_rtt_us) ? "must be microseconds 0..1e+07" : NULL;
+	case OPT_JSON: o->json_path = v; return NULL;
+	case OPT_KEEP: o->keep_dir = v; return NULL;
+	case OPT_VERBOSE: return set_switch(v, &o->verbose);
 	}
-	return 0;
+	return "unknown option";
 }
 
-static int parse_args(int argc, char **argv, struct lab_opts *o)
+/* The bench flags after "--": the lab owns where the server is. 0 or 2. */
+static int check_bench_flags(const struct lab_opts *o)
 {
-	static const struct option longs[] = {
-		{ "rtt-us", required_argument, NULL, OPT_RTT },
-		{ "jitter-us", required_argument, NULL, OPT_JITTER },
-		{ "rate-mbit", required_argument, NULL, OPT_RATE },
-		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "queue-pkts", required_argument, NULL, OPT_QUEUE },
-		{ "spin-us", required_argument, NULL, OPT_SPIN },
-		{ "no-realtime", no_argument, NULL, OPT_NO_RT },
-		{ "port", required_argument, NULL, OPT_PORT },
-		{ "tls", no_argument, NULL, OPT_TLS },
-		{ "tls-max", required_argument, NULL, OPT_TLS_MAX },
-		{ "sim-args", required_argument, NULL, OPT_SIM_ARGS },
-		{ "no-sim", no_argument, NULL, OPT_NO_SIM },
-		{ "ping", required_argument, NULL, OPT_PING },
-		{ "client-sh", required_argument, NULL, OPT_CLIENT_SH },
-		{ "experiment", no_argument, NULL, OPT_EXPERIMENT },
-		{ "requests", required_argument, NULL, OPT_REQUESTS },
-		{ "second-rtt-us", required_argument, NULL, OPT_SECOND_RTT },
-		{ "json", required_argument, NULL, OPT_JSON },
-		{ "keep", required_argument, NULL, OPT_KEEP },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	double v;
-	optind = 0;
-	opterr = 0;
-	for (;;) {
-		int prev = optind ? optind : 1;
-		int opt = getopt_long(argc, argv, "+:vh", longs, NULL);
-		if (opt == -1)
-			break;
-		switch (opt) {
-		case OPT_RTT:
-			if (parse_num("--rtt-us", optarg, 0, 10e6, &v) < 0)
-				return 2;
-			o->rtt_ns = (uint64_t)(v * 1000.0);
-			break;
-		case OPT_JITTER:
-			if (parse_num("--jitter-us", optarg, 0, 10e6, &v) < 0)
-				return 2;
-			o->delay.shape.jitter_ns = (uint64_t)(v * 1000.0);
-			break;
-		case OPT_RATE:
-			if (parse_num("--rate-mbit", optarg, 0.001, 1e6, &o->delay.shape.rate_mbit) < 0)
-				return 2;
-			break;
-		case OPT_SEED:
-			if (parse_whole("--seed", optarg, 0, 1e15, &v) < 0)
-				return 2;
-			o->delay.seed = (uint64_t)v;
-			break;
-		case OPT_QUEUE:
-			if (parse_whole("--queue-pkts", optarg, 16, 1 << 20, &v) < 0)
-				return 2;
-			o->delay.queue_pkts = (uint32_t)v;
-			break;
-		case OPT_SPIN:
-			if (parse_num("--spin-us", optarg, 0, 10000, &v) < 0)
-				return 2;
-			o->delay.spin_ns = (uint64_t)(v * 1000.0);
-			break;
-		case OPT_NO_RT: o->delay.realtime = 0; break;
-		case OPT_PORT:
-			if (parse_whole("--port", optarg, 1, 65535, &v) < 0)
-				return 2;
-			o->port = (int)v;
-			break;
-		case OPT_TLS: o->tls = 1; break;
-		case OPT_TLS_MAX:
-			if (strcmp(optarg, "1.2") && strcmp(optarg, "1.3")) {
-				fprintf(stderr, "latscope lab: --tls-max wants 1.2 or 1.3, got '%s'\n", optarg);
-				return 2;
-			}
-			o->tls = 1;
-			o->tls_max = optarg;
-			break;
-		case OPT_SIM_ARGS: o->sim_args = optarg; break;
-		case OPT_NO_SIM: o->no_sim = 1; break;
-		case OPT_PING:
-			if (parse_whole("--ping", optarg, 1, 100000, &v) < 0)
-				return 2;
-			o->ping_n = (int)v;
-			break;
-		case OPT_CLIENT_SH: o->client_sh = optarg; break;
-		case OPT_EXPERIMENT: o->experiment = 1; break;
-		case OPT_REQUESTS:
-			if (parse_whole("--requests", optarg, 5, 100000, &v) < 0)
-				return 2;
-			o->requests = (int)v;
-			break;
-		case OPT_SECOND_RTT:
-			if (parse_num("--second-rtt-us", optarg, 0, 10e6, &o->second_rtt_us) < 0)
-				return 2;
-			break;
-		case OPT_JSON: o->json_path = optarg; break;
-		case OPT_KEEP: o->keep_dir = optarg; break;
-		case 'v': o->verbose = 1; break;
-		case 'h': usage(stdout); return 0;
-		case ':':
-			fprintf(stderr, "latscope lab: %s needs a value (see latscope lab --help)\n", argv[prev]);
-			return 2;
-		default:
-			fprintf(stderr, "latscope lab: unknown flag '%s' (see latscope lab --help)\n", argv[prev]);
-			return 2;
-		}
-	}
-	if (optind < argc && strcmp(argv[optind - 1], "--")) {
-		fprintf(stderr, "latscope lab: unexpected '%s': bench flags go after -- (see latscope lab --help)\n",
-			argv[optind]);
-		return 2;
-	}
-	o->bench_argc = argc - optind;
-	o->bench_argv = argv + optind;
+	static const char *const owned[] = { "--base-url", "--host", "--port" };
 	for (int i = 0; i < o->bench_argc; i++) {
-		static const char *const owned[] = { "--base-url", "--host", "--port" };
-		for (size_t k = 0; k < 3; k++) {
+		for (size_t k = 0; k < sizeof(owned) / sizeof(owned[0]); k++) {
 			size_t len = strlen(owned[k]);
 			if (!strncmp(o->bench_argv[i], owned[k], len) &&
 			    (o->bench_argv[i][len] == 0 || o->bench_argv[i][len] == '=')) {
@@ -223,6 +164,12 @@ static int parse_args(int argc, char **argv, struct lab_opts *o)
 			}
 		}
 	}
+	return 0;
+}
+
+/* Exactly one mode, and an experiment's two RTTs far enough apart. 0 or 2. */
+static int check_mode(const struct lab_opts *o)
+{
 	int modes = (o->ping_n > 0) + !!o->client_sh + o->experiment + (o->bench_argc > 0);
 	if (modes != 1) {
 		fprintf(stderr, "latscope lab: %s: give one of -- <bench flags>, --ping N, --client-sh CMD "
@@ -234,6 +181,38 @@ static int parse_args(int argc, char **argv, struct lab_opts *o)
 			"slope between the two counts the round trips)\n");
 		return 2;
 	}
+	return 0;
+}
+
+/* Fills o from argv: -1 to run, 0 after --help, 2 on a usage error. */
+static int parse_args(int argc, char **argv, struct lab_opts *o)
+{
+	struct ls_opt_walk w;
+	ls_opt_walk_init(&w, "latscope lab", opts, N_OPTS, argc, argv);
+	const struct ls_opt *opt;
+	const char *v;
+	int step;
+	while ((step = ls_opt_next(&w, &opt, &v)) == LS_OPT_FLAG) {
+		if (opt->id == OPT_HELP) {
+			usage(stdout);
+			return 0;
+		}
+		const char *why = apply(o, opt, v ? v : "true");
+		if (why) {
+			ls_opt_bad_value(w.prog, opt, v, why);
+			return 2;
+		}
+	}
+	if (step < 0)
+		return 2;
+	if (step == LS_OPT_ARG) {
+		fprintf(stderr, "latscope lab: unexpected '%s': bench flags go after -- (see latscope lab --help)\n", v);
+		return 2;
+	}
+	o->bench_argc = argc - w.i;
+	o->bench_argv = argv + w.i;
+	if (check_bench_flags(o) || check_mode(o))
+		return 2;
 	return -1; /* parsed: run */
 }
 
