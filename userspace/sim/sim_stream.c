@@ -12,16 +12,26 @@ struct pending_frame {
 	enum sim_frame_kind kind;
 };
 
+/* What one emit builds before it writes. Its buffers keep their capacity from one emit to the
+ * next (sim_stream_emit owns the one instance: the sim has one thread), so a frame allocates
+ * nothing once they have grown. */
 struct wire {
 	struct sim_buf buf;            /* chunked bytes to send */
 	struct sim_buf msg;            /* the SSE message being built */
+	struct sim_buf text;           /* this step's tokens as text (and a fault's extra bytes) */
 	struct pending_frame frames[8];
 	int n;
 	int rc;
 	int chunked;                   /* frame as HTTP chunks (else HTTP/1.0: raw until close) */
 };
 
-static struct wire W; /* single-threaded scratch, reused */
+/* How the mid-stream fault due at this step shapes its frames; framing only reads it. */
+struct frame_cut {
+	int malformed;                  /* the JSON is cut in half */
+	int truncated;                  /* the chunk (or body) carries half of what it announces, then FIN */
+	enum sim_frame_kind token_kind; /* the token frame's kind in the truth */
+	const char *event_end;          /* "\n\n", or "\n" from the no-blank-line fault on */
+};
 
 #define OVERSIZE_TEXT_BYTES ((1u << 20) + (64u << 10)) /* past latscope's 1 MiB frame cap */
 #define ENDLESS_BURST       512u                       /* extra frames per step */
@@ -32,7 +42,7 @@ static struct wire W; /* single-threaded scratch, reused */
 /* What a faulty frame adds after its tokens' text (static, built once): for bad-utf8 a lone
  * continuation byte, an overlong '/' and 0xff, invalid to any UTF-8 decoder; for
  * oversize-frame 1 MiB + 64 KiB of 'x'. */
-static const char *fault_extra(enum sim_fault f, size_t *len)
+static const char *fault_extra(struct wire *w, enum sim_fault f, size_t *len)
 {
 	static char *pad;
 	if (f == SIM_FAULT_BAD_UTF8) {
@@ -42,30 +52,30 @@ static const char *fault_extra(enum sim_fault f, size_t *len)
 	if (!pad && (pad = malloc(OVERSIZE_TEXT_BYTES)))
 		memset(pad, 'x', OVERSIZE_TEXT_BYTES);
 	*len = pad ? OVERSIZE_TEXT_BYTES : 0;
-	W.rc |= pad ? 0 : -1;
+	w->rc |= pad ? 0 : -1;
 	return pad ? pad : "";
 }
 
-/* Frames past every token: copies of the message just pushed (bytes [from, W.buf.len)), up to
+/* Frames past every token: copies of the message just pushed (bytes [from, w->buf.len)), up to
  * ENDLESS_BURST a step; at the bound the request goes silent (stalled) until the client leaves. */
-static int endless_more(struct sim_server *srv, struct sim_req *r, size_t from)
+static int endless_more(struct sim_server *srv, struct sim_req *r, struct wire *w, size_t from)
 {
 	uint64_t limit = (uint64_t)r->max_tokens * 4 + ENDLESS_MARGIN;
 	if (limit > ENDLESS_MAX)
 		limit = ENDLESS_MAX;
-	size_t one = W.buf.len - from;
+	size_t one = w->buf.len - from;
 	uint32_t n = 0;
 	while (n < ENDLESS_BURST && (uint64_t)r->token_frames + r->endless_frames + n < limit && one) {
-		if (sim_buf_reserve(&W.buf, one)) {
-			W.rc = -1;
+		if (sim_buf_reserve(&w->buf, one)) {
+			w->rc = -1;
 			break;
 		}
-		memcpy(W.buf.data + W.buf.len, W.buf.data + from, one);
-		W.buf.len += one;
+		memcpy(w->buf.data + w->buf.len, w->buf.data + from, one);
+		w->buf.len += one;
 		n++;
 	}
-	if (n && W.n < 8) /* one truth frame for the burst: bytes and copies */
-		W.frames[W.n++] = (struct pending_frame){ (uint32_t)(one * n), n, 0, SIM_FRAME_TOKENS };
+	if (n && w->n < 8) /* one truth frame for the burst: bytes and copies */
+		w->frames[w->n++] = (struct pending_frame){ (uint32_t)(one * n), n, 0, SIM_FRAME_TOKENS };
 	r->endless_frames += n;
 	if ((uint64_t)r->token_frames + r->endless_frames >= limit) {
 		sim_engine_detach(srv, r);
@@ -75,11 +85,6 @@ static int endless_more(struct sim_server *srv, struct sim_req *r, size_t from)
 	return 0;
 }
 
-static void model_str(struct sim_server *srv, struct sim_buf *b)
-{
-	W.rc |= sim_buf_json_str(b, srv->cfg->model, strlen(srv->cfg->model));
-}
-
 static const char *oai_object(const struct sim_req *r)
 {
 	if (r->ep == SIM_EP_CHAT)
@@ -87,76 +92,78 @@ static const char *oai_object(const struct sim_req *r)
 	return "text_completion";
 }
 
-static void oai_prefix(struct sim_server *srv, const struct sim_req *r, struct sim_buf *b)
+/* The JSON helpers below append to w->msg, the message being built. */
+static void oai_prefix(struct sim_server *srv, const struct sim_req *r, struct wire *w)
 {
-	W.rc |= sim_buf_printf(b, "{\"id\":\"%s%s\",\"object\":\"%s\",\"created\":%lld,\"model\":",
-			       r->ep == SIM_EP_CHAT ? "chatcmpl-" : "cmpl-", r->id, oai_object(r), r->created);
-	model_str(srv, b);
+	w->rc |= sim_buf_printf(&w->msg, "{\"id\":\"%s%s\",\"object\":\"%s\",\"created\":%lld,\"model\":",
+				r->ep == SIM_EP_CHAT ? "chatcmpl-" : "cmpl-", r->id, oai_object(r), r->created);
+	w->rc |= sim_buf_json_str(&w->msg, srv->cfg->model, strlen(srv->cfg->model));
 }
 
-static void usage_obj(const struct sim_req *r, struct sim_buf *b)
+static void usage_obj(const struct sim_req *r, struct wire *w)
 {
-	W.rc |= sim_buf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}",
-			       r->prompt_len, r->prompt_len + r->generated, r->generated);
+	w->rc |= sim_buf_printf(&w->msg, "\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}",
+				r->prompt_len, r->prompt_len + r->generated, r->generated);
 }
 
-static void finish_json(const char *reason, struct sim_buf *b)
+static void finish_json(const char *reason, struct wire *w)
 {
 	if (reason)
-		W.rc |= sim_buf_printf(b, "\"%s\"", reason);
+		w->rc |= sim_buf_printf(&w->msg, "\"%s\"", reason);
 	else
-		W.rc |= sim_buf_puts(b, "null");
+		w->rc |= sim_buf_puts(&w->msg, "null");
 }
 
-static void meta_info(struct sim_server *srv, const struct sim_req *r, const char *reason, struct sim_buf *b)
+static void meta_info(struct sim_server *srv, const struct sim_req *r, const char *reason, struct wire *w)
 {
-	W.rc |= sim_buf_printf(b, "\"meta_info\":{\"id\":\"%s\",\"finish_reason\":", r->id);
+	struct sim_buf *m = &w->msg;
+	w->rc |= sim_buf_printf(m, "\"meta_info\":{\"id\":\"%s\",\"finish_reason\":", r->id);
 	if (!reason)
-		W.rc |= sim_buf_puts(b, "null");
+		w->rc |= sim_buf_puts(m, "null");
 	else if (!strcmp(reason, "stop"))
-		W.rc |= sim_buf_printf(b, "{\"type\":\"stop\",\"matched\":%d}", SIM_TOK_EOS);
+		w->rc |= sim_buf_printf(m, "{\"type\":\"stop\",\"matched\":%d}", SIM_TOK_EOS);
 	else
-		W.rc |= sim_buf_printf(b, "{\"type\":\"length\",\"length\":%d}", r->generated);
-	W.rc |= sim_buf_printf(b, ",\"prompt_tokens\":%d,\"completion_tokens\":%d,\"cached_tokens\":%d",
-			       r->prompt_len, r->generated, r->cached_tokens);
+		w->rc |= sim_buf_printf(m, "{\"type\":\"length\",\"length\":%d}", r->generated);
+	w->rc |= sim_buf_printf(m, ",\"prompt_tokens\":%d,\"completion_tokens\":%d,\"cached_tokens\":%d",
+				r->prompt_len, r->generated, r->cached_tokens);
 	if (srv->cfg->accept_len > 1.0)
-		W.rc |= sim_buf_printf(b, ",\"spec_verify_ct\":%u", r->spec_verify_ct);
-	W.rc |= sim_buf_puts(b, "}");
+		w->rc |= sim_buf_printf(m, ",\"spec_verify_ct\":%u", r->spec_verify_ct);
+	w->rc |= sim_buf_puts(m, "}");
 }
 
-/* Wraps W.msg as one chunk (cut to keep bytes of it when keep < len: truncated-chunk). */
-static void push_message(uint32_t tokens, uint32_t text_len, enum sim_frame_kind kind, size_t keep)
+/* Wraps w->msg as one chunk (cut to keep bytes of it when keep < len: truncated-chunk). */
+static void push_message(struct wire *w, uint32_t tokens, uint32_t text_len, enum sim_frame_kind kind, size_t keep)
 {
-	size_t len = W.msg.len;
-	if (W.chunked)
-		W.rc |= sim_buf_printf(&W.buf, "%zx\r\n", len);
+	size_t len = w->msg.len;
+	if (w->chunked)
+		w->rc |= sim_buf_printf(&w->buf, "%zx\r\n", len);
 	if (keep < len) {
-		W.rc |= sim_buf_append(&W.buf, W.msg.data, keep);
+		w->rc |= sim_buf_append(&w->buf, w->msg.data, keep);
 		len = keep;
 	} else {
-		W.rc |= sim_buf_append(&W.buf, W.msg.data, len);
-		if (W.chunked)
-			W.rc |= sim_buf_puts(&W.buf, "\r\n");
+		w->rc |= sim_buf_append(&w->buf, w->msg.data, len);
+		if (w->chunked)
+			w->rc |= sim_buf_puts(&w->buf, "\r\n");
 	}
-	if (W.n < 8)
-		W.frames[W.n++] = (struct pending_frame){ (uint32_t)len, tokens, text_len, kind };
-	W.msg.len = 0;
+	if (w->n < 8)
+		w->frames[w->n++] = (struct pending_frame){ (uint32_t)len, tokens, text_len, kind };
+	w->msg.len = 0;
 }
 
 /* The text generated so far, as a JSON string. */
-static void whole_text_json(const struct sim_req *r, struct sim_buf *m)
+static void whole_text_json(const struct sim_req *r, struct wire *w)
 {
-	W.rc |= sim_buf_json_str(m, r->text.data ? r->text.data : "", r->text.len);
+	w->rc |= sim_buf_json_str(&w->msg, r->text.data ? r->text.data : "", r->text.len);
 }
 
 /* SGLang's /generate object: the cumulative text, then meta_info (its streams resend it whole). */
-static void generate_json(struct sim_server *srv, struct sim_req *r, const char *reason, struct sim_buf *m)
+static void generate_json(struct sim_server *srv, struct sim_req *r, const char *reason, struct wire *w)
 {
-	W.rc |= sim_buf_puts(m, "{\"text\":");
-	whole_text_json(r, m);
-	W.rc |= sim_buf_puts(m, ",");
-	meta_info(srv, r, reason, m);
-	W.rc |= sim_buf_puts(m, "}");
+	w->rc |= sim_buf_puts(&w->msg, "{\"text\":");
+	whole_text_json(r, w);
+	w->rc |= sim_buf_puts(&w->msg, ",");
+	meta_info(srv, r, reason, w);
+	w->rc |= sim_buf_puts(&w->msg, "}");
 }
 
 /* From the no-blank-line fault on, every data: line ends in one newline: no event ever ends. */
@@ -165,28 +172,28 @@ static int no_blank_line(const struct sim_req *r)
 	return r->fault == SIM_FAULT_NO_BLANK_LINE && r->malformed_done;
 }
 
-/* The data: message of a token frame; a malformed one is cut in the middle of its JSON. */
-static void token_message(struct sim_server *srv, struct sim_req *r, const char *text, size_t text_len,
-			  const char *reason, int malformed)
+/* The data: message of a token frame (w->text); a malformed one is cut in the middle of its JSON. */
+static void token_message(struct sim_server *srv, struct sim_req *r, struct wire *w, const char *reason,
+			  const struct frame_cut *cut)
 {
-	struct sim_buf *m = &W.msg;
-	W.rc |= sim_buf_puts(m, "data: ");
+	struct sim_buf *m = &w->msg;
+	w->rc |= sim_buf_puts(m, "data: ");
 	size_t json_start = m->len;
 	if (r->ep == SIM_EP_GENERATE) {
-		generate_json(srv, r, reason, m);
+		generate_json(srv, r, reason, w);
 	} else {
-		oai_prefix(srv, r, m);
-		W.rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
-		W.rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"delta\":{\"content\":" : "\"text\":");
-		W.rc |= sim_buf_json_str(m, text, text_len);
-		W.rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
-		W.rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
-		finish_json(reason, m);
-		W.rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}]}" : ",\"stop_reason\":null}]}");
+		oai_prefix(srv, r, w);
+		w->rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
+		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"delta\":{\"content\":" : "\"text\":");
+		w->rc |= sim_buf_json_str(m, w->text.data ? w->text.data : "", w->text.len);
+		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
+		w->rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
+		finish_json(reason, w);
+		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}]}" : ",\"stop_reason\":null}]}");
 	}
-	if (malformed && m->len > json_start + 2)
+	if (cut->malformed && m->len > json_start + 2)
 		m->len = json_start + (m->len - json_start) / 2;
-	W.rc |= sim_buf_puts(m, no_blank_line(r) ? "\n" : "\n\n");
+	w->rc |= sim_buf_puts(m, cut->event_end);
 }
 
 /* --api-frame-us: a Python API server spends tens of microseconds serialising and detokenising
@@ -200,15 +207,15 @@ static void api_frame_work(const struct sim_config *cfg)
 		;
 }
 
-static void send_wire(struct sim_req *r)
+static void send_wire(struct sim_req *r, struct wire *w)
 {
 	api_frame_work(r->conn->srv->cfg);
 	uint64_t t = ls_now_ns(); /* just before the write */
-	for (int i = 0; i < W.n && (r->fault != SIM_FAULT_ENDLESS_STREAM || r->n_frames < TRUTH_FRAMES_MAX); i++)
-		sim_req_add_frame(r, t, W.frames[i].bytes, W.frames[i].tokens, W.frames[i].text_len,
-				  W.frames[i].kind);
-	if (!W.rc)
-		sim_conn_send(r->conn, W.buf.data, W.buf.len);
+	for (int i = 0; i < w->n && (r->fault != SIM_FAULT_ENDLESS_STREAM || r->n_frames < TRUTH_FRAMES_MAX); i++)
+		sim_req_add_frame(r, t, w->frames[i].bytes, w->frames[i].tokens, w->frames[i].text_len,
+				  w->frames[i].kind);
+	if (!w->rc)
+		sim_conn_send(r->conn, w->buf.data, w->buf.len);
 	else
 		sim_conn_kill(r->conn, 0);
 }
@@ -248,93 +255,115 @@ void sim_stream_abort(struct sim_server *srv, struct sim_req *r, const char *rea
 	sim_api_req_free(r);
 }
 
-static void whole_body(struct sim_server *srv, struct sim_req *r, const char *reason, int malformed,
-		       int truncated)
+/* A non-streaming response: head and the whole JSON body, cut as the fault says. */
+static void frame_whole_body(struct sim_server *srv, struct sim_req *r, struct wire *w, const char *reason,
+			     const struct frame_cut *cut)
 {
-	struct sim_buf *m = &W.msg;
+	struct sim_buf *m = &w->msg;
 	if (r->ep == SIM_EP_GENERATE) {
-		generate_json(srv, r, reason, m);
+		generate_json(srv, r, reason, w);
 	} else {
-		oai_prefix(srv, r, m);
-		W.rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
-		W.rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"message\":{\"role\":\"assistant\",\"content\":"
-							     : "\"text\":");
-		whole_text_json(r, m);
-		W.rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
-		W.rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
-		finish_json(reason, m);
-		W.rc |= sim_buf_puts(m, "}],");
-		usage_obj(r, m);
-		W.rc |= sim_buf_puts(m, "}");
+		oai_prefix(srv, r, w);
+		w->rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
+		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"message\":{\"role\":\"assistant\",\"content\":"
+							      : "\"text\":");
+		whole_text_json(r, w);
+		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
+		w->rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
+		finish_json(reason, w);
+		w->rc |= sim_buf_puts(m, "}],");
+		usage_obj(r, w);
+		w->rc |= sim_buf_puts(m, "}");
 	}
 	size_t len = m->len, send_len = len;
-	if (malformed)
+	if (cut->malformed)
 		len = send_len = m->len / 2;
-	if (truncated)
+	if (cut->truncated)
 		send_len = len / 2; /* announce len, send half, close */
-	W.rc |= sim_buf_printf(&W.buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-			       "Content-Length: %zu\r\nX-Request-Id: %s\r\n%s\r\n", len, r->id,
-			       r->keep_alive && !truncated ? "" : "Connection: close\r\n");
+	w->rc |= sim_buf_printf(&w->buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				"Content-Length: %zu\r\nX-Request-Id: %s\r\n%s\r\n", len, r->id,
+				r->keep_alive && !cut->truncated ? "" : "Connection: close\r\n");
 	r->headers_ns = ls_now_ns();
-	W.rc |= sim_buf_append(&W.buf, m->data, send_len);
-	enum sim_frame_kind kind = truncated ? SIM_FRAME_TRUNCATED : malformed ? SIM_FRAME_MALFORMED : SIM_FRAME_BODY;
-	W.frames[W.n++] = (struct pending_frame){ (uint32_t)send_len, (uint32_t)r->generated,
-						   (uint32_t)r->text.len, kind };
+	w->rc |= sim_buf_append(&w->buf, m->data, send_len);
+	enum sim_frame_kind kind = cut->truncated ? SIM_FRAME_TRUNCATED
+			      : cut->malformed ? SIM_FRAME_MALFORMED : SIM_FRAME_BODY;
+	w->frames[w->n++] = (struct pending_frame){ (uint32_t)send_len, (uint32_t)r->generated,
+						    (uint32_t)r->text.len, kind };
 	m->len = 0;
 }
 
-void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int n, const char *reason)
+/* A streamed step's frames up to its tokens: the role alone first (chat, as vLLM does), then
+ * the token frame, cut as the fault says. Returns where the token frame starts in w->buf. */
+static size_t frame_tokens(struct sim_server *srv, struct sim_req *r, struct wire *w, int n, int frame_no,
+			   const char *reason, const struct frame_cut *cut)
 {
-	struct sim_conn *c = r->conn;
-	if (c->dead)
-		return; /* the client left in this event batch: reaping fails r as client_closed */
-	W.buf.len = W.msg.len = 0;
-	W.n = 0;
-	W.rc = 0;
-	W.chunked = r->chunked;
-	static struct sim_buf text;
-	text.len = 0;
-	if (sim_tok_decode(ids, (size_t)n, &text) < 0) {
-		sim_stream_abort(srv, r, "internal_error");
-		sim_conn_kill(c, 0);
-		return;
+	if (r->ep == SIM_EP_CHAT && frame_no == 1) {
+		w->rc |= sim_buf_puts(&w->msg, "data: ");
+		oai_prefix(srv, r, w);
+		w->rc |= sim_buf_puts(&w->msg, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+					       "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+		push_message(w, 0, 0, SIM_FRAME_ROLE, (size_t)-1);
 	}
-	r->generated += n;
-	if (r->ep == SIM_EP_GENERATE || !r->stream)
-		W.rc |= sim_buf_append(&r->text, text.data, text.len);
-	int frame_no = ++r->token_frames;
+	token_message(srv, r, w, cut->truncated ? NULL : reason, cut);
+	size_t keep = cut->truncated ? w->msg.len / 2 : (size_t)-1, token_from = w->buf.len;
+	push_message(w, (uint32_t)n, (uint32_t)w->text.len, cut->token_kind, keep);
+	return token_from;
+}
 
-	int malformed = 0, truncated = 0;
-	enum sim_frame_kind token_kind = SIM_FRAME_TOKENS;
-	/* Streams fault at their seeded frame (or the last, if sooner); whole bodies at the end. */
+/* The end of a stream: the usage frame (when asked for), [DONE] and the last chunk. */
+static void frame_stream_end(struct sim_server *srv, struct sim_req *r, struct wire *w, const struct frame_cut *cut)
+{
+	if (r->include_usage && r->ep != SIM_EP_GENERATE) {
+		w->rc |= sim_buf_puts(&w->msg, "data: ");
+		oai_prefix(srv, r, w);
+		w->rc |= sim_buf_puts(&w->msg, ",\"choices\":[],");
+		usage_obj(r, w);
+		w->rc |= sim_buf_puts(&w->msg, "}");
+		w->rc |= sim_buf_puts(&w->msg, cut->event_end);
+		push_message(w, 0, 0, SIM_FRAME_USAGE, (size_t)-1);
+	}
+	w->rc |= sim_buf_puts(&w->msg, "data: [DONE]");
+	w->rc |= sim_buf_puts(&w->msg, cut->event_end);
+	push_message(w, 0, 0, SIM_FRAME_DONE, (size_t)-1);
+	if (w->chunked)
+		w->rc |= sim_buf_puts(&w->buf, "0\r\n\r\n");
+}
+
+/* Fires r's mid-stream fault when it is due at this frame (streams at their seeded frame, or the
+ * last if sooner; whole bodies at the end) and says in cut how it shapes the frames. 1 when the
+ * fault took r (reset: finished; stall: parked, silent), else 0. Faults that corrupt the text
+ * append their bytes to w->text (and to r->text where the cumulative text is sent). */
+static int mid_stream_fault(struct sim_server *srv, struct sim_req *r, struct wire *w, int frame_no,
+			    const char *reason, struct frame_cut *cut)
+{
+	*cut = (struct frame_cut){ .token_kind = SIM_FRAME_TOKENS };
 	int due = r->stream ? frame_no >= r->fault_frame || reason : reason != NULL;
 	if (sim_fault_mid_stream(r->fault) && !r->malformed_done && due) {
 		switch (r->fault) {
 		case SIM_FAULT_RESET_MID_STREAM:
-			sim_conn_kill(c, 1); /* first, so finish() does not serve a pipelined request */
+			sim_conn_kill(r->conn, 1); /* first, so finish() does not serve a pipelined request */
 			finish(srv, r, 1, sim_fault_name(r->fault));
-			return;
+			return 1;
 		case SIM_FAULT_STALL:
 			/* The request leaves the batch; the connection stays open and silent. */
 			sim_engine_detach(srv, r);
 			r->state = SIM_REQ_STALLED;
-			return;
+			return 1;
 		case SIM_FAULT_MALFORMED_FRAME:
-			malformed = r->malformed_done = 1;
+			cut->malformed = r->malformed_done = 1;
 			break;
 		case SIM_FAULT_TRUNCATED_CHUNK:
-			truncated = 1;
+			cut->truncated = 1;
 			break;
 		case SIM_FAULT_OVERSIZE_FRAME:
-		case SIM_FAULT_BAD_UTF8:
-		{
+		case SIM_FAULT_BAD_UTF8: {
 			size_t extra_len;
-			const char *extra = fault_extra(r->fault, &extra_len);
+			const char *extra = fault_extra(w, r->fault, &extra_len);
 			r->malformed_done = 1;
-			token_kind = SIM_FRAME_MALFORMED;
-			W.rc |= sim_buf_append(&text, extra, extra_len);
+			cut->token_kind = SIM_FRAME_MALFORMED;
+			w->rc |= sim_buf_append(&w->text, extra, extra_len);
 			if (r->ep == SIM_EP_GENERATE || !r->stream) /* the cumulative text carries it too */
-				W.rc |= sim_buf_append(&r->text, extra, extra_len);
+				w->rc |= sim_buf_append(&r->text, extra, extra_len);
 			break;
 		}
 		case SIM_FAULT_NO_BLANK_LINE:
@@ -346,50 +375,21 @@ void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, 
 		}
 	}
 	if (no_blank_line(r))
-		token_kind = SIM_FRAME_MALFORMED;
+		cut->token_kind = SIM_FRAME_MALFORMED;
+	if (cut->truncated)
+		cut->token_kind = SIM_FRAME_TRUNCATED;
+	else if (cut->malformed)
+		cut->token_kind = SIM_FRAME_MALFORMED;
+	cut->event_end = no_blank_line(r) ? "\n" : "\n\n";
+	return 0;
+}
 
-	if (!r->stream) {
-		if (!reason && !truncated)
-			return;
-		whole_body(srv, r, reason ? reason : "length", malformed, truncated);
-		send_wire(r);
-	} else {
-		if (r->ep == SIM_EP_CHAT && frame_no == 1) { /* vLLM sends the role alone first */
-			W.rc |= sim_buf_puts(&W.msg, "data: ");
-			oai_prefix(srv, r, &W.msg);
-			W.rc |= sim_buf_puts(&W.msg, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-						     "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
-			push_message(0, 0, SIM_FRAME_ROLE, (size_t)-1);
-		}
-		token_message(srv, r, text.data ? text.data : "", text.len, truncated ? NULL : reason, malformed);
-		size_t keep = truncated ? W.msg.len / 2 : (size_t)-1, token_from = W.buf.len;
-		push_message((uint32_t)n, (uint32_t)text.len,
-			     truncated ? SIM_FRAME_TRUNCATED : malformed ? SIM_FRAME_MALFORMED : token_kind, keep);
-		if (r->fault == SIM_FAULT_ENDLESS_STREAM && r->malformed_done && endless_more(srv, r, token_from)) {
-			send_wire(r);
-			return; /* silent now, until the client leaves (sim_stream_abort) */
-		}
-		const char *end = no_blank_line(r) ? "\n" : "\n\n";
-		if (reason && !truncated) {
-			if (r->include_usage && r->ep != SIM_EP_GENERATE) {
-				W.rc |= sim_buf_puts(&W.msg, "data: ");
-				oai_prefix(srv, r, &W.msg);
-				W.rc |= sim_buf_puts(&W.msg, ",\"choices\":[],");
-				usage_obj(r, &W.msg);
-				W.rc |= sim_buf_puts(&W.msg, "}");
-				W.rc |= sim_buf_puts(&W.msg, end);
-				push_message(0, 0, SIM_FRAME_USAGE, (size_t)-1);
-			}
-			W.rc |= sim_buf_puts(&W.msg, "data: [DONE]");
-			W.rc |= sim_buf_puts(&W.msg, end);
-			push_message(0, 0, SIM_FRAME_DONE, (size_t)-1);
-			if (W.chunked)
-				W.rc |= sim_buf_puts(&W.buf, "0\r\n\r\n");
-		}
-		send_wire(r);
-	}
-	if (truncated) {
-		/* The chunk promised more bytes than it carried: end the connection (FIN). */
+/* After the write: a truncated chunk ends the connection (it promised more bytes than it
+ * carried: FIN); a finished request writes its truth. */
+static void end_step(struct sim_server *srv, struct sim_req *r, struct sim_conn *c, const char *reason,
+		     const struct frame_cut *cut)
+{
+	if (cut->truncated) {
 		c->close_after_flush = 1;
 		finish(srv, r, 1, sim_fault_name(SIM_FAULT_TRUNCATED_CHUNK));
 		if (!c->dead)
@@ -398,4 +398,45 @@ void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, 
 	}
 	if (reason)
 		finish(srv, r, r->malformed_done, r->malformed_done ? sim_fault_name(r->fault) : reason);
+}
+
+void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, int n, const char *reason)
+{
+	static struct wire scratch; /* see struct wire: reused, one thread */
+	struct wire *w = &scratch;
+	struct sim_conn *c = r->conn;
+	if (c->dead)
+		return; /* the client left in this event batch: reaping fails r as client_closed */
+	w->buf.len = w->msg.len = w->text.len = 0;
+	w->n = 0;
+	w->rc = 0;
+	w->chunked = r->chunked;
+	if (sim_tok_decode(ids, (size_t)n, &w->text) < 0) {
+		sim_stream_abort(srv, r, "internal_error");
+		sim_conn_kill(c, 0);
+		return;
+	}
+	r->generated += n;
+	if (r->ep == SIM_EP_GENERATE || !r->stream)
+		w->rc |= sim_buf_append(&r->text, w->text.data, w->text.len);
+	int frame_no = ++r->token_frames;
+
+	struct frame_cut cut;
+	if (mid_stream_fault(srv, r, w, frame_no, reason, &cut))
+		return;
+	if (!r->stream) {
+		if (!reason && !cut.truncated)
+			return;
+		frame_whole_body(srv, r, w, reason ? reason : "length", &cut);
+	} else {
+		size_t token_from = frame_tokens(srv, r, w, n, frame_no, reason, &cut);
+		if (r->fault == SIM_FAULT_ENDLESS_STREAM && r->malformed_done && endless_more(srv, r, w, token_from)) {
+			send_wire(r, w);
+			return; /* silent now, until the client leaves (sim_stream_abort) */
+		}
+		if (reason && !cut.truncated)
+			frame_stream_end(srv, r, w, &cut);
+	}
+	send_wire(r, w);
+	end_step(srv, r, c, reason, &cut);
 }
