@@ -21,8 +21,8 @@ enum {
 };
 
 static const struct ls_opt opts[] = {
-	{ "rtt-us", OPT_RTT, LS_ARG_ONE, "US", "round-trip time to add, microseconds (default 500; 0 = just forward)",
-	  "delay line" },
+	{ "rtt-us", OPT_RTT, LS_ARG_ONE, "US",
+	  "round-trip time to add, microseconds (default 500; 0 = just forward)", "delay line" },
 	{ "jitter-us", OPT_JITTER, LS_ARG_ONE, "US",
 	  "each packet's one-way delay varies by uniform +-US (order is kept)", NULL },
 	{ "rate-mbit", OPT_RATE, LS_ARG_ONE, "R", "rate limit per direction, Mbit/s (default: none)", NULL },
@@ -104,12 +104,14 @@ static const char *apply(struct lab_opts *o, const struct ls_opt *opt, const cha
 	double x;
 	int on;
 	switch (opt->id) {
-	case OPT_RTT: return ls_opt_parse_duration_ns(v, 1e3, 10e6, &o->rtt_ns) ? "must be microseconds 0..1e+07" : NULL;
+	case OPT_RTT:
+		return ls_opt_parse_duration_ns(v, 1e3, 10e6, &o->rtt_ns) ? "must be microseconds 0..1e+07" : NULL;
 	case OPT_JITTER:
 		return ls_opt_parse_duration_ns(v, 1e3, 10e6, &o->delay.shape.jitter_ns) ?
 			"must be microseconds 0..1e+07" : NULL;
 	case OPT_RATE:
-		return ls_opt_parse_double(v, 0.001, 1e6, &o->delay.shape.rate_mbit) ? "must be Mbit/s 0.001..1e+06" : NULL;
+		return ls_opt_parse_double(v, 0.001, 1e6, &o->delay.shape.rate_mbit) ?
+			"must be Mbit/s 0.001..1e+06" : NULL;
 	case OPT_SEED:
 		if (ls_opt_parse_whole(v, 0, 1e15, &x))
 			return "must be a whole number 0..1e+15";
@@ -120,7 +122,8 @@ static const char *apply(struct lab_opts *o, const struct ls_opt *opt, const cha
 			return "must be a whole number 16..1048576";
 		o->delay.queue_pkts = (uint32_t)x;
 		return NULL;
-	case OPT_SPIN: return ls_opt_parse_duration_ns(v, 1e3, 10000, &o->delay.spin_ns) ? "must be microseconds 0..10000" : NULL;
+	case OPT_SPIN:
+		return ls_opt_parse_duration_ns(v, 1e3, 10000, &o->delay.spin_ns) ? "must be microseconds 0..10000" : NULL;
 	case OPT_NO_RT:
 		if (ls_opt_parse_bool(v, &on))
 			return "takes no value (or =true / =false)";

@@ -11,8 +11,9 @@
 enum {
 	O_HOST, O_PORT, O_MODEL, O_MAX_MODEL_LEN, O_MAX_CONNS, O_MAX_HEADER, O_MAX_BODY, O_TRUTH,
 	O_SEED, O_QUIET, O_STEP_MS, O_DECODE_US, O_PREFILL_US, O_MAX_BATCH, O_MAX_BATCH_TOKENS,
-	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST, O_API_FRAME_US,
-	O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB, O_GPU_DEVICE, O_HELP,
+	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST,
+	O_API_FRAME_US, O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB,
+	O_GPU_DEVICE, O_HELP,
 };
 
 static const struct ls_opt opts[] = {
@@ -20,7 +21,8 @@ static const struct ls_opt opts[] = {
 	{ "port", O_PORT, LS_ARG_ONE, "N", "listen port (default 8000)", NULL },
 	{ "model", O_MODEL, LS_ARG_ONE, "NAME",
 	  "model name served by /v1/models and echoed in frames (default latscope-sim)", NULL },
-	{ "max-model-len", O_MAX_MODEL_LEN, LS_ARG_ONE, "N", "prompt + max_tokens limit, else 400 (default 131072)", NULL },
+	{ "max-model-len", O_MAX_MODEL_LEN, LS_ARG_ONE, "N",
+	  "prompt + max_tokens limit, else 400 (default 131072)", NULL },
 	{ "max-conns", O_MAX_CONNS, LS_ARG_ONE, "N",
 	  "connections held at once, more are closed (default: open-file limit - 64)", NULL },
 	{ "max-header-bytes", O_MAX_HEADER, LS_ARG_ONE, "N", "request head limit, else 431 (default 16384)", NULL },
@@ -32,7 +34,8 @@ static const struct ls_opt opts[] = {
 	{ "step-ms", O_STEP_MS, LS_ARG_ONE, "MS", "fixed time of every engine step (default 10)", "engine" },
 	{ "decode-token-us", O_DECODE_US, LS_ARG_ONE, "US",
 	  "+ per token a decoding request processes in a step, 1 + drafts (default 0)", NULL },
-	{ "prefill-token-us", O_PREFILL_US, LS_ARG_ONE, "US", "+ per prompt token prefilled in a step (default 10)", NULL },
+	{ "prefill-token-us", O_PREFILL_US, LS_ARG_ONE, "US",
+	  "+ per prompt token prefilled in a step (default 10)", NULL },
 	{ "max-batch", O_MAX_BATCH, LS_ARG_ONE, "N", "running requests at most; the rest wait (default 256)", NULL },
 	{ "max-batch-tokens", O_MAX_BATCH_TOKENS, LS_ARG_ONE, "N",
 	  "tokens per step at most: long prompts prefill in chunks (default 8192)", NULL },
@@ -62,11 +65,13 @@ static const struct ls_opt opts[] = {
 	  "reset-before-headers, reset-mid-stream, stall, malformed-frame,\n"
 	  "truncated-chunk, oversize-frame, bad-utf8, no-blank-line, endless-stream,\n"
 	  "no-headers, close-after-accept (per connection); or mixed (all) (default mixed)", NULL },
-	{ "tls", O_TLS, LS_ARG_NONE, NULL, "serve HTTPS with a self-signed ECDSA P-256 certificate made at start", "TLS" },
+	{ "tls", O_TLS, LS_ARG_NONE, NULL,
+	  "serve HTTPS with a self-signed ECDSA P-256 certificate made at start", "TLS" },
 	{ "tls-cert", O_TLS_CERT, LS_ARG_ONE, "FILE", "serve HTTPS with this PEM certificate (chain) ...", NULL },
 	{ "tls-key", O_TLS_KEY, LS_ARG_ONE, "FILE", "... and this PEM key", NULL },
 	{ "tls-max", O_TLS_MAX, LS_ARG_ONE, "V", "highest TLS version: 1.2 or 1.3 (default 1.3)", NULL },
-	{ "gpu", O_GPU, LS_ARG_NONE, NULL, "run each step's work on the GPU through liblatscope_simgpu.so", "GPU" },
+	{ "gpu", O_GPU, LS_ARG_NONE, NULL,
+	  "run each step's work on the GPU through liblatscope_simgpu.so", "GPU" },
 	{ "gpu-lib", O_GPU_LIB, LS_ARG_ONE, "PATH",
 	  "that library (default <dir of latscope>/gpu/liblatscope_simgpu.so)", NULL },
 	{ "gpu-device", O_GPU_DEVICE, LS_ARG_ONE, "N", "CUDA device (default 0)", NULL },
@@ -115,9 +120,11 @@ static const char *apply_engine(struct sim_config *cfg, const struct ls_opt *o, 
 	case O_STEP_MS:
 		return ls_opt_parse_double(v, 0, 60000, &cfg->step_ms) ? "must be milliseconds 0..60000" : NULL;
 	case O_DECODE_US:
-		return ls_opt_parse_double(v, 0, 1e6, &cfg->decode_token_us) ? "must be microseconds 0..1000000" : NULL;
+		return ls_opt_parse_double(v, 0, 1e6, &cfg->decode_token_us) ?
+			"must be microseconds 0..1000000" : NULL;
 	case O_PREFILL_US:
-		return ls_opt_parse_double(v, 0, 1e6, &cfg->prefill_token_us) ? "must be microseconds 0..1000000" : NULL;
+		return ls_opt_parse_double(v, 0, 1e6, &cfg->prefill_token_us) ?
+			"must be microseconds 0..1000000" : NULL;
 	case O_MAX_BATCH:
 		return set_int(v, 1, 1 << 20, &cfg->max_batch) ? "must be an integer 1..1048576" : NULL;
 	case O_MAX_BATCH_TOKENS:
@@ -139,11 +146,13 @@ static const char *apply_engine(struct sim_config *cfg, const struct ls_opt *o, 
 			return "must be geometric or two-point";
 		return NULL;
 	case O_EMPTY_EVERY:
-		return set_int(v, 0, 1 << 30, &cfg->empty_frame_every) ? "must be an integer 0..1073741824" : NULL;
+		return set_int(v, 0, 1 << 30, &cfg->empty_frame_every) ?
+			"must be an integer 0..1073741824" : NULL;
 	case O_EMPTY_FIRST:
 		return set_switch(v, &cfg->empty_first_frame);
 	case O_API_FRAME_US:
-		return ls_opt_parse_double(v, 0, 1e5, &cfg->api_frame_us) ? "must be microseconds 0..100000" : NULL;
+		return ls_opt_parse_double(v, 0, 1e5, &cfg->api_frame_us) ?
+			"must be microseconds 0..100000" : NULL;
 	}
 	return "unknown option";
 }
@@ -155,8 +164,10 @@ static const char *apply(struct sim_config *cfg, const struct ls_opt *o, const c
 	case O_HOST: cfg->host = v; return NULL;
 	case O_PORT: return set_int(v, 1, 65535, &cfg->port) ? "must be a port 1-65535" : NULL;
 	case O_MODEL: cfg->model = v; return NULL;
-	case O_MAX_MODEL_LEN: return set_int(v, 2, 1 << 30, &cfg->max_model_len) ? "must be an integer 2..1073741824" : NULL;
-	case O_MAX_CONNS: return set_int(v, 1, 1 << 24, &cfg->max_conns) ? "must be an integer 1..16777216" : NULL;
+	case O_MAX_MODEL_LEN:
+		return set_int(v, 2, 1 << 30, &cfg->max_model_len) ? "must be an integer 2..1073741824" : NULL;
+	case O_MAX_CONNS:
+		return set_int(v, 1, 1 << 24, &cfg->max_conns) ? "must be an integer 1..16777216" : NULL;
 	case O_MAX_HEADER:
 		return set_size(v, 256, 1 << 24, &cfg->max_header_bytes) ? "must be an integer 256..16777216" : NULL;
 	case O_MAX_BODY:
@@ -180,7 +191,8 @@ static const char *apply(struct sim_config *cfg, const struct ls_opt *o, const c
 		return NULL;
 	case O_GPU: return set_switch(v, &cfg->gpu);
 	case O_GPU_LIB: cfg->gpu_lib = v; return NULL;
-	case O_GPU_DEVICE: return set_int(v, 0, 1024, &cfg->gpu_device) ? "must be a device index 0..1024" : NULL;
+	case O_GPU_DEVICE:
+		return set_int(v, 0, 1024, &cfg->gpu_device) ? "must be a device index 0..1024" : NULL;
 	}
 	return apply_engine(cfg, o, v);
 }

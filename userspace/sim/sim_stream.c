@@ -102,7 +102,8 @@ static void oai_prefix(struct sim_server *srv, const struct sim_req *r, struct w
 
 static void usage_obj(const struct sim_req *r, struct wire *w)
 {
-	w->rc |= sim_buf_printf(&w->msg, "\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}",
+	w->rc |= sim_buf_printf(&w->msg,
+				"\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}",
 				r->prompt_len, r->prompt_len + r->generated, r->generated);
 }
 
@@ -132,7 +133,8 @@ static void meta_info(struct sim_server *srv, const struct sim_req *r, const cha
 }
 
 /* Wraps w->msg as one chunk (cut to keep bytes of it when keep < len: truncated-chunk). */
-static void push_message(struct wire *w, uint32_t tokens, uint32_t text_len, enum sim_frame_kind kind, size_t keep)
+static void push_message(struct wire *w, uint32_t tokens, uint32_t text_len, enum sim_frame_kind kind,
+			 size_t keep)
 {
 	size_t len = w->msg.len;
 	if (w->chunked)
@@ -311,7 +313,8 @@ static size_t frame_tokens(struct sim_server *srv, struct sim_req *r, struct wir
 }
 
 /* The end of a stream: the usage frame (when asked for), [DONE] and the last chunk. */
-static void frame_stream_end(struct sim_server *srv, struct sim_req *r, struct wire *w, const struct frame_cut *cut)
+static void frame_stream_end(struct sim_server *srv, struct sim_req *r, struct wire *w,
+			     const struct frame_cut *cut)
 {
 	if (r->include_usage && r->ep != SIM_EP_GENERATE) {
 		w->rc |= sim_buf_puts(&w->msg, "data: ");
@@ -430,7 +433,8 @@ void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, 
 		frame_whole_body(srv, r, w, reason ? reason : "length", &cut);
 	} else {
 		size_t token_from = frame_tokens(srv, r, w, n, frame_no, reason, &cut);
-		if (r->fault == SIM_FAULT_ENDLESS_STREAM && r->malformed_done && endless_more(srv, r, w, token_from)) {
+		if (r->fault == SIM_FAULT_ENDLESS_STREAM && r->malformed_done &&
+		    endless_more(srv, r, w, token_from)) {
 			send_wire(r, w);
 			return; /* silent now, until the client leaves (sim_stream_abort) */
 		}
