@@ -33,13 +33,13 @@ Test(config, defaults_follow_vllm)
 	struct ls_config c;
 	const char *args[] = { NULL };
 	cr_assert_eq(parse(&c, args), 0);
-	cr_expect_eq(c.backend, LS_BACKEND_OPENAI);
+	cr_expect_eq(c.profile.send.backend, LS_BACKEND_OPENAI);
 	cr_expect_eq(c.num_prompts, 1000);
 	cr_expect(isinf(c.request_rate));
 	cr_expect_eq(c.random_input_len, 1024);
 	cr_expect_eq(c.random_output_len, 128);
-	cr_expect_eq(c.arrival, LS_ARRIVAL_GAMMA);
-	cr_expect_eq(c.range_semantics, LS_RANGE_VLLM);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_GAMMA);
+	cr_expect_eq(c.profile.send.range_semantics, LS_RANGE_VLLM);
 	cr_expect_str_eq(c.profile.name, "vllm");
 	cr_expect_eq(c.profile.read.n_percentiles, 1);
 	cr_expect(c.profile.read.percentiles[0] == 99);
@@ -60,7 +60,7 @@ Test(config, flags_with_vllm_names)
 			       "--probes", "off", "--gpu-dir", "/tmp/g", "--trace", "t.json", "--server-comm", "vllm",
 			       "--test-loop-delay-us", "50", "--disable-tqdm", "--save-result", "--busy-poll", "--spin-us", "40", NULL };
 	cr_assert_eq(parse(&c, args), 0);
-	cr_expect_eq(c.backend, LS_BACKEND_SGLANG);
+	cr_expect_eq(c.profile.send.backend, LS_BACKEND_SGLANG);
 	char *url = ls_config_url(&c);
 	cr_expect_str_eq(url, "http://h:9/generate");
 	free(url);
@@ -69,13 +69,13 @@ Test(config, flags_with_vllm_names)
 	cr_expect(c.request_rate == 20 && c.burstiness == 0.5);
 	cr_expect_eq(c.max_concurrency, 4);
 	cr_expect_eq(c.seed, 7);
-	cr_expect(c.ignore_eos && c.disable_tqdm && c.save_result && c.busy_poll);
+	cr_expect(c.profile.send.ignore_eos && c.disable_tqdm && c.save_result && c.busy_poll);
 	cr_expect_eq(c.spin_us, 40);
 	cr_expect_eq(c.profile.read.n_percentiles, 3);
 	cr_expect_eq(c.percentile_metrics, LS_PM_TTFT | LS_PM_ITL);
 	cr_expect(c.goodput.has_ttft && c.goodput.ttft_ms == 900 && c.goodput.has_e2el && c.goodput.e2el_ms == 14100);
 	cr_expect(c.random_range_ratio == 0.25);
-	cr_expect(c.per_request_conn);
+	cr_expect(c.profile.send.per_request_conn);
 	cr_expect_str_eq(c.record_path, "/tmp/r.jsonl");
 	cr_expect_eq(c.n_server_pids, 1);
 	cr_expect_eq(c.server_pids[0], 123);
@@ -92,21 +92,21 @@ Test(config, profile_sets_send_defaults_flags_win)
 	struct ls_config c;
 	const char *sg[] = { "--profile", "sglang", NULL };
 	cr_assert_eq(parse(&c, sg), 0);
-	cr_expect_eq(c.arrival, LS_ARRIVAL_POISSON_YIELD);
-	cr_expect(c.per_request_conn);
-	cr_expect_eq(c.range_semantics, LS_RANGE_SGLANG);
-	cr_expect_eq(c.warmup_shape, LS_WARMUP_SGLANG);
-	cr_expect_eq(c.num_warmups, 1);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_POISSON_YIELD);
+	cr_expect(c.profile.send.per_request_conn);
+	cr_expect_eq(c.profile.send.range_semantics, LS_RANGE_SGLANG);
+	cr_expect_eq(c.profile.send.warmup_shape, LS_WARMUP_SGLANG);
+	cr_expect_eq(c.profile.send.num_warmups, 1);
 	cr_expect_eq(c.profile.read.itl_mode, LS_ITL_TOKEN);
 	ls_config_free(&c);
 
 	const char *over[] = { "--arrival", "gamma", "--profile", "sglang", "--connection", "reuse",
 			       "--num-warmups", "0", "--random-range-semantics", "vllm", NULL };
 	cr_assert_eq(parse(&c, over), 0);
-	cr_expect_eq(c.arrival, LS_ARRIVAL_GAMMA, "a flag beats the profile wherever it stands");
-	cr_expect(!c.per_request_conn);
-	cr_expect_eq(c.num_warmups, 0);
-	cr_expect_eq(c.range_semantics, LS_RANGE_VLLM);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_GAMMA, "a flag beats the profile wherever it stands");
+	cr_expect(!c.profile.send.per_request_conn);
+	cr_expect_eq(c.profile.send.num_warmups, 0);
+	cr_expect_eq(c.profile.send.range_semantics, LS_RANGE_VLLM);
 	ls_config_free(&c);
 
 	const char *honest[] = { "--profile", "honest", NULL };
@@ -138,9 +138,9 @@ Test(config, config_file_same_keys_flags_override)
 	cr_expect_eq(c.max_concurrency, 8);
 	cr_expect_eq(c.profile.read.n_percentiles, 2, "the file's percentiles beat the profile's");
 	cr_expect(c.goodput.has_ttft && c.goodput.ttft_ms == 500);
-	cr_expect(c.ignore_eos);
+	cr_expect(c.profile.send.ignore_eos);
 	cr_expect_str_eq(c.profile.name, "sglang");
-	cr_expect_eq(c.arrival, LS_ARRIVAL_POISSON_YIELD);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_POISSON_YIELD);
 	ls_config_free(&c);
 
 	const char *flag_profile[] = { "--config", path, "--profile", "vllm", "--goodput", "tpot:40", NULL };

@@ -138,14 +138,11 @@ static int plan_runs(struct compare *c)
 			ls_config_free(&cfg);
 			return rc == 1 ? -1 : 2; /* bench --help printed, or its one-line error */
 		}
-		struct ls_send_rules s = {
-			.backend = cfg.backend, .arrival = cfg.arrival, .per_request_conn = cfg.per_request_conn,
-			.range_semantics = cfg.range_semantics,
+		struct ls_cmp_send s = {
+			.rules = cfg.profile.send,
 			.range_ratio = cfg.dataset == LS_DATASET_RANDOM ? cfg.random_range_ratio : 0.0,
 			.random = cfg.dataset == LS_DATASET_RANDOM, .input_len = cfg.random_input_len,
-			.output_len = cfg.random_output_len,
-			.warmup_shape = cfg.warmup_shape, .num_warmups = cfg.num_warmups, .ignore_eos = cfg.ignore_eos,
-			.max_concurrency = cfg.max_concurrency,
+			.output_len = cfg.random_output_len, .max_concurrency = cfg.max_concurrency,
 		};
 		if (!c->base) {
 			c->base = ls_config_base(&cfg);
@@ -155,7 +152,7 @@ static int plan_runs(struct compare *c)
 		}
 		ls_config_free(&cfg);
 		size_t r = 0;
-		while (r < c->n_runs && !ls_send_rules_same(&c->runs[r].send, &s))
+		while (r < c->n_runs && !ls_cmp_send_same(&c->runs[r].send, &s))
 			r++;
 		if (r == c->n_runs) {
 			c->runs[r].send = s;

@@ -14,30 +14,26 @@
 
 #define LS_CMP_MAX_PROFILES 8
 
-/* What a run sent: the rules two harnesses disagree on, as the run used them. */
-struct ls_send_rules {
-	enum ls_backend         backend;
-	enum ls_arrival_kind    arrival;
-	int                     per_request_conn;
-	enum ls_range_semantics range_semantics;
-	double                  range_ratio;      /* random dataset only, else 0 */
-	int                     random;           /* the random dataset: lengths drawn from a range */
-	uint32_t                input_len, output_len; /* its --random-input-len / --random-output-len */
-	enum ls_warmup_shape    warmup_shape;
-	uint32_t                num_warmups;
-	int                     ignore_eos;
-	uint32_t                max_concurrency;
+/* What a run sent: its profile's send rules as the run used them (the flags over the
+ * profile's, config/profile.h), and the workload settings that decide whether two runs send the
+ * same requests. */
+struct ls_cmp_send {
+	struct ls_send_rules rules;
+	int                  random;           /* the random dataset: lengths drawn from a range */
+	double               range_ratio;      /* random dataset only, else 0 */
+	uint32_t             input_len, output_len; /* its --random-input-len / --random-output-len */
+	uint32_t             max_concurrency;
 };
 
 /* 1 when two runs would send the same requests the same way (rules that cannot matter for
  * this workload are ignored: warmup shape without warmups; range semantics that give the
  * same length bounds, e.g. vllm at ratio 0 and sglang at ratio 1). */
-int ls_send_rules_same(const struct ls_send_rules *a, const struct ls_send_rules *b);
+int ls_cmp_send_same(const struct ls_cmp_send *a, const struct ls_cmp_send *b);
 
 struct ls_cmp_run {
 	struct ls_run        run;
 	struct ls_record_meta meta;
-	struct ls_send_rules send;
+	struct ls_cmp_send   send;
 	int                  send_known;   /* 0: from a record file, only meta is known */
 	double               accept_len;   /* the server's avg_spec_accept_length after it, 0 unknown */
 	int                  repeated;     /* an earlier run sent these prompts to this server */

@@ -20,28 +20,29 @@ static void table_rules(struct ls_read_rules *r)
 }
 
 /* The random dataset's length bounds under a run's range rule. */
-static void bounds(const struct ls_send_rules *s, uint32_t b[4])
+static void bounds(const struct ls_cmp_send *s, uint32_t b[4])
 {
 	memset(b, 0, 4 * sizeof(*b));
 	if (!s->random)
 		return;
-	if (ls_random_bounds(s->input_len, s->range_ratio, s->range_semantics, 0, &b[0], &b[1]) ||
-	    ls_random_bounds(s->output_len, s->range_ratio, s->range_semantics, 1, &b[2], &b[3]))
+	if (ls_random_bounds(s->input_len, s->range_ratio, s->rules.range_semantics, 0, &b[0], &b[1]) ||
+	    ls_random_bounds(s->output_len, s->range_ratio, s->rules.range_semantics, 1, &b[2], &b[3]))
 		b[0] = b[1] = b[2] = b[3] = UINT32_MAX;
 }
 
-int ls_send_rules_same(const struct ls_send_rules *a, const struct ls_send_rules *b)
+int ls_cmp_send_same(const struct ls_cmp_send *a, const struct ls_cmp_send *b)
 {
-	if (a->backend != b->backend || a->arrival != b->arrival || a->per_request_conn != b->per_request_conn ||
-	    a->num_warmups != b->num_warmups || a->ignore_eos != b->ignore_eos ||
+	const struct ls_send_rules *x = &a->rules, *y = &b->rules;
+	if (x->backend != y->backend || x->arrival != y->arrival || x->per_request_conn != y->per_request_conn ||
+	    x->num_warmups != y->num_warmups || x->ignore_eos != y->ignore_eos ||
 	    a->max_concurrency != b->max_concurrency || a->random != b->random)
 		return 0;
-	if (a->num_warmups && a->warmup_shape != b->warmup_shape)
+	if (x->num_warmups && x->warmup_shape != y->warmup_shape)
 		return 0;
-	uint32_t x[4], y[4];
-	bounds(a, x);
-	bounds(b, y);
-	return !memcmp(x, y, sizeof(x));
+	uint32_t bx[4], by[4];
+	bounds(a, bx);
+	bounds(b, by);
+	return !memcmp(bx, by, sizeof(bx));
 }
 
 int ls_cmp_parse_profiles(const char *list, struct ls_cmp_col *cols, size_t cap)
@@ -420,14 +421,15 @@ out:
 
 /* ---- what a run sent ---- */
 
-static void send_desc(const struct ls_send_rules *s, char *buf, size_t cap)
+static void send_desc(const struct ls_cmp_send *sent, char *buf, size_t cap)
 {
+	const struct ls_send_rules *s = &sent->rules;
 	uint32_t b[4];
 	char lens[96] = "";
-	bounds(s, b);
-	if (s->random)
+	bounds(sent, b);
+	if (sent->random)
 		snprintf(lens, sizeof(lens), ", lengths (%s ratio %g) input [%u, %u] output [%u, %u]",
-			 ls_range_semantics_name(s->range_semantics), s->range_ratio, b[0], b[1], b[2], b[3]);
+			 ls_range_semantics_name(s->range_semantics), sent->range_ratio, b[0], b[1], b[2], b[3]);
 	snprintf(buf, cap, "backend %s, arrival %s, connection %s, %u warmup%s%s, ignore_eos %s%s",
 		 ls_backend_name(s->backend), ls_arrival_kind_name(s->arrival),
 		 s->per_request_conn ? "per-request" : "reuse", s->num_warmups, s->num_warmups == 1 ? "" : "s",
@@ -465,7 +467,8 @@ static void send_rows(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, c
 	for (size_t k = 1; k < n_runs; k++) {
 		if (!runs[0].send_known || !runs[k].send_known)
 			continue;
-		const struct ls_send_rules *x = &runs[0].send, *y = &runs[k].send;
+		const struct ls_cmp_send *sx = &runs[0].send, *sy = &runs[k].send;
+		const struct ls_send_rules *x = &sx->rules, *y = &sy->rules;
 		fprintf(out, "  send rules, run 1 vs run %zu:", k + 1);
 		const char *sep = " ";
 		if (x->arrival != y->arrival) {
@@ -493,12 +496,12 @@ static void send_rows(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, c
 			sep = "; ";
 		}
 		uint32_t bx[4], by[4];
-		bounds(x, bx);
-		bounds(y, by);
+		bounds(sx, bx);
+		bounds(sy, by);
 		if (memcmp(bx, by, sizeof(bx)))
 			fprintf(out, "%slengths (%s ratio %g vs %s ratio %g) input [%u, %u] vs [%u, %u], output [%u, %u] vs "
-				     "[%u, %u]", sep, ls_range_semantics_name(x->range_semantics), x->range_ratio,
-				ls_range_semantics_name(y->range_semantics), y->range_ratio, bx[0], bx[1], by[0], by[1], bx[2],
+				     "[%u, %u]", sep, ls_range_semantics_name(x->range_semantics), sx->range_ratio,
+				ls_range_semantics_name(y->range_semantics), sy->range_ratio, bx[0], bx[1], by[0], by[1], bx[2],
 				bx[3], by[2], by[3]);
 		fprintf(out, "\n");
 		/* Both runs read under the first profile's rules: what sending differently did. */
