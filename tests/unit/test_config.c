@@ -115,6 +115,41 @@ Test(config, profile_sets_send_defaults_flags_win)
 	ls_config_free(&c);
 }
 
+/* `latscope compare` parses its flags once, under its first profile, and sends each other
+ * profile's rules with the flags (and the config file) over them. */
+Test(config, send_rules_of_another_profile, .init = cr_redirect_stderr)
+{
+	struct ls_profile vllm, sglang;
+	cr_assert_eq(ls_profile_builtin("vllm", &vllm), 0);
+	cr_assert_eq(ls_profile_builtin("sglang", &sglang), 0);
+	char *argv[] = { "bench", "--profile", "nosuch", "--arrival", "gamma", "--num-warmups", "0",
+			 "--ignore-eos=false", NULL };
+	struct ls_config c;
+	cr_assert_eq(ls_config_parse_with(&c, 8, argv, &vllm), 0, "the given profile, not --profile's");
+	cr_expect_str_eq(c.profile.name, "vllm");
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_GAMMA);
+	struct ls_send_rules s;
+	ls_config_send_rules(&c, &sglang, &s);
+	cr_expect_eq(s.arrival, LS_ARRIVAL_GAMMA, "the flag");
+	cr_expect_eq(s.num_warmups, 0);
+	cr_expect(!s.ignore_eos);
+	cr_expect(s.per_request_conn, "sglang's own");
+	cr_expect_eq(s.backend, LS_BACKEND_SGLANG);
+	cr_expect_eq(s.range_semantics, LS_RANGE_SGLANG);
+	cr_expect_eq(s.warmup_shape, LS_WARMUP_SGLANG);
+	cr_expect_eq(ls_config_check(&c, &s), 0);
+	ls_config_free(&c);
+
+	/* The combinations are checked per profile: sglang's range semantics allow a ratio of 1. */
+	char *ratio[] = { "bench", "--random-range-ratio", "1", NULL };
+	cr_assert_eq(ls_config_parse_with(&c, 3, ratio, &sglang), 0);
+	ls_config_send_rules(&c, &vllm, &s);
+	cr_expect_eq(s.range_semantics, LS_RANGE_VLLM);
+	cr_expect_eq(ls_config_check(&c, &s), 2, "vllm's do not");
+	ls_config_free(&c);
+	cr_expect(strstr(stderr_text(), "--random-range-ratio 1 must be below 1"));
+}
+
 static char *write_tmp(const char *content)
 {
 	char *path = strdup("/tmp/latscope-cfg-XXXXXX");

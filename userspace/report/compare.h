@@ -41,7 +41,15 @@ struct ls_cmp_run {
 	char                 profiles[256]; /* the profiles read from it, "vllm, honest" */
 	char                 record_path[512];
 	struct ls_checks     checks;       /* under its first profile's rules */
+	/* Read by the first column's rules at the table's percentiles, for the send rows (what
+	 * sending differently did); on every run but the first column's, whose reading is its m. */
+	struct ls_metrics    by_first;
+	int                  have_by_first;
 };
+
+/* The read rules whose effect the table measures one at a time: clock, TTFT gate, ITL, E2EL
+ * end, output tokens, success, failures printed (compare_table.c's enum rule). */
+#define LS_CMP_MEASURED_RULES 7
 
 struct ls_cmp_col {
 	struct ls_profile    prof;
@@ -50,9 +58,16 @@ struct ls_cmp_col {
 	size_t               run;          /* index into the runs */
 	struct ls_metrics    m;            /* at the table's percentiles */
 	int                  have_m;
+	/* What the rule rows print, measured by ls_cmp_compute (the printer computes nothing), at
+	 * the table's percentiles. effect[k]: the first column's run and rules with measured rule k
+	 * as this column has it, on the first column with each value the first column lacks
+	 * (LS_CMP_MEASURED_RULES of them, allocated on the first; NULL on most columns). */
+	struct ls_metrics   *effect;
+	unsigned             have_effect;  /* bit k: effect[k] is filled */
 };
 
-/* Fills every column's metrics and each run's checks. 0 or -ENOMEM. */
+/* Fills every column's metrics (its own, and what the rule rows measure) and each run's
+ * checks. 0 or -ENOMEM; ls_cmp_free frees what was filled either way. */
 int ls_cmp_compute(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols, size_t n_cols);
 
 /* The table (a column per profile, a row per metric), then a row per rule that differs with
@@ -60,6 +75,8 @@ int ls_cmp_compute(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *co
 void ls_cmp_print(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
 		  size_t n_cols, int markdown);
 
+/* Frees the runs' records and every metric computed. runs NULL: the caller keeps its runs, and
+ * then gave only the first column's run (nothing is computed on it that the columns lack). */
 void ls_cmp_free(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols, size_t n_cols);
 
 /* Splits "vllm,sglang" into profiles (loaded with ls_profile_load). Returns how many, or -1
