@@ -33,13 +33,13 @@ Test(config, defaults_follow_vllm)
 	struct ls_config c;
 	const char *args[] = { NULL };
 	cr_assert_eq(parse(&c, args), 0);
-	cr_expect_eq(c.backend, LS_BACKEND_OPENAI);
+	cr_expect_eq(c.profile.send.backend, LS_BACKEND_OPENAI);
 	cr_expect_eq(c.num_prompts, 1000);
 	cr_expect(isinf(c.request_rate));
 	cr_expect_eq(c.random_input_len, 1024);
 	cr_expect_eq(c.random_output_len, 128);
-	cr_expect_eq(c.arrival, LS_ARRIVAL_GAMMA);
-	cr_expect_eq(c.range_semantics, LS_RANGE_VLLM);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_GAMMA);
+	cr_expect_eq(c.profile.send.range_semantics, LS_RANGE_VLLM);
 	cr_expect_str_eq(c.profile.name, "vllm");
 	cr_expect_eq(c.profile.read.n_percentiles, 1);
 	cr_expect(c.profile.read.percentiles[0] == 99);
@@ -60,7 +60,7 @@ Test(config, flags_with_vllm_names)
 			       "--probes", "off", "--gpu-dir", "/tmp/g", "--trace", "t.json", "--server-comm", "vllm",
 			       "--test-loop-delay-us", "50", "--disable-tqdm", "--save-result", "--busy-poll", "--spin-us", "40", NULL };
 	cr_assert_eq(parse(&c, args), 0);
-	cr_expect_eq(c.backend, LS_BACKEND_SGLANG);
+	cr_expect_eq(c.profile.send.backend, LS_BACKEND_SGLANG);
 	char *url = ls_config_url(&c);
 	cr_expect_str_eq(url, "http://h:9/generate");
 	free(url);
@@ -69,13 +69,13 @@ Test(config, flags_with_vllm_names)
 	cr_expect(c.request_rate == 20 && c.burstiness == 0.5);
 	cr_expect_eq(c.max_concurrency, 4);
 	cr_expect_eq(c.seed, 7);
-	cr_expect(c.ignore_eos && c.disable_tqdm && c.save_result && c.busy_poll);
+	cr_expect(c.profile.send.ignore_eos && c.disable_tqdm && c.save_result && c.busy_poll);
 	cr_expect_eq(c.spin_us, 40);
 	cr_expect_eq(c.profile.read.n_percentiles, 3);
 	cr_expect_eq(c.percentile_metrics, LS_PM_TTFT | LS_PM_ITL);
 	cr_expect(c.goodput.has_ttft && c.goodput.ttft_ms == 900 && c.goodput.has_e2el && c.goodput.e2el_ms == 14100);
 	cr_expect(c.random_range_ratio == 0.25);
-	cr_expect(c.per_request_conn);
+	cr_expect(c.profile.send.per_request_conn);
 	cr_expect_str_eq(c.record_path, "/tmp/r.jsonl");
 	cr_expect_eq(c.n_server_pids, 1);
 	cr_expect_eq(c.server_pids[0], 123);
@@ -92,27 +92,62 @@ Test(config, profile_sets_send_defaults_flags_win)
 	struct ls_config c;
 	const char *sg[] = { "--profile", "sglang", NULL };
 	cr_assert_eq(parse(&c, sg), 0);
-	cr_expect_eq(c.arrival, LS_ARRIVAL_POISSON_YIELD);
-	cr_expect(c.per_request_conn);
-	cr_expect_eq(c.range_semantics, LS_RANGE_SGLANG);
-	cr_expect_eq(c.warmup_shape, LS_WARMUP_SGLANG);
-	cr_expect_eq(c.num_warmups, 1);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_POISSON_YIELD);
+	cr_expect(c.profile.send.per_request_conn);
+	cr_expect_eq(c.profile.send.range_semantics, LS_RANGE_SGLANG);
+	cr_expect_eq(c.profile.send.warmup_shape, LS_WARMUP_SGLANG);
+	cr_expect_eq(c.profile.send.num_warmups, 1);
 	cr_expect_eq(c.profile.read.itl_mode, LS_ITL_TOKEN);
 	ls_config_free(&c);
 
 	const char *over[] = { "--arrival", "gamma", "--profile", "sglang", "--connection", "reuse",
 			       "--num-warmups", "0", "--random-range-semantics", "vllm", NULL };
 	cr_assert_eq(parse(&c, over), 0);
-	cr_expect_eq(c.arrival, LS_ARRIVAL_GAMMA, "a flag beats the profile wherever it stands");
-	cr_expect(!c.per_request_conn);
-	cr_expect_eq(c.num_warmups, 0);
-	cr_expect_eq(c.range_semantics, LS_RANGE_VLLM);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_GAMMA, "a flag beats the profile wherever it stands");
+	cr_expect(!c.profile.send.per_request_conn);
+	cr_expect_eq(c.profile.send.num_warmups, 0);
+	cr_expect_eq(c.profile.send.range_semantics, LS_RANGE_VLLM);
 	ls_config_free(&c);
 
 	const char *honest[] = { "--profile", "honest", NULL };
 	cr_assert_eq(parse(&c, honest), 0);
 	cr_expect_eq(c.profile.read.origin, LS_ORIGIN_SCHEDULED);
 	ls_config_free(&c);
+}
+
+/* `latscope compare` parses its flags once, under its first profile, and sends each other
+ * profile's rules with the flags (and the config file) over them. */
+Test(config, send_rules_of_another_profile, .init = cr_redirect_stderr)
+{
+	struct ls_profile vllm, sglang;
+	cr_assert_eq(ls_profile_builtin("vllm", &vllm), 0);
+	cr_assert_eq(ls_profile_builtin("sglang", &sglang), 0);
+	char *argv[] = { "bench", "--profile", "nosuch", "--arrival", "gamma", "--num-warmups", "0",
+			 "--ignore-eos=false", NULL };
+	struct ls_config c;
+	cr_assert_eq(ls_config_parse_with(&c, 8, argv, &vllm), 0, "the given profile, not --profile's");
+	cr_expect_str_eq(c.profile.name, "vllm");
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_GAMMA);
+	struct ls_send_rules s;
+	ls_config_send_rules(&c, &sglang, &s);
+	cr_expect_eq(s.arrival, LS_ARRIVAL_GAMMA, "the flag");
+	cr_expect_eq(s.num_warmups, 0);
+	cr_expect(!s.ignore_eos);
+	cr_expect(s.per_request_conn, "sglang's own");
+	cr_expect_eq(s.backend, LS_BACKEND_SGLANG);
+	cr_expect_eq(s.range_semantics, LS_RANGE_SGLANG);
+	cr_expect_eq(s.warmup_shape, LS_WARMUP_SGLANG);
+	cr_expect_eq(ls_config_check(&c, &s), 0);
+	ls_config_free(&c);
+
+	/* The combinations are checked per profile: sglang's range semantics allow a ratio of 1. */
+	char *ratio[] = { "bench", "--random-range-ratio", "1", NULL };
+	cr_assert_eq(ls_config_parse_with(&c, 3, ratio, &sglang), 0);
+	ls_config_send_rules(&c, &vllm, &s);
+	cr_expect_eq(s.range_semantics, LS_RANGE_VLLM);
+	cr_expect_eq(ls_config_check(&c, &s), 2, "vllm's do not");
+	ls_config_free(&c);
+	cr_expect(strstr(stderr_text(), "--random-range-ratio 1 must be below 1"));
 }
 
 static char *write_tmp(const char *content)
@@ -138,9 +173,9 @@ Test(config, config_file_same_keys_flags_override)
 	cr_expect_eq(c.max_concurrency, 8);
 	cr_expect_eq(c.profile.read.n_percentiles, 2, "the file's percentiles beat the profile's");
 	cr_expect(c.goodput.has_ttft && c.goodput.ttft_ms == 500);
-	cr_expect(c.ignore_eos);
+	cr_expect(c.profile.send.ignore_eos);
 	cr_expect_str_eq(c.profile.name, "sglang");
-	cr_expect_eq(c.arrival, LS_ARRIVAL_POISSON_YIELD);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_POISSON_YIELD);
 	ls_config_free(&c);
 
 	const char *flag_profile[] = { "--config", path, "--profile", "vllm", "--goodput", "tpot:40", NULL };

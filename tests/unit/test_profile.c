@@ -17,31 +17,31 @@ Test(profile, builtins_fix_the_rules)
 	cr_expect_eq(p.read.itl_mode, LS_ITL_FRAME);
 	cr_expect_eq(p.read.e2el_end, LS_END_LAST_CONTENT);
 	cr_expect(p.read.failures_in_headline);
-	cr_expect_eq(p.arrival, LS_ARRIVAL_GAMMA);
-	cr_expect(!p.per_request_conn);
-	cr_expect_eq(p.num_warmups, 0);
+	cr_expect_eq(p.send.arrival, LS_ARRIVAL_GAMMA);
+	cr_expect(!p.send.per_request_conn);
+	cr_expect_eq(p.send.num_warmups, 0);
 
 	cr_assert_eq(ls_profile_builtin("sglang", &p), 0);
 	cr_expect_eq(p.read.itl_mode, LS_ITL_TOKEN);
 	cr_expect_eq(p.read.e2el_end, LS_END_DONE);
 	cr_expect(!p.read.failures_in_headline);
-	cr_expect_eq(p.arrival, LS_ARRIVAL_POISSON_YIELD);
-	cr_expect(p.per_request_conn);
-	cr_expect_eq(p.range_semantics, LS_RANGE_SGLANG);
-	cr_expect_eq(p.warmup_shape, LS_WARMUP_SGLANG);
-	cr_expect_eq(p.num_warmups, 1);
+	cr_expect_eq(p.send.arrival, LS_ARRIVAL_POISSON_YIELD);
+	cr_expect(p.send.per_request_conn);
+	cr_expect_eq(p.send.range_semantics, LS_RANGE_SGLANG);
+	cr_expect_eq(p.send.warmup_shape, LS_WARMUP_SGLANG);
+	cr_expect_eq(p.send.num_warmups, 1);
 
 	cr_expect_eq(p.read.ttft_gate, LS_GATE_CUM_TEXT);
 	cr_expect_eq(p.read.out_tokens, LS_OUT_CUMULATIVE);
-	cr_expect_eq(p.backend, LS_BACKEND_SGLANG);
-	cr_expect(p.ignore_eos && p.read.no_token_ok && p.read.itl_max);
+	cr_expect_eq(p.send.backend, LS_BACKEND_SGLANG);
+	cr_expect(p.send.ignore_eos && p.read.no_token_ok && p.read.itl_max);
 	cr_expect_eq(p.read.n_itl_percentiles, 2);
 
 	cr_assert_eq(ls_profile_builtin("sglang-oai", &p), 0);
 	cr_expect_eq(p.read.ttft_gate, LS_GATE_TEXT);
 	cr_expect_eq(p.read.itl_mode, LS_ITL_FRAME, "per token only when the server reports speculation");
 	cr_expect_eq(p.read.out_tokens, LS_OUT_REQUESTED);
-	cr_expect_eq(p.backend, LS_BACKEND_OPENAI);
+	cr_expect_eq(p.send.backend, LS_BACKEND_OPENAI);
 	cr_expect(p.itl_token_when_spec);
 
 	cr_assert_eq(ls_profile_builtin("honest", &p), 0);
@@ -73,7 +73,7 @@ Test(profile, json_file_overlays_a_base)
 	cr_expect_eq(p.read.origin, LS_ORIGIN_SCHEDULED);
 	cr_expect_eq(p.read.itl_mode, LS_ITL_TOKEN, "kept from the sglang base");
 	cr_expect_eq(p.read.n_percentiles, 2);
-	cr_expect(!p.per_request_conn);
+	cr_expect(!p.send.per_request_conn);
 	cr_expect(p.read.failures_in_headline);
 	unlink(path);
 	free(path);

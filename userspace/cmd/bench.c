@@ -45,7 +45,7 @@ static int build_dataset(struct bench *b)
 {
 	struct ls_config *c = &b->cfg;
 	ls_token_count_fn count = NULL;
-	int needs_text = c->backend == LS_BACKEND_OPENAI_CHAT;
+	int needs_text = c->profile.send.backend == LS_BACKEND_OPENAI_CHAT;
 	if (c->dataset != LS_DATASET_RANDOM || needs_text) {
 		if (ls_server_has_tokenize(&b->server))
 			count = ls_server_count_tokens;
@@ -57,7 +57,7 @@ static int build_dataset(struct bench *b)
 	case LS_DATASET_RANDOM: {
 		struct ls_random_opts o = {
 			.n = c->num_prompts, .input_len = c->random_input_len, .output_len = c->random_output_len,
-			.range_ratio = c->random_range_ratio, .semantics = c->range_semantics,
+			.range_ratio = c->random_range_ratio, .semantics = c->profile.send.range_semantics,
 			.vocab_size = c->random_vocab_size, .seed = c->seed,
 		};
 		if (!o.vocab_size && !needs_text)
@@ -80,7 +80,7 @@ static int build_arrival(struct bench *b)
 {
 	struct ls_config *c = &b->cfg;
 	double *ts = NULL;
-	if (c->arrival == LS_ARRIVAL_TRACE) {
+	if (c->profile.send.arrival == LS_ARRIVAL_TRACE) {
 		ts = ls_dataset_timestamps(&b->ds);
 		if (!ts && errno != ENOENT) {
 			fprintf(stderr, "latscope bench: out of memory for the trace's timestamps\n");
@@ -92,7 +92,8 @@ static int build_arrival(struct bench *b)
 			return -EINVAL;
 		}
 	}
-	int err = ls_arrival_init(&b->arrival, c->arrival, c->request_rate, c->burstiness, c->seed, b->ds.n, ts);
+	int err = ls_arrival_init(&b->arrival, c->profile.send.arrival, c->request_rate, c->burstiness, c->seed,
+				  b->ds.n, ts);
 	free(ts);
 	if (err)
 		return err;
@@ -111,7 +112,7 @@ static int build_jobs(struct bench *b)
 {
 	struct ls_config *c = &b->cfg;
 	b->n_measured = b->ds.n;
-	b->n_warmup = b->ds.n ? c->num_warmups : 0;
+	b->n_warmup = b->ds.n ? c->profile.send.num_warmups : 0;
 	b->n_jobs = b->n_warmup + b->n_measured;
 	b->run.requests = calloc(b->n_jobs ? b->n_jobs : 1, sizeof(*b->run.requests));
 	b->jobs = calloc(b->n_jobs ? b->n_jobs : 1, sizeof(*b->jobs));
@@ -122,7 +123,7 @@ static int build_jobs(struct bench *b)
 	for (size_t i = 0; i < b->n_jobs; i++) {
 		int warm = i < b->n_warmup;
 		struct ls_prompt p = b->ds.prompts[warm ? 0 : i - b->n_warmup];
-		if (warm && c->warmup_shape == LS_WARMUP_SGLANG && p.output_len > LS_WARMUP_SGLANG_OUTPUT_CAP)
+		if (warm && c->profile.send.warmup_shape == LS_WARMUP_SGLANG && p.output_len > LS_WARMUP_SGLANG_OUTPUT_CAP)
 			p.output_len = LS_WARMUP_SGLANG_OUTPUT_CAP;
 		struct ls_request *r = &b->run.requests[i];
 		ls_request_reset(r, warm ? b->n_measured + i : i - b->n_warmup);
@@ -130,7 +131,8 @@ static int build_jobs(struct bench *b)
 		r->prompt_len = p.prompt_len;
 		r->output_len = p.output_len;
 		size_t len = 0;
-		char *body = ls_backend_body(c->backend, b->model, &p, c->ignore_eos, &len);
+		char *body = ls_backend_body(c->profile.send.backend, b->model, &p, c->profile.send.ignore_eos,
+					     &len);
 		if (!body) {
 			fprintf(stderr, "latscope bench: cannot build the request body of prompt %zu: %s\n",
 				warm ? (size_t)0 : i - b->n_warmup, strerror(errno));
@@ -146,8 +148,8 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	const struct ls_config *c = &b->cfg;
 	memset(o, 0, sizeof(*o));
 	o->url = b->url;
-	o->backend = c->backend;
-	o->per_request_conn = c->per_request_conn;
+	o->backend = c->profile.send.backend;
+	o->per_request_conn = c->profile.send.per_request_conn;
 	o->http2 = c->http2;
 	o->insecure = c->insecure;
 	o->cacert = c->cacert;
@@ -212,7 +214,7 @@ static int drive(struct bench *b)
 		if (first_bad)
 			fprintf(stderr, "latscope bench: %zu of %zu warmup requests failed (first: %s)\n", bad,
 				b->n_warmup, first_bad->error);
-		if (b->cfg.warmup_shape == LS_WARMUP_SGLANG) {
+		if (b->cfg.profile.send.warmup_shape == LS_WARMUP_SGLANG) {
 			struct timespec pause = { 1, 0 }; /* SGLang sleeps 1 s after its warmup */
 			while (nanosleep(&pause, &pause) && errno == EINTR)
 				;
@@ -263,8 +265,8 @@ static char *result_path(const struct bench *b)
 		char conc[32] = "";
 		if (c->max_concurrency)
 			snprintf(conc, sizeof(conc), "-concurrency%u", c->max_concurrency);
-		snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", ls_backend_name(c->backend), rate, conc, model,
-			 b->date);
+		snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", ls_backend_name(c->profile.send.backend), rate, conc,
+			 model, b->date);
 	}
 	char *path = NULL;
 	if (c->result_dir) {
@@ -288,8 +290,8 @@ static int results(struct bench *b)
 	}
 	struct ls_report_ctx ctx = {
 		.profile = c->profile.name, .profile_source = c->profile.source,
-		.backend = ls_backend_name(c->backend), .model = b->model, .base_url = b->base,
-		.endpoint = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->backend),
+		.backend = ls_backend_name(c->profile.send.backend), .model = b->model, .base_url = b->base,
+		.endpoint = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->profile.send.backend),
 		.dataset = ls_dataset_kind_name(c->dataset), .arrival = b->arrival_desc, .date = b->date,
 		.run_tag = b->run.run_tag, .record_path = c->record_path, .request_rate = c->request_rate,
 		.burstiness = c->burstiness, .max_concurrency = c->max_concurrency, .num_prompts = b->n_measured,
@@ -371,7 +373,7 @@ int cmd_bench(int argc, char **argv)
 		b.model = strdup(c->model);
 	} else {
 		b.model = ls_server_first_model(&b.server);
-		if (!b.model && c->backend != LS_BACKEND_SGLANG) {
+		if (!b.model && c->profile.send.backend != LS_BACKEND_SGLANG) {
 			fprintf(stderr, "latscope bench: no --model given and %s/v1/models named none; pass --model\n", b.base);
 			goto out;
 		}
@@ -387,7 +389,7 @@ int cmd_bench(int argc, char **argv)
 		snprintf(meta.run_tag, sizeof(meta.run_tag), "%s", b.run_tag);
 		snprintf(meta.arrival, sizeof(meta.arrival), "%s", ls_arrival_kind_name(b.arrival.kind));
 		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
-		snprintf(meta.backend, sizeof(meta.backend), "%s", ls_backend_name(c->backend));
+		snprintf(meta.backend, sizeof(meta.backend), "%s", ls_backend_name(c->profile.send.backend));
 		if (!(b.record = ls_record_open(c->record_path, &meta)))
 			goto out;
 	}

@@ -114,7 +114,40 @@ static int parse_args(struct compare *c, int argc, char **argv)
 	return 0;
 }
 
-/* Each profile's bench settings (to learn what it would send) and the runs they need. */
+/* What a run under profile p sends with these bench settings. */
+static void sent_by(const struct ls_config *cfg, const struct ls_profile *p, struct ls_cmp_send *out)
+{
+	int random = cfg->dataset == LS_DATASET_RANDOM;
+	*out = (struct ls_cmp_send){
+		.random = random, .range_ratio = random ? cfg->random_range_ratio : 0.0,
+		.input_len = cfg->random_input_len, .output_len = cfg->random_output_len,
+		.max_concurrency = cfg->max_concurrency,
+	};
+	ls_config_send_rules(cfg, p, &out->rules);
+}
+
+/* Column i reads the run that sends as it would, a new one when none does yet. */
+static void assign_run(struct compare *c, int i, const struct ls_cmp_send *s)
+{
+	size_t r = 0;
+	while (r < c->n_runs && !ls_cmp_send_same(&c->runs[r].send, s))
+		r++;
+	if (r == c->n_runs) {
+		c->runs[r].send = *s;
+		c->runs[r].send_known = 1;
+		c->sender[r] = (size_t)i;
+		c->n_runs++;
+	}
+	c->cols[i].run = r;
+	struct ls_cmp_run *run = &c->runs[r];
+	char name[sizeof(c->cols[i].prof.name)];
+	memcpy(name, c->cols[i].prof.name, sizeof(name)); /* a copy: snprintf must not see overlap */
+	size_t len = strlen(run->profiles);
+	snprintf(run->profiles + len, sizeof(run->profiles) - len, "%s%s", len ? ", " : "", name);
+}
+
+/* The profiles (each loaded once), the bench flags (parsed once, under the first profile) and
+ * the runs they need: each column sends by its profile's rules with the flags over them. */
 static int plan_runs(struct compare *c)
 {
 	c->names_buf = strdup(c->profiles);
@@ -127,49 +160,24 @@ static int plan_runs(struct compare *c)
 	int k = 0;
 	for (char *t = strtok_r(c->names_buf, ",", &save); t && k < c->n_cols; t = strtok_r(NULL, ",", &save))
 		c->names[k++] = t;
-	for (int i = 0; i < c->n_cols; i++) {
-		int argc = c->bench_argc;
-		c->bench_argv[argc++] = "--profile";
-		c->bench_argv[argc++] = (char *)c->names[i];
-		c->bench_argv[argc] = NULL;
-		struct ls_config cfg;
-		int rc = ls_config_parse(&cfg, argc, c->bench_argv);
-		if (rc) {
-			ls_config_free(&cfg);
-			return rc == 1 ? -1 : 2; /* bench --help printed, or its one-line error */
-		}
-		struct ls_send_rules s = {
-			.backend = cfg.backend, .arrival = cfg.arrival, .per_request_conn = cfg.per_request_conn,
-			.range_semantics = cfg.range_semantics,
-			.range_ratio = cfg.dataset == LS_DATASET_RANDOM ? cfg.random_range_ratio : 0.0,
-			.random = cfg.dataset == LS_DATASET_RANDOM, .input_len = cfg.random_input_len,
-			.output_len = cfg.random_output_len,
-			.warmup_shape = cfg.warmup_shape, .num_warmups = cfg.num_warmups, .ignore_eos = cfg.ignore_eos,
-			.max_concurrency = cfg.max_concurrency,
-		};
-		if (!c->base) {
-			c->base = ls_config_base(&cfg);
-			c->http = (struct ls_http_opts){ .insecure = cfg.insecure, .timeout_s = 10 };
-			if (cfg.cacert)
-				c->http.cacert = strdup(cfg.cacert);
-		}
-		ls_config_free(&cfg);
-		size_t r = 0;
-		while (r < c->n_runs && !ls_send_rules_same(&c->runs[r].send, &s))
-			r++;
-		if (r == c->n_runs) {
-			c->runs[r].send = s;
-			c->runs[r].send_known = 1;
-			c->sender[r] = (size_t)i;
-			c->n_runs++;
-		}
-		c->cols[i].run = r;
-		struct ls_cmp_run *run = &c->runs[r];
-		char name[sizeof(c->cols[i].prof.name)];
-		memcpy(name, c->cols[i].prof.name, sizeof(name)); /* a copy: snprintf must not see overlap */
-		size_t len = strlen(run->profiles);
-		snprintf(run->profiles + len, sizeof(run->profiles) - len, "%s%s", len ? ", " : "", name);
+	struct ls_config cfg;
+	int rc = ls_config_parse_with(&cfg, c->bench_argc, c->bench_argv, &c->cols[0].prof);
+	for (int i = 0; !rc && i < c->n_cols; i++) {
+		struct ls_cmp_send s;
+		sent_by(&cfg, &c->cols[i].prof, &s);
+		rc = i ? ls_config_check(&cfg, &s.rules) : 0; /* the first was checked by the parse */
+		if (!rc)
+			assign_run(c, i, &s);
 	}
+	if (rc) {
+		ls_config_free(&cfg);
+		return rc == 1 ? -1 : 2; /* bench --help printed, or its one-line error */
+	}
+	c->base = ls_config_base(&cfg);
+	c->http = (struct ls_http_opts){ .insecure = cfg.insecure, .timeout_s = 10 };
+	if (cfg.cacert)
+		c->http.cacert = strdup(cfg.cacert);
+	ls_config_free(&cfg);
 	return c->base ? 0 : 1;
 }
 

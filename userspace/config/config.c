@@ -11,8 +11,7 @@
 
 static void defaults(struct ls_config *c)
 {
-	memset(c, 0, sizeof(*c));
-	c->backend = LS_BACKEND_OPENAI;
+	memset(c, 0, sizeof(*c)); /* the send rules come with the profile */
 	c->port = 8000;
 	c->dataset = LS_DATASET_RANDOM;
 	c->random_input_len = 1024;
@@ -24,18 +23,6 @@ static void defaults(struct ls_config *c)
 	c->request_timeout_s = 6 * 3600; /* vLLM's aiohttp total timeout */
 	c->ready_check_timeout_s = 600;
 	c->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
-}
-
-static void take_profile(struct ls_config *c, const struct ls_profile *p)
-{
-	c->profile = *p;
-	c->arrival = p->arrival;
-	c->per_request_conn = p->per_request_conn;
-	c->range_semantics = p->range_semantics;
-	c->warmup_shape = p->warmup_shape;
-	c->num_warmups = p->num_warmups;
-	c->backend = p->backend;
-	c->ignore_eos = p->ignore_eos;
 }
 
 /* A JSON value as the flag text it stands for, into buf. NULL when it has no such form. */
@@ -152,11 +139,11 @@ static const struct opt *flag_at(int argc, char **argv, int *i, const char **val
 	return o;
 }
 
-int ls_config_parse(struct ls_config *c, int argc, char **argv)
+/* Pass 1: --help, --profile and --config, which decide the defaults the rest override. 0, 1
+ * after --help, or 2 after a message. */
+static int first_pass(int argc, char **argv, const char **profile_flag, const char **config_flag)
 {
-	defaults(c);
-	/* Pass 1: --help, --profile and --config, which decide the defaults the rest override. */
-	char *profile_flag = NULL, *config_flag = NULL;
+	*profile_flag = *config_flag = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *v;
 		const struct opt *o = flag_at(argc, argv, &i, &v);
@@ -167,13 +154,21 @@ int ls_config_parse(struct ls_config *c, int argc, char **argv)
 			return 1;
 		}
 		if (o->id == O_PROFILE)
-			profile_flag = (char *)v;
+			*profile_flag = v;
 		if (o->id == O_CONFIG)
-			config_flag = (char *)v;
+			*config_flag = v;
 		if (o->arg == ARG_MANY)
 			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
 				i++;
 	}
+	return 0;
+}
+
+/* The profile (given, or named by the flag, the config file or the default) and the config
+ * file over it. 0 or 2 after a message. */
+static int profile_and_file(struct ls_config *c, const char *profile_flag, const char *config_flag,
+			    const struct ls_profile *given)
+{
 	cJSON *file = NULL;
 	if (config_flag) {
 		if (ls_config_set_str(&c->config_path, config_flag)) {
@@ -189,25 +184,27 @@ int ls_config_parse(struct ls_config *c, int argc, char **argv)
 			return 2;
 		}
 	}
+	if (given)
+		profile_flag = given->name;
 	if (profile_flag && ls_config_set_str(&c->profile_name, profile_flag)) {
 		fprintf(stderr, "latscope bench: out of memory reading --profile %s\n", profile_flag);
 		cJSON_Delete(file);
 		return 2;
 	}
-	struct ls_profile prof;
-	if (ls_profile_load(c->profile_name ? c->profile_name : "vllm", &prof)) {
+	if (given)
+		c->profile = *given;
+	else if (ls_profile_load(c->profile_name ? c->profile_name : "vllm", &c->profile)) {
 		cJSON_Delete(file);
 		return 2;
 	}
-	take_profile(c, &prof);
-	if (file) {
-		int rc = apply_config_file(c, file, config_flag);
-		cJSON_Delete(file);
-		if (rc)
-			return rc;
-	}
+	int rc = file ? apply_config_file(c, file, config_flag) : 0;
+	cJSON_Delete(file);
+	return rc;
+}
 
-	/* Pass 2: every flag, over the profile and the file. */
+/* Pass 2: every flag, over the profile and the file. 0 or 2 after a message. */
+static int apply_flags(struct ls_config *c, int argc, char **argv)
+{
 	int goodput_from_flags = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *v;
@@ -241,22 +238,25 @@ int ls_config_parse(struct ls_config *c, int argc, char **argv)
 			return 2;
 		}
 	}
+	return 0;
+}
 
-	/* Combinations. */
+int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)
+{
 	if (c->dataset != LS_DATASET_RANDOM && !c->dataset_path) {
 		fprintf(stderr, "latscope bench: --dataset-name %s needs --dataset-path FILE\n",
 			ls_dataset_kind_name(c->dataset));
 		return 2;
 	}
-	if (c->arrival == LS_ARRIVAL_CLOSED && !c->max_concurrency) {
+	if (send->arrival == LS_ARRIVAL_CLOSED && !c->max_concurrency) {
 		fprintf(stderr, "latscope bench: --arrival closed needs --max-concurrency C (the number of clients)\n");
 		return 2;
 	}
-	if (c->arrival == LS_ARRIVAL_TRACE && c->dataset != LS_DATASET_JSONL) {
+	if (send->arrival == LS_ARRIVAL_TRACE && c->dataset != LS_DATASET_JSONL) {
 		fprintf(stderr, "latscope bench: --arrival trace needs --dataset-name jsonl with a \"timestamp\" per line\n");
 		return 2;
 	}
-	if (c->range_semantics == LS_RANGE_VLLM && c->random_range_ratio >= 1.0 && c->dataset == LS_DATASET_RANDOM) {
+	if (send->range_semantics == LS_RANGE_VLLM && c->random_range_ratio >= 1.0 && c->dataset == LS_DATASET_RANDOM) {
 		fprintf(stderr, "latscope bench: --random-range-ratio %g must be below 1 under vllm range semantics "
 				"(--random-range-semantics sglang allows 1)\n", c->random_range_ratio);
 		return 2;
@@ -266,6 +266,23 @@ int ls_config_parse(struct ls_config *c, int argc, char **argv)
 		return 2;
 	}
 	return 0;
+}
+
+int ls_config_parse_with(struct ls_config *c, int argc, char **argv, const struct ls_profile *p)
+{
+	const char *profile_flag, *config_flag;
+	defaults(c);
+	int rc = first_pass(argc, argv, &profile_flag, &config_flag);
+	if (!rc)
+		rc = profile_and_file(c, profile_flag, config_flag, p);
+	if (!rc)
+		rc = apply_flags(c, argc, argv);
+	return rc ? rc : ls_config_check(c, &c->profile.send);
+}
+
+int ls_config_parse(struct ls_config *c, int argc, char **argv)
+{
+	return ls_config_parse_with(c, argc, argv, NULL);
 }
 
 void ls_config_free(struct ls_config *c)
@@ -299,7 +316,7 @@ char *ls_config_base(const struct ls_config *c)
 char *ls_config_url(const struct ls_config *c)
 {
 	char *base = ls_config_base(c), *url = NULL;
-	const char *ep = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->backend);
+	const char *ep = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->profile.send.backend);
 	if (base && asprintf(&url, "%s%s", base, ep ? ep : "") < 0)
 		url = NULL;
 	free(base);

@@ -24,8 +24,7 @@ enum ls_probes_mode {
 #define LS_MAX_SERVER_PIDS 16
 
 struct ls_config {
-	/* server */
-	enum ls_backend backend;
+	/* server (the backend is a send rule: profile.send) */
 	char    *base_url;          /* NULL: http://host:port */
 	char    *host;
 	int      port;
@@ -36,21 +35,15 @@ struct ls_config {
 	char    *dataset_path;
 	uint32_t random_input_len, random_output_len;
 	double   random_range_ratio;
-	enum ls_range_semantics range_semantics;
 	uint32_t random_vocab_size; /* 0 = auto (ask the server, at most LS_DEFAULT_VOCAB) */
 	uint32_t sharegpt_output_len; /* 0: from the gpt turn */
 	size_t   num_prompts;
-	int      ignore_eos;
-	/* sending */
+	/* sending (arrival, connection, warmups, ignore_eos, range semantics: profile.send) */
 	double   request_rate;      /* inf = all at once */
 	double   burstiness;
-	enum ls_arrival_kind arrival;
 	uint32_t max_concurrency;   /* 0 = unlimited */
-	uint32_t num_warmups;
-	enum ls_warmup_shape warmup_shape;
 	uint64_t seed;
 	uint64_t loop_delay_ns;     /* --test-loop-delay-us */
-	int      per_request_conn;
 	int      http2;
 	int      insecure;
 	char    *cacert;
@@ -66,9 +59,12 @@ struct ls_config {
 	char    *result_dir;
 	char    *result_filename;
 	char    *record_path;
-	/* profile: its read rules, with --metric-percentiles applied, are the headline rules */
+	/* The profile, with the config file and flags over its rules: profile.send is what this
+	 * run sends (--backend, --arrival, ...), profile.read its headline rules
+	 * (--metric-percentiles). */
 	char    *profile_name;
 	struct ls_profile profile;
+	unsigned send_set;          /* bit per send rule the config file or a flag set (config_opts.c) */
 	char    *config_path;
 	/* probes, attribution and GPU steps (bench_probes.c) */
 	enum ls_probes_mode probes;
@@ -82,6 +78,15 @@ struct ls_config {
 /* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2
  * after one line on stderr naming the bad flag, value or config key (exit 2). */
 int ls_config_parse(struct ls_config *c, int argc, char **argv);
+/* The same under a profile already loaded (--profile and the config file's "profile" are then
+ * not read): `latscope compare` parses its flags once, for every profile it reads. */
+int ls_config_parse_with(struct ls_config *c, int argc, char **argv, const struct ls_profile *p);
+/* The send rules a run under profile p sends with c's config file and flags: p's, with every
+ * rule they set taken from c (c->send_set). */
+void ls_config_send_rules(const struct ls_config *c, const struct ls_profile *p, struct ls_send_rules *out);
+/* Whether c's settings can run with these send rules (c's own: &c->profile.send). 0, or 2
+ * after one line on stderr naming the flags that do not go together. */
+int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send);
 void ls_config_free(struct ls_config *c);
 void ls_config_help(FILE *out);
 

@@ -1,6 +1,7 @@
 /* config_opts.c — every `latscope bench` option: its name (vllm bench serve's where the meaning
  * is the same), --help text, and how its value is read. */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,18 +168,64 @@ static int parse_double(const char *v, double *out)
 	return 0;
 }
 
-/* Applies one option's value. Returns NULL, or why the value is wrong. */
-const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char *v)
+/* What a group's setter returns for an option that is not in its group. */
+static const char not_mine[] = "unknown option";
+
+/* The options whose value is kept as text, and where. */
+static char **text_field(struct ls_config *c, enum opt_id id)
+{
+	switch (id) {
+	case O_BASE_URL: return &c->base_url;
+	case O_HOST: return &c->host;
+	case O_MODEL: return &c->model;
+	case O_DATASET_PATH: return &c->dataset_path;
+	case O_CACERT: return &c->cacert;
+	case O_RESULT_DIR: return &c->result_dir;
+	case O_RESULT_FILENAME: return &c->result_filename;
+	case O_RECORD: return &c->record_path;
+	case O_PROFILE: return &c->profile_name;
+	case O_CONFIG: return &c->config_path;
+	case O_SERVER_COMM: return &c->server_comm;
+	case O_TRACE: return &c->trace_path;
+	case O_GPU_DIR: return &c->gpu_dir;
+	default: return NULL;
+	}
+}
+
+/* The on/off options (no value on the command line, true/false in a file), and where. */
+static int *switch_field(struct ls_config *c, enum opt_id id)
+{
+	switch (id) {
+	case O_IGNORE_EOS: return &c->profile.send.ignore_eos;
+	case O_HTTP2: return &c->http2;
+	case O_INSECURE: return &c->insecure;
+	case O_DISABLE_TQDM: return &c->disable_tqdm;
+	case O_BUSY_POLL: return &c->busy_poll;
+	case O_SAVE_RESULT: return &c->save_result;
+	default: return NULL;
+	}
+}
+
+static const char *apply_switch(int *field, const char *v)
+{
+	int on;
+	if (!strcmp(v, "true") || !strcmp(v, "1"))
+		on = 1;
+	else if (!strcmp(v, "false") || !strcmp(v, "0"))
+		on = 0;
+	else
+		return "takes no value (or true/false in a config file)";
+	if (field)
+		*field = on;
+	return NULL;
+}
+
+static const char *apply_server(struct ls_config *c, enum opt_id id, const char *v)
 {
 	uint64_t u;
-	double d;
-	switch (o->id) {
+	switch (id) {
 	case O_BACKEND:
-		return ls_backend_parse(v, &c->backend) ? "must be openai, vllm, openai-chat or sglang" : NULL;
-	case O_BASE_URL:
-		return ls_config_set_str(&c->base_url, v) ? "out of memory" : NULL;
-	case O_HOST:
-		return ls_config_set_str(&c->host, v) ? "out of memory" : NULL;
+		return ls_backend_parse(v, &c->profile.send.backend) ? "must be openai, vllm, openai-chat or sglang" : NULL;
 	case O_PORT:
 		if (parse_u64(v, 65535, &u) || !u)
 			return "must be a port number 1..65535";
@@ -188,8 +235,16 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 		if (v[0] != '/')
 			return "must be a path starting with /";
 		return ls_config_set_str(&c->endpoint, v) ? "out of memory" : NULL;
-	case O_MODEL:
-		return ls_config_set_str(&c->model, v) ? "out of memory" : NULL;
+	default:
+		return not_mine;
+	}
+}
+
+static const char *apply_workload(struct ls_config *c, enum opt_id id, const char *v)
+{
+	uint64_t u;
+	double d;
+	switch (id) {
 	case O_DATASET_NAME:
 		if (!strcmp(v, "random"))
 			c->dataset = LS_DATASET_RANDOM;
@@ -200,8 +255,6 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 		else
 			return "must be random, sharegpt or jsonl";
 		return NULL;
-	case O_DATASET_PATH:
-		return ls_config_set_str(&c->dataset_path, v) ? "out of memory" : NULL;
 	case O_RANDOM_VOCAB_SIZE:
 		if (!strcmp(v, "auto")) {
 			c->random_vocab_size = 0;
@@ -214,11 +267,11 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 	case O_RANDOM_INPUT_LEN:
 	case O_RANDOM_OUTPUT_LEN:
 	case O_SHAREGPT_OUTPUT_LEN:
-		if (parse_u64(v, 1u << 24, &u) || (!u && o->id != O_SHAREGPT_OUTPUT_LEN))
+		if (parse_u64(v, 1u << 24, &u) || (!u && id != O_SHAREGPT_OUTPUT_LEN))
 			return "must be a whole number 1..16777216";
-		if (o->id == O_RANDOM_INPUT_LEN)
+		if (id == O_RANDOM_INPUT_LEN)
 			c->random_input_len = (uint32_t)u;
-		else if (o->id == O_RANDOM_OUTPUT_LEN)
+		else if (id == O_RANDOM_OUTPUT_LEN)
 			c->random_output_len = (uint32_t)u;
 		else
 			c->sharegpt_output_len = (uint32_t)u;
@@ -229,12 +282,51 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 		c->random_range_ratio = d;
 		return NULL;
 	case O_RANDOM_RANGE_SEMANTICS:
-		return ls_range_semantics_parse(v, &c->range_semantics) ? "must be vllm or sglang" : NULL;
+		return ls_range_semantics_parse(v, &c->profile.send.range_semantics) ? "must be vllm or sglang" : NULL;
 	case O_NUM_PROMPTS:
 		if (parse_u64(v, 10000000, &u) || !u)
 			return "must be a count 1..10000000";
 		c->num_prompts = (size_t)u;
 		return NULL;
+	default:
+		return not_mine;
+	}
+}
+
+/* The send rules a profile gives and a flag can override: how a run sends. */
+static const char *apply_send_rule(struct ls_config *c, enum opt_id id, const char *v)
+{
+	struct ls_send_rules *s = &c->profile.send;
+	uint64_t u;
+	switch (id) {
+	case O_ARRIVAL:
+		return ls_arrival_parse_kind(v, &s->arrival) ?
+			"must be gamma, poisson-yield, constant, closed, trace or inf" : NULL;
+	case O_NUM_WARMUPS:
+		if (parse_u64(v, 100000, &u))
+			return "must be a count 0..100000";
+		s->num_warmups = (uint32_t)u;
+		return NULL;
+	case O_WARMUP_SHAPE:
+		return ls_warmup_shape_parse(v, &s->warmup_shape) ? "must be vllm or sglang" : NULL;
+	case O_CONNECTION:
+		if (!strcmp(v, "reuse"))
+			s->per_request_conn = 0;
+		else if (!strcmp(v, "per-request"))
+			s->per_request_conn = 1;
+		else
+			return "must be reuse or per-request";
+		return NULL;
+	default:
+		return not_mine;
+	}
+}
+
+static const char *apply_sending(struct ls_config *c, enum opt_id id, const char *v)
+{
+	uint64_t u;
+	double d;
+	switch (id) {
 	case O_REQUEST_RATE:
 		if (parse_double(v, &d) || !(d > 0.0))
 			return "must be a positive number of requests per second, or inf";
@@ -245,41 +337,21 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 			return "must be a positive number (1 = Poisson)";
 		c->burstiness = d;
 		return NULL;
-	case O_ARRIVAL:
-		return ls_arrival_parse_kind(v, &c->arrival) ?
-			"must be gamma, poisson-yield, constant, closed, trace or inf" : NULL;
 	case O_MAX_CONCURRENCY:
 		if (parse_u64(v, 1000000, &u))
 			return "must be a count 0..1000000 (0 = unlimited)";
 		c->max_concurrency = (uint32_t)u;
 		return NULL;
-	case O_NUM_WARMUPS:
-		if (parse_u64(v, 100000, &u))
-			return "must be a count 0..100000";
-		c->num_warmups = (uint32_t)u;
-		return NULL;
-	case O_WARMUP_SHAPE:
-		return ls_warmup_shape_parse(v, &c->warmup_shape) ? "must be vllm or sglang" : NULL;
 	case O_SEED:
 		if (parse_u64(v, UINT64_MAX, &u))
 			return "must be a non-negative integer";
 		c->seed = u;
 		return NULL;
-	case O_CONNECTION:
-		if (!strcmp(v, "reuse"))
-			c->per_request_conn = 0;
-		else if (!strcmp(v, "per-request"))
-			c->per_request_conn = 1;
-		else
-			return "must be reuse or per-request";
-		return NULL;
-	case O_CACERT:
-		return ls_config_set_str(&c->cacert, v) ? "out of memory" : NULL;
 	case O_REQUEST_TIMEOUT:
 	case O_READY_CHECK_TIMEOUT:
 		if (parse_double(v, &d) || d < 0.0 || d > 1e7)
 			return "must be seconds, 0 or more";
-		if (o->id == O_REQUEST_TIMEOUT)
+		if (id == O_REQUEST_TIMEOUT)
 			c->request_timeout_s = d;
 		else
 			c->ready_check_timeout_s = d;
@@ -294,6 +366,14 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 			return "must be microseconds 0..10000000";
 		c->loop_delay_ns = u * 1000;
 		return NULL;
+	default:
+		return not_mine;
+	}
+}
+
+static const char *apply_results(struct ls_config *c, enum opt_id id, const char *v)
+{
+	switch (id) {
 	case O_PERCENTILE_METRICS:
 		return ls_parse_percentile_metrics(v, &c->percentile_metrics) ? "must be a comma list of ttft, tpot, itl, e2el" : NULL;
 	case O_METRIC_PERCENTILES:
@@ -302,16 +382,42 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 	case O_GOODPUT:
 		return ls_goodput_parse(v, &c->goodput) ?
 			"must be KEY:MS with KEY ttft, tpot or e2el and MS >= 0, e.g. ttft:900" : NULL;
-	case O_RESULT_DIR:
-		return ls_config_set_str(&c->result_dir, v) ? "out of memory" : NULL;
-	case O_RESULT_FILENAME:
-		return ls_config_set_str(&c->result_filename, v) ? "out of memory" : NULL;
-	case O_RECORD:
-		return ls_config_set_str(&c->record_path, v) ? "out of memory" : NULL;
-	case O_PROFILE:
-		return ls_config_set_str(&c->profile_name, v) ? "out of memory" : NULL;
-	case O_CONFIG:
-		return ls_config_set_str(&c->config_path, v) ? "out of memory" : NULL;
+	default:
+		return not_mine;
+	}
+}
+
+/* --server-pid: repeatable; a comma list too (a config file's array joins so). */
+static const char *apply_server_pids(struct ls_config *c, const char *v)
+{
+	char one[32];
+	uint64_t u;
+	for (const char *p = v;;) {
+		size_t len = strcspn(p, ",");
+		if (len >= sizeof(one))
+			return "must be a process id (or a comma list of them)";
+		memcpy(one, p, len);
+		one[len] = 0;
+		if (parse_u64(one, 4194304, &u) || !u)
+			return "must be a process id (or a comma list of them)";
+		uint32_t k = 0;
+		while (k < c->n_server_pids && c->server_pids[k] != (int)u)
+			k++;
+		if (k == c->n_server_pids) {
+			if (c->n_server_pids == LS_MAX_SERVER_PIDS)
+				return "is one too many: at most 16 server processes";
+			c->server_pids[c->n_server_pids++] = (int)u;
+		}
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	return NULL;
+}
+
+static const char *apply_probes(struct ls_config *c, enum opt_id id, const char *v)
+{
+	switch (id) {
 	case O_PROBES:
 		if (!strcmp(v, "auto"))
 			c->probes = LS_PROBES_AUTO;
@@ -322,65 +428,58 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 		else
 			return "must be auto, on or off";
 		return NULL;
-	case O_SERVER_PID: { /* repeatable; a comma list too (a config file's array joins so) */
-		char one[32];
-		for (const char *p = v;;) {
-			size_t len = strcspn(p, ",");
-			if (len >= sizeof(one))
-				return "must be a process id (or a comma list of them)";
-			memcpy(one, p, len);
-			one[len] = 0;
-			if (parse_u64(one, 4194304, &u) || !u)
-				return "must be a process id (or a comma list of them)";
-			uint32_t k = 0;
-			while (k < c->n_server_pids && c->server_pids[k] != (int)u)
-				k++;
-			if (k == c->n_server_pids) {
-				if (c->n_server_pids == LS_MAX_SERVER_PIDS)
-					return "is one too many: at most 16 server processes";
-				c->server_pids[c->n_server_pids++] = (int)u;
-			}
-			if (!p[len])
-				break;
-			p += len + 1;
-		}
-		return NULL;
+	case O_SERVER_PID:
+		return apply_server_pids(c, v);
+	default:
+		return not_mine;
 	}
-	case O_SERVER_COMM:
-		return ls_config_set_str(&c->server_comm, v) ? "out of memory" : NULL;
-	case O_TRACE:
-		return ls_config_set_str(&c->trace_path, v) ? "out of memory" : NULL;
-	case O_GPU_DIR:
-		return ls_config_set_str(&c->gpu_dir, v) ? "out of memory" : NULL;
-	case O_IGNORE_EOS:
-	case O_HTTP2:
-	case O_INSECURE:
-	case O_DISABLE_TQDM:
-	case O_BUSY_POLL:
-	case O_SAVE_RESULT:
-	case O_HELP: {
-		int on;
-		if (!strcmp(v, "true") || !strcmp(v, "1"))
-			on = 1;
-		else if (!strcmp(v, "false") || !strcmp(v, "0"))
-			on = 0;
-		else
-			return "takes no value (or true/false in a config file)";
-		if (o->id == O_IGNORE_EOS)
-			c->ignore_eos = on;
-		else if (o->id == O_HTTP2)
-			c->http2 = on;
-		else if (o->id == O_INSECURE)
-			c->insecure = on;
-		else if (o->id == O_DISABLE_TQDM)
-			c->disable_tqdm = on;
-		else if (o->id == O_BUSY_POLL)
-			c->busy_poll = on;
-		else if (o->id == O_SAVE_RESULT)
-			c->save_result = on;
-		return NULL;
-	}
-	}
-	return "unknown option";
 }
 
+/* The options that set a send rule, and the rule's place in struct ls_send_rules: bit i of
+ * send_set says send_rule_opts[i]'s rule came from the config file or a flag. */
+#define SEND_RULE(opt, field) { opt, offsetof(struct ls_send_rules, field), sizeof(((struct ls_send_rules *)0)->field) }
+static const struct {
+	enum opt_id id;
+	size_t      off, size;
+} send_rule_opts[] = {
+	SEND_RULE(O_BACKEND, backend),
+	SEND_RULE(O_ARRIVAL, arrival),
+	SEND_RULE(O_CONNECTION, per_request_conn),
+	SEND_RULE(O_RANDOM_RANGE_SEMANTICS, range_semantics),
+	SEND_RULE(O_WARMUP_SHAPE, warmup_shape),
+	SEND_RULE(O_NUM_WARMUPS, num_warmups),
+	SEND_RULE(O_IGNORE_EOS, ignore_eos),
+};
+#undef SEND_RULE
+#define N_SEND_RULE_OPTS (sizeof(send_rule_opts) / sizeof(send_rule_opts[0]))
+
+void ls_config_send_rules(const struct ls_config *c, const struct ls_profile *p, struct ls_send_rules *out)
+{
+	struct ls_send_rules s = p->send;
+	for (size_t i = 0; i < N_SEND_RULE_OPTS; i++)
+		if (c->send_set & (1u << i))
+			memcpy((char *)&s + send_rule_opts[i].off, (const char *)&c->profile.send + send_rule_opts[i].off,
+			       send_rule_opts[i].size);
+	*out = s;
+}
+
+/* Applies one option's value. Returns NULL, or why the value is wrong. */
+const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char *v)
+{
+	static const char *(*const groups[])(struct ls_config *, enum opt_id, const char *) = {
+		apply_server, apply_workload, apply_send_rule, apply_sending, apply_results, apply_probes,
+	};
+	char **text = text_field(c, o->id);
+	int *on = switch_field(c, o->id);
+	const char *why = not_mine;
+	if (text)
+		why = ls_config_set_str(text, v) ? "out of memory" : NULL;
+	else if (on || o->id == O_HELP)
+		why = apply_switch(on, v);
+	for (size_t i = 0; why == not_mine && i < sizeof(groups) / sizeof(groups[0]); i++)
+		why = groups[i](c, o->id, v);
+	for (size_t i = 0; !why && i < N_SEND_RULE_OPTS; i++)
+		if (send_rule_opts[i].id == o->id)
+			c->send_set |= 1u << i;
+	return why;
+}

@@ -111,10 +111,10 @@ int ls_profile_builtin(const char *name, struct ls_profile *out)
 						 .out_tokens = LS_OUT_USAGE, .failures_in_headline = 1,
 						 .no_done_ok = 1 };
 		set_pcts(p.read.percentiles, &p.read.n_percentiles, vllm_pcts, 1);
-		p.backend = LS_BACKEND_OPENAI;
-		p.arrival = LS_ARRIVAL_GAMMA;
-		p.range_semantics = LS_RANGE_VLLM;
-		p.warmup_shape = LS_WARMUP_VLLM;
+		p.send.backend = LS_BACKEND_OPENAI;
+		p.send.arrival = LS_ARRIVAL_GAMMA;
+		p.send.range_semantics = LS_RANGE_VLLM;
+		p.send.warmup_shape = LS_WARMUP_VLLM;
 		p.layout = LS_LAYOUT_VLLM;
 		p.show_client_queue = 1; /* vLLM prints client queue time since its PR #54136 */
 	} else if (!strcmp(name, "sglang") || !strcmp(name, "sglang-oai")) {
@@ -130,13 +130,13 @@ int ls_profile_builtin(const char *name, struct ls_profile *out)
 						 .itl_max = 1 };
 		set_pcts(p.read.percentiles, &p.read.n_percentiles, vllm_pcts, 1);
 		set_pcts(p.read.itl_percentiles, &p.read.n_itl_percentiles, sglang_itl_pcts, 2);
-		p.backend = oai ? LS_BACKEND_OPENAI : LS_BACKEND_SGLANG;
-		p.arrival = LS_ARRIVAL_POISSON_YIELD;
-		p.per_request_conn = 1;
-		p.range_semantics = LS_RANGE_SGLANG;
-		p.warmup_shape = LS_WARMUP_SGLANG;
-		p.num_warmups = 1;
-		p.ignore_eos = 1;
+		p.send.backend = oai ? LS_BACKEND_OPENAI : LS_BACKEND_SGLANG;
+		p.send.arrival = LS_ARRIVAL_POISSON_YIELD;
+		p.send.per_request_conn = 1;
+		p.send.range_semantics = LS_RANGE_SGLANG;
+		p.send.warmup_shape = LS_WARMUP_SGLANG;
+		p.send.num_warmups = 1;
+		p.send.ignore_eos = 1;
 		p.layout = LS_LAYOUT_SGLANG;
 		p.itl_token_when_spec = oai;
 	} else if (!strcmp(name, "honest")) {
@@ -147,10 +147,10 @@ int ls_profile_builtin(const char *name, struct ls_profile *out)
 						 .out_tokens = LS_OUT_USAGE, .failures_in_headline = 1,
 						 .itl_max = 1 };
 		set_pcts(p.read.percentiles, &p.read.n_percentiles, honest_pcts, 4);
-		p.backend = LS_BACKEND_OPENAI;
-		p.arrival = LS_ARRIVAL_GAMMA;
-		p.range_semantics = LS_RANGE_VLLM;
-		p.warmup_shape = LS_WARMUP_VLLM;
+		p.send.backend = LS_BACKEND_OPENAI;
+		p.send.arrival = LS_ARRIVAL_GAMMA;
+		p.send.range_semantics = LS_RANGE_VLLM;
+		p.send.warmup_shape = LS_WARMUP_VLLM;
 		p.layout = LS_LAYOUT_VLLM;
 		p.show_both_itl = 1;
 		p.show_client_queue = 1;
@@ -190,7 +190,7 @@ static int *bool_field(struct ls_profile *p, const char *k)
 		{ "no_token_ok", offsetof(struct ls_read_rules, no_token_ok), 1 },
 		{ "no_done_ok", offsetof(struct ls_read_rules, no_done_ok), 1 },
 		{ "itl_max", offsetof(struct ls_read_rules, itl_max), 1 },
-		{ "ignore_eos", offsetof(struct ls_profile, ignore_eos), 0 },
+		{ "ignore_eos", offsetof(struct ls_profile, send.ignore_eos), 0 },
 		{ "show_both_itl", offsetof(struct ls_profile, show_both_itl), 0 },
 		{ "show_client_queue", offsetof(struct ls_profile, show_client_queue), 0 },
 		{ "itl_token_when_spec", offsetof(struct ls_profile, itl_token_when_spec), 0 },
@@ -261,23 +261,23 @@ int ls_profile_apply_json(struct ls_profile *p, const cJSON *obj, const char *wh
 			if (pct_list(it, p->read.itl_percentiles, &p->read.n_itl_percentiles))
 				return bad(where, k, "must be a list of at most 16 numbers in (0, 100] ([] = as percentiles)");
 		} else if (!strcmp(k, "backend")) {
-			if (ls_backend_parse(s, &p->backend))
+			if (ls_backend_parse(s, &p->send.backend))
 				return bad(where, k, "must be \"openai\", \"openai-chat\" or \"sglang\"");
 		} else if (!strcmp(k, "arrival")) {
-			if (ls_arrival_parse_kind(s, &p->arrival))
+			if (ls_arrival_parse_kind(s, &p->send.arrival))
 				return bad(where, k, "must be gamma, poisson-yield, constant, closed, trace or inf");
 		} else if (!strcmp(k, "connection")) {
 			if (s && !strcmp(s, "reuse"))
-				p->per_request_conn = 0;
+				p->send.per_request_conn = 0;
 			else if (s && !strcmp(s, "per-request"))
-				p->per_request_conn = 1;
+				p->send.per_request_conn = 1;
 			else
 				return bad(where, k, "must be \"reuse\" or \"per-request\"");
 		} else if (!strcmp(k, "range_semantics")) {
-			if (ls_range_semantics_parse(s, &p->range_semantics))
+			if (ls_range_semantics_parse(s, &p->send.range_semantics))
 				return bad(where, k, "must be \"vllm\" or \"sglang\"");
 		} else if (!strcmp(k, "warmup_shape")) {
-			if (ls_warmup_shape_parse(s, &p->warmup_shape))
+			if (ls_warmup_shape_parse(s, &p->send.warmup_shape))
 				return bad(where, k, "must be \"vllm\" or \"sglang\"");
 		} else if (!strcmp(k, "layout")) {
 			if (ls_layout_parse(s, &p->layout))
@@ -286,7 +286,7 @@ int ls_profile_apply_json(struct ls_profile *p, const cJSON *obj, const char *wh
 			if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1e5 ||
 			    it->valuedouble != (double)(uint32_t)it->valuedouble)
 				return bad(where, k, "must be a whole count 0..100000");
-			p->num_warmups = (uint32_t)it->valuedouble;
+			p->send.num_warmups = (uint32_t)it->valuedouble;
 		} else {
 			fprintf(stderr, "latscope: %s: unknown profile key \"%s\"\n", where, k);
 			return -EINVAL;
@@ -314,12 +314,12 @@ cJSON *ls_profile_to_json(const struct ls_profile *p)
 		cJSON_AddBoolToObject(o, bools[i], *bool_field(&tmp, bools[i]));
 	cJSON_AddItemToObject(o, "percentiles", ls_json_doubles(r->percentiles, r->n_percentiles));
 	cJSON_AddItemToObject(o, "itl_percentiles", ls_json_doubles(r->itl_percentiles, r->n_itl_percentiles));
-	cJSON_AddStringToObject(o, "backend", ls_backend_name(p->backend));
-	cJSON_AddStringToObject(o, "arrival", ls_arrival_kind_name(p->arrival));
-	cJSON_AddStringToObject(o, "connection", p->per_request_conn ? "per-request" : "reuse");
-	cJSON_AddStringToObject(o, "range_semantics", ls_range_semantics_name(p->range_semantics));
-	cJSON_AddStringToObject(o, "warmup_shape", ls_warmup_shape_name(p->warmup_shape));
-	cJSON_AddNumberToObject(o, "num_warmups", p->num_warmups);
+	cJSON_AddStringToObject(o, "backend", ls_backend_name(p->send.backend));
+	cJSON_AddStringToObject(o, "arrival", ls_arrival_kind_name(p->send.arrival));
+	cJSON_AddStringToObject(o, "connection", p->send.per_request_conn ? "per-request" : "reuse");
+	cJSON_AddStringToObject(o, "range_semantics", ls_range_semantics_name(p->send.range_semantics));
+	cJSON_AddStringToObject(o, "warmup_shape", ls_warmup_shape_name(p->send.warmup_shape));
+	cJSON_AddNumberToObject(o, "num_warmups", p->send.num_warmups);
 	static const char *const sbools[] = { "ignore_eos", "show_both_itl", "show_client_queue",
 					      "itl_token_when_spec" };
 	cJSON_AddStringToObject(o, "layout", ls_layout_name(p->layout));

@@ -35,12 +35,10 @@ enum ls_report_layout {
 int ls_layout_parse(const char *s, enum ls_report_layout *out); /* "vllm" | "sglang" */
 const char *ls_layout_name(enum ls_report_layout layout);
 
-struct ls_profile {
-	char name[64];
-	char source[256];            /* "built-in", or the file it was read from */
-	char description[160];       /* one line: whose rules these are */
-	struct ls_read_rules read;
-	/* send rules: defaults for bench's flags */
+/* How a harness sends: the one copy of these rules, in a profile (its defaults), in bench's
+ * settings (the profile's with the config file and flags over them) and in what a compare run
+ * sent. */
+struct ls_send_rules {
 	enum ls_backend         backend;
 	enum ls_arrival_kind    arrival;
 	int                     per_request_conn;
@@ -48,6 +46,14 @@ struct ls_profile {
 	enum ls_warmup_shape    warmup_shape;
 	uint32_t                num_warmups;
 	int                     ignore_eos;
+};
+
+struct ls_profile {
+	char name[64];
+	char source[256];            /* "built-in", or the file it was read from */
+	char description[160];       /* one line: whose rules these are */
+	struct ls_read_rules read;
+	struct ls_send_rules send;   /* defaults for bench's flags */
 	/* report */
 	enum ls_report_layout   layout;
 	int                     show_both_itl;     /* print chunk and token ITL side by side */

@@ -20,28 +20,29 @@ static void table_rules(struct ls_read_rules *r)
 }
 
 /* The random dataset's length bounds under a run's range rule. */
-static void bounds(const struct ls_send_rules *s, uint32_t b[4])
+static void bounds(const struct ls_cmp_send *s, uint32_t b[4])
 {
 	memset(b, 0, 4 * sizeof(*b));
 	if (!s->random)
 		return;
-	if (ls_random_bounds(s->input_len, s->range_ratio, s->range_semantics, 0, &b[0], &b[1]) ||
-	    ls_random_bounds(s->output_len, s->range_ratio, s->range_semantics, 1, &b[2], &b[3]))
+	if (ls_random_bounds(s->input_len, s->range_ratio, s->rules.range_semantics, 0, &b[0], &b[1]) ||
+	    ls_random_bounds(s->output_len, s->range_ratio, s->rules.range_semantics, 1, &b[2], &b[3]))
 		b[0] = b[1] = b[2] = b[3] = UINT32_MAX;
 }
 
-int ls_send_rules_same(const struct ls_send_rules *a, const struct ls_send_rules *b)
+int ls_cmp_send_same(const struct ls_cmp_send *a, const struct ls_cmp_send *b)
 {
-	if (a->backend != b->backend || a->arrival != b->arrival || a->per_request_conn != b->per_request_conn ||
-	    a->num_warmups != b->num_warmups || a->ignore_eos != b->ignore_eos ||
+	const struct ls_send_rules *x = &a->rules, *y = &b->rules;
+	if (x->backend != y->backend || x->arrival != y->arrival || x->per_request_conn != y->per_request_conn ||
+	    x->num_warmups != y->num_warmups || x->ignore_eos != y->ignore_eos ||
 	    a->max_concurrency != b->max_concurrency || a->random != b->random)
 		return 0;
-	if (a->num_warmups && a->warmup_shape != b->warmup_shape)
+	if (x->num_warmups && x->warmup_shape != y->warmup_shape)
 		return 0;
-	uint32_t x[4], y[4];
-	bounds(a, x);
-	bounds(b, y);
-	return !memcmp(x, y, sizeof(x));
+	uint32_t bx[4], by[4];
+	bounds(a, bx);
+	bounds(b, by);
+	return !memcmp(bx, by, sizeof(bx));
 }
 
 int ls_cmp_parse_profiles(const char *list, struct ls_cmp_col *cols, size_t cap)
@@ -81,6 +82,104 @@ int ls_cmp_parse_profiles(const char *list, struct ls_cmp_col *cols, size_t cap)
 	return (int)n;
 }
 
+/* ---- the read rules the rows measure one at a time ---- */
+
+enum rule {
+	RULE_CLOCK, RULE_GATE, RULE_ITL, RULE_END, RULE_OUT, RULE_SUCCESS, RULE_SHOWN, RULE_PCTS, RULE__COUNT
+};
+/* The rules before RULE_PCTS have an effect measured (struct ls_cmp_col's effect[]). */
+_Static_assert(RULE_PCTS == LS_CMP_MEASURED_RULES, "compare.h counts the measured rules");
+
+static const char *const rule_labels[RULE__COUNT] = {
+	"clock", "TTFT gate", "ITL", "E2EL end", "output tokens", "success", "failures printed", "percentiles printed",
+};
+
+static int rule_value(enum rule k, const struct ls_read_rules *r)
+{
+	switch (k) {
+	case RULE_CLOCK: return (int)r->origin;
+	case RULE_GATE: return (int)r->ttft_gate;
+	case RULE_ITL: return (int)r->itl_mode;
+	case RULE_END: return (int)r->e2el_end;
+	case RULE_OUT: return (int)r->out_tokens;
+	case RULE_SUCCESS: return (r->no_token_ok ? 2 : 0) | (r->no_done_ok ? 1 : 0);
+	case RULE_SHOWN: return r->failures_in_headline;
+	default: return 0;
+	}
+}
+
+static void set_rule(enum rule k, struct ls_read_rules *r, int v)
+{
+	switch (k) {
+	case RULE_CLOCK: r->origin = (enum ls_origin)v; break;
+	case RULE_GATE: r->ttft_gate = (enum ls_ttft_gate)v; break;
+	case RULE_ITL: r->itl_mode = (enum ls_itl_mode)v; break;
+	case RULE_END: r->e2el_end = (enum ls_e2el_end)v; break;
+	case RULE_OUT: r->out_tokens = (enum ls_out_tokens)v; break;
+	case RULE_SUCCESS: r->no_token_ok = (v & 2) != 0; r->no_done_ok = v & 1; break;
+	case RULE_SHOWN: r->failures_in_headline = v; break;
+	default: break;
+	}
+}
+
+/* The first column whose rule k has value v (n_cols: none). */
+static size_t first_with(const struct ls_cmp_col *cols, size_t n_cols, enum rule k, int v)
+{
+	size_t i = 0;
+	while (i < n_cols && rule_value(k, &cols[i].rules) != v)
+		i++;
+	return i;
+}
+
+/* The first column that reads run k (n_cols: none). */
+static size_t first_on_run(const struct ls_cmp_col *cols, size_t n_cols, size_t k)
+{
+	size_t i = 0;
+	while (i < n_cols && cols[i].run != k)
+		i++;
+	return i;
+}
+
+/* ---- every metric the printer shows, computed here (the printer computes none) ---- */
+
+/* One rule at a time: the first column's run and rules, with rule k as column i has it, on
+ * the first column with each value of k other than the first column's (its own reading is m). */
+static int compute_effects(const struct ls_cmp_run *runs, struct ls_cmp_col *cols, size_t n_cols)
+{
+	for (int k = 0; k < LS_CMP_MEASURED_RULES; k++)
+		for (size_t i = 1; i < n_cols; i++) {
+			int v = rule_value((enum rule)k, &cols[i].rules);
+			if (first_with(cols, n_cols, (enum rule)k, v) != i)
+				continue;
+			if (!cols[i].effect && !(cols[i].effect = calloc(LS_CMP_MEASURED_RULES, sizeof(*cols[i].effect))))
+				return -ENOMEM;
+			struct ls_read_rules r = cols[0].rules;
+			table_rules(&r);
+			set_rule((enum rule)k, &r, v);
+			if (ls_metrics_compute(&runs[cols[0].run].run, &r, NULL, &cols[i].effect[k]))
+				return -ENOMEM;
+			cols[i].have_effect |= 1u << k;
+		}
+	return 0;
+}
+
+/* What sending differently did: each run but the first column's, read by its rules. */
+static int compute_by_first(struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols, size_t n_cols)
+{
+	if (!n_cols)
+		return 0;
+	struct ls_read_rules r = cols[0].rules;
+	table_rules(&r);
+	for (size_t k = 0; k < n_runs; k++) {
+		if (k == cols[0].run)
+			continue;
+		if (ls_metrics_compute(&runs[k].run, &r, NULL, &runs[k].by_first))
+			return -ENOMEM;
+		runs[k].have_by_first = 1;
+	}
+	return 0;
+}
+
 int ls_cmp_compute(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols, size_t n_cols)
 {
 	for (size_t i = 0; i < n_cols; i++) {
@@ -95,33 +194,43 @@ int ls_cmp_compute(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *co
 		c->have_m = 1;
 	}
 	for (size_t k = 0; k < n_runs; k++) {
-		const struct ls_cmp_col *first = NULL;
-		for (size_t i = 0; i < n_cols && !first; i++)
-			if (cols[i].run == k)
-				first = &cols[i];
-		if (!first)
+		size_t first = first_on_run(cols, n_cols, k);
+		if (first == n_cols)
 			continue;
 		/* Checks read the run under its first profile's own rules. */
 		struct ls_metrics m;
-		if (ls_metrics_compute(&runs[k].run, &first->rules, NULL, &m))
+		if (ls_metrics_compute(&runs[k].run, &cols[first].rules, NULL, &m))
 			return -ENOMEM;
 		struct ls_checks_ctx cx = { .arrival = runs[k].meta.arrival[0] ? runs[k].meta.arrival : NULL,
 					    .repeated_run = runs[k].repeated, .cache_flushed = runs[k].flushed };
 		ls_checks_compute(&runs[k].run, &m, &cx, &runs[k].checks);
 		ls_metrics_free(&m);
 	}
+	if (compute_effects(runs, cols, n_cols) || compute_by_first(runs, n_runs, cols, n_cols))
+		return -ENOMEM;
 	return 0;
 }
 
 void ls_cmp_free(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols, size_t n_cols)
 {
-	for (size_t i = 0; cols && i < n_cols; i++)
-		if (cols[i].have_m) {
-			ls_metrics_free(&cols[i].m);
-			cols[i].have_m = 0;
-		}
-	for (size_t k = 0; runs && k < n_runs; k++)
+	for (size_t i = 0; cols && i < n_cols; i++) {
+		struct ls_cmp_col *c = &cols[i];
+		if (c->have_m)
+			ls_metrics_free(&c->m);
+		for (int k = 0; k < LS_CMP_MEASURED_RULES; k++)
+			if (c->have_effect & (1u << k))
+				ls_metrics_free(&c->effect[k]);
+		free(c->effect);
+		c->effect = NULL;
+		c->have_m = 0;
+		c->have_effect = 0;
+	}
+	for (size_t k = 0; runs && k < n_runs; k++) {
+		if (runs[k].have_by_first)
+			ls_metrics_free(&runs[k].by_first);
+		runs[k].have_by_first = 0;
 		ls_run_free(&runs[k].run);
+	}
 }
 
 /* ---- the table ---- */
@@ -213,42 +322,6 @@ static void print_table(FILE *out, const struct ls_cmp_col *cols, size_t n_cols,
 
 /* ---- which rule moved which number ---- */
 
-enum rule {
-	RULE_CLOCK, RULE_GATE, RULE_ITL, RULE_END, RULE_OUT, RULE_SUCCESS, RULE_SHOWN, RULE_PCTS, RULE__COUNT
-};
-
-static const char *const rule_labels[RULE__COUNT] = {
-	"clock", "TTFT gate", "ITL", "E2EL end", "output tokens", "success", "failures printed", "percentiles printed",
-};
-
-static int rule_value(enum rule k, const struct ls_read_rules *r)
-{
-	switch (k) {
-	case RULE_CLOCK: return (int)r->origin;
-	case RULE_GATE: return (int)r->ttft_gate;
-	case RULE_ITL: return (int)r->itl_mode;
-	case RULE_END: return (int)r->e2el_end;
-	case RULE_OUT: return (int)r->out_tokens;
-	case RULE_SUCCESS: return (r->no_token_ok ? 2 : 0) | (r->no_done_ok ? 1 : 0);
-	case RULE_SHOWN: return r->failures_in_headline;
-	default: return 0;
-	}
-}
-
-static void set_rule(enum rule k, struct ls_read_rules *r, int v)
-{
-	switch (k) {
-	case RULE_CLOCK: r->origin = (enum ls_origin)v; break;
-	case RULE_GATE: r->ttft_gate = (enum ls_ttft_gate)v; break;
-	case RULE_ITL: r->itl_mode = (enum ls_itl_mode)v; break;
-	case RULE_END: r->e2el_end = (enum ls_e2el_end)v; break;
-	case RULE_OUT: r->out_tokens = (enum ls_out_tokens)v; break;
-	case RULE_SUCCESS: r->no_token_ok = (v & 2) != 0; r->no_done_ok = v & 1; break;
-	case RULE_SHOWN: r->failures_in_headline = v; break;
-	default: break;
-	}
-}
-
 static const char *value_name(enum rule k, int v)
 {
 	static const char *const success[] = { "strict", "no [DONE] ok", "tokenless ok", "tokenless and no [DONE] ok" };
@@ -292,70 +365,41 @@ static void who(const struct ls_cmp_col *cols, size_t n_cols, enum rule k, int v
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", cols[i].prof.name);
 }
 
-static void effect_row(FILE *out, const struct ls_cmp_run *runs, const struct ls_cmp_col *cols, size_t n_cols,
-		       enum rule k)
+/* The percentiles each profile prints, when they differ. */
+static void pcts_row(FILE *out, const struct ls_cmp_col *cols, size_t n_cols)
 {
-	int vals[LS_CMP_MAX_PROFILES];
-	size_t nv = 0;
-	char names[256];
-	if (k == RULE_PCTS) {
-		char descs[LS_CMP_MAX_PROFILES][96];
-		size_t nd = 0;
+	char descs[LS_CMP_MAX_PROFILES][96], names[256];
+	size_t nd = 0;
+	for (size_t i = 0; i < n_cols; i++) {
+		char d[96];
+		pcts_desc(&cols[i].rules, d, sizeof(d));
+		size_t j = 0;
+		while (j < nd && strcmp(descs[j], d))
+			j++;
+		if (j == nd)
+			snprintf(descs[nd++], sizeof(descs[0]), "%s", d);
+	}
+	if (nd < 2)
+		return;
+	fprintf(out, "  %s:", rule_labels[RULE_PCTS]);
+	for (size_t j = 0; j < nd; j++) {
+		size_t len = 0;
+		names[0] = 0;
 		for (size_t i = 0; i < n_cols; i++) {
 			char d[96];
 			pcts_desc(&cols[i].rules, d, sizeof(d));
-			size_t j = 0;
-			while (j < nd && strcmp(descs[j], d))
-				j++;
-			if (j == nd)
-				snprintf(descs[nd++], sizeof(descs[0]), "%s", d);
+			if (!strcmp(d, descs[j]))
+				len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
+							cols[i].prof.name);
 		}
-		if (nd < 2)
-			return;
-		fprintf(out, "  %s:", rule_labels[k]);
-		for (size_t j = 0; j < nd; j++) {
-			size_t len = 0;
-			names[0] = 0;
-			for (size_t i = 0; i < n_cols; i++) {
-				char d[96];
-				pcts_desc(&cols[i].rules, d, sizeof(d));
-				if (!strcmp(d, descs[j]))
-					len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
-								cols[i].prof.name);
-			}
-			fprintf(out, "%s %s (%s)", j ? " vs" : "", descs[j], names);
-		}
-		fprintf(out, "\n");
-		return;
+		fprintf(out, "%s %s (%s)", j ? " vs" : "", descs[j], names);
 	}
-	for (size_t i = 0; i < n_cols; i++) {
-		int v = rule_value(k, &cols[i].rules);
-		size_t j = 0;
-		while (j < nv && vals[j] != v)
-			j++;
-		if (j == nv)
-			vals[nv++] = v;
-	}
-	if (nv < 2)
-		return;
-	/* One rule at a time: the first profile's rules and run, with only this rule changed. */
-	struct ls_metrics m[LS_CMP_MAX_PROFILES];
-	size_t done = 0;
-	for (; done < nv; done++) {
-		struct ls_read_rules r = cols[0].rules;
-		table_rules(&r);
-		set_rule(k, &r, vals[done]);
-		if (ls_metrics_compute(&runs[cols[0].run].run, &r, NULL, &m[done]))
-			break;
-	}
-	if (done < nv) {
-		fprintf(out, "  %s: out of memory\n", rule_labels[k]);
-		goto out;
-	}
-	fprintf(out, "  %s: ", rule_labels[k]);
-	for (size_t j = 0; j < nv; j++)
-		fprintf(out, "%s%s", j ? " vs " : "", value_name(k, vals[j]));
-	fprintf(out, ": ");
+	fprintf(out, "\n");
+}
+
+/* The numbers rule k moves, one per value: m[j] is the first column's reading with the j-th. */
+static void effect_numbers(FILE *out, enum rule k, const struct ls_metrics *const *m, size_t nv)
+{
 #define SERIES(fmt, expr)                                                           \
 	do {                                                                        \
 		for (size_t j = 0; j < nv; j++)                                     \
@@ -363,71 +407,102 @@ static void effect_row(FILE *out, const struct ls_cmp_run *runs, const struct ls
 	} while (0)
 	switch (k) {
 	case RULE_CLOCK:
-		SERIES("%.2f ms", m[j].ttft.mean_ms);
+		SERIES("%.2f ms", m[j]->ttft.mean_ms);
 		fprintf(out, " TTFT, ");
-		SERIES("%.2f ms", m[j].e2el.mean_ms);
+		SERIES("%.2f ms", m[j]->e2el.mean_ms);
 		fprintf(out, " E2EL (mean)");
 		break;
 	case RULE_GATE:
-		SERIES("%.2f ms", m[j].ttft.mean_ms);
+		SERIES("%.2f ms", m[j]->ttft.mean_ms);
 		fprintf(out, " TTFT, ");
-		SERIES("%.2f ms", m[j].itl.mean_ms);
+		SERIES("%.2f ms", m[j]->itl.mean_ms);
 		fprintf(out, " ITL (mean), ");
-		SERIES("%zu", m[j].itl.n);
+		SERIES("%zu", m[j]->itl.n);
 		fprintf(out, " ITL samples");
 		break;
 	case RULE_ITL:
-		SERIES("%.2f ms", m[j].itl.mean_ms);
+		SERIES("%.2f ms", m[j]->itl.mean_ms);
 		fprintf(out, " (mean; median ");
-		SERIES("%.2f", m[j].itl.median_ms);
+		SERIES("%.2f", m[j]->itl.median_ms);
 		fprintf(out, ")");
 		break;
 	case RULE_END:
-		SERIES("%.2f ms", m[j].e2el.mean_ms);
+		SERIES("%.2f ms", m[j]->e2el.mean_ms);
 		fprintf(out, " E2EL, ");
-		SERIES("%.3f ms", m[j].tpot.mean_ms);
+		SERIES("%.3f ms", m[j]->tpot.mean_ms);
 		fprintf(out, " TPOT (mean)");
 		break;
 	case RULE_OUT:
-		SERIES("%llu", (unsigned long long)m[j].total_output);
+		SERIES("%llu", (unsigned long long)m[j]->total_output);
 		fprintf(out, " tokens, ");
-		SERIES("%.3f ms", m[j].tpot.mean_ms);
+		SERIES("%.3f ms", m[j]->tpot.mean_ms);
 		fprintf(out, " TPOT (mean)");
 		break;
 	case RULE_SUCCESS:
-		SERIES("%zu", m[j].completed);
+		SERIES("%zu", m[j]->completed);
 		fprintf(out, " successful, ");
-		SERIES("%.2f ms", m[j].ttft.mean_ms);
+		SERIES("%.2f ms", m[j]->ttft.mean_ms);
 		fprintf(out, " TTFT (mean)");
 		break;
 	case RULE_SHOWN:
-		fprintf(out, "%zu failed request%s left out of the headline", m[0].failed, m[0].failed == 1 ? "" : "s");
+		fprintf(out, "%zu failed request%s left out of the headline", m[0]->failed, m[0]->failed == 1 ? "" : "s");
 		break;
 	default:
 		break;
 	}
 #undef SERIES
+}
+
+/* A rule the profiles disagree on: its values, what each did to the first column's reading
+ * (ls_cmp_compute measured it), and who has which. */
+static void effect_row(FILE *out, const struct ls_cmp_col *cols, size_t n_cols, enum rule k)
+{
+	int vals[LS_CMP_MAX_PROFILES];
+	const struct ls_metrics *m[LS_CMP_MAX_PROFILES];
+	size_t nv = 0;
+	char names[256];
+	if (k == RULE_PCTS) {
+		pcts_row(out, cols, n_cols);
+		return;
+	}
+	for (size_t i = 0; i < n_cols; i++) {
+		int v = rule_value(k, &cols[i].rules);
+		if (first_with(cols, n_cols, k, v) != i)
+			continue;
+		vals[nv] = v;
+		m[nv++] = !i ? &cols[0].m : cols[i].have_effect & (1u << k) ? &cols[i].effect[k] : NULL;
+	}
+	if (nv < 2)
+		return;
+	for (size_t j = 0; j < nv; j++)
+		if (!m[j]) {
+			fprintf(out, "  %s: not computed\n", rule_labels[k]);
+			return;
+		}
+	fprintf(out, "  %s: ", rule_labels[k]);
+	for (size_t j = 0; j < nv; j++)
+		fprintf(out, "%s%s", j ? " vs " : "", value_name(k, vals[j]));
+	fprintf(out, ": ");
+	effect_numbers(out, k, m, nv);
 	fprintf(out, " [");
 	for (size_t j = 0; j < nv; j++) {
 		who(cols, n_cols, k, vals[j], names, sizeof(names));
 		fprintf(out, "%s%s: %s", j ? "; " : "", value_name(k, vals[j]), names);
 	}
 	fprintf(out, "]\n");
-out:
-	for (size_t j = 0; j < done; j++)
-		ls_metrics_free(&m[j]);
 }
 
 /* ---- what a run sent ---- */
 
-static void send_desc(const struct ls_send_rules *s, char *buf, size_t cap)
+static void send_desc(const struct ls_cmp_send *sent, char *buf, size_t cap)
 {
+	const struct ls_send_rules *s = &sent->rules;
 	uint32_t b[4];
 	char lens[96] = "";
-	bounds(s, b);
-	if (s->random)
+	bounds(sent, b);
+	if (sent->random)
 		snprintf(lens, sizeof(lens), ", lengths (%s ratio %g) input [%u, %u] output [%u, %u]",
-			 ls_range_semantics_name(s->range_semantics), s->range_ratio, b[0], b[1], b[2], b[3]);
+			 ls_range_semantics_name(s->range_semantics), sent->range_ratio, b[0], b[1], b[2], b[3]);
 	snprintf(buf, cap, "backend %s, arrival %s, connection %s, %u warmup%s%s, ignore_eos %s%s",
 		 ls_backend_name(s->backend), ls_arrival_kind_name(s->arrival),
 		 s->per_request_conn ? "per-request" : "reuse", s->num_warmups, s->num_warmups == 1 ? "" : "s",
@@ -458,64 +533,107 @@ static void conn_stats(const struct ls_run *run, size_t *opened, size_t *n, doub
 	*mean_ms = k ? sum / (double)k : 0;
 }
 
+static const char *warmup_desc(const struct ls_send_rules *s)
+{
+	return s->num_warmups ? (s->warmup_shape == LS_WARMUP_SGLANG ? " capped + 1 s pause" : " full") : "";
+}
+
+/* The send rules on which run k differs from run 1 (index 0). */
+static void send_diff_row(FILE *out, const struct ls_cmp_send *sx, const struct ls_cmp_send *sy, size_t k)
+{
+	const struct ls_send_rules *x = &sx->rules, *y = &sy->rules;
+	const char *sep = " ";
+	fprintf(out, "  send rules, run 1 vs run %zu:", k + 1);
+	if (x->arrival != y->arrival) {
+		fprintf(out, "%sarrival %s vs %s", sep, ls_arrival_kind_name(x->arrival), ls_arrival_kind_name(y->arrival));
+		sep = "; ";
+	}
+	if (x->per_request_conn != y->per_request_conn) {
+		fprintf(out, "%sconnection %s vs %s", sep, x->per_request_conn ? "per-request" : "reuse",
+			y->per_request_conn ? "per-request" : "reuse");
+		sep = "; ";
+	}
+	if (x->backend != y->backend) {
+		fprintf(out, "%sbackend %s vs %s", sep, ls_backend_name(x->backend), ls_backend_name(y->backend));
+		sep = "; ";
+	}
+	if (x->num_warmups != y->num_warmups || (x->num_warmups && x->warmup_shape != y->warmup_shape)) {
+		fprintf(out, "%swarmups %u%s vs %u%s", sep, x->num_warmups, warmup_desc(x), y->num_warmups,
+			warmup_desc(y));
+		sep = "; ";
+	}
+	if (x->ignore_eos != y->ignore_eos) {
+		fprintf(out, "%signore_eos %s vs %s", sep, x->ignore_eos ? "on" : "off", y->ignore_eos ? "on" : "off");
+		sep = "; ";
+	}
+	uint32_t bx[4], by[4];
+	bounds(sx, bx);
+	bounds(sy, by);
+	if (memcmp(bx, by, sizeof(bx)))
+		fprintf(out, "%slengths (%s ratio %g vs %s ratio %g) input [%u, %u] vs [%u, %u], output [%u, %u] vs "
+			     "[%u, %u]", sep, ls_range_semantics_name(x->range_semantics), sx->range_ratio,
+			ls_range_semantics_name(y->range_semantics), sy->range_ratio, bx[0], bx[1], by[0], by[1], bx[2],
+			bx[3], by[2], by[3]);
+	fprintf(out, "\n");
+}
+
+/* Run k read by the first column's rules (ls_cmp_compute), NULL when not computed. */
+static const struct ls_metrics *read_by_first(const struct ls_cmp_run *runs, const struct ls_cmp_col *cols, size_t k)
+{
+	if (k == cols[0].run)
+		return cols[0].have_m ? &cols[0].m : NULL;
+	return runs[k].have_by_first ? &runs[k].by_first : NULL;
+}
+
+/* The wait for a concurrency slot in run k: only the schedule clock sees it. */
+static void slot_wait_row(FILE *out, const struct ls_cmp_run *runs, size_t k, const struct ls_cmp_col *cols,
+			  size_t n_cols)
+{
+	char a[256], b[256];
+	const struct ls_run *run = &runs[k].run;
+	double sum = 0, max = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup || !r->admitted_ns || !r->scheduled_ns)
+			continue;
+		double w = r->admitted_ns > r->scheduled_ns ? (double)(r->admitted_ns - r->scheduled_ns) / 1e6 : 0;
+		sum += w;
+		max = w > max ? w : max;
+		n++;
+	}
+	size_t la = 0, lb = 0;
+	a[0] = b[0] = 0;
+	for (size_t i = 0; i < n_cols; i++) {
+		if (cols[i].run != k)
+			continue;
+		if (cols[i].rules.origin == LS_ORIGIN_SCHEDULED)
+			la += (size_t)snprintf(a + la, sizeof(a) - la, "%s%s", la ? ", " : "", cols[i].prof.name);
+		else
+			lb += (size_t)snprintf(b + lb, sizeof(b) - lb, "%s%s", lb ? ", " : "", cols[i].prof.name);
+		la = la < sizeof(a) ? la : sizeof(a) - 1;
+		lb = lb < sizeof(b) ? lb : sizeof(b) - 1;
+	}
+	fprintf(out, "  hidden slot wait, run %zu: admitted - scheduled mean %.2f ms, max %.2f ms; counted by %s, "
+		     "hidden from %s (their clock starts after the slot)\n", k + 1, n ? sum / (double)n : 0, max,
+		la ? a : "none", lb ? b : "none");
+}
+
 static void send_rows(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
 		      size_t n_cols)
 {
-	char a[256], b[256];
 	for (size_t k = 1; k < n_runs; k++) {
 		if (!runs[0].send_known || !runs[k].send_known)
 			continue;
-		const struct ls_send_rules *x = &runs[0].send, *y = &runs[k].send;
-		fprintf(out, "  send rules, run 1 vs run %zu:", k + 1);
-		const char *sep = " ";
-		if (x->arrival != y->arrival) {
-			fprintf(out, "%sarrival %s vs %s", sep, ls_arrival_kind_name(x->arrival), ls_arrival_kind_name(y->arrival));
-			sep = "; ";
-		}
-		if (x->per_request_conn != y->per_request_conn) {
-			fprintf(out, "%sconnection %s vs %s", sep, x->per_request_conn ? "per-request" : "reuse",
-				y->per_request_conn ? "per-request" : "reuse");
-			sep = "; ";
-		}
-		if (x->backend != y->backend) {
-			fprintf(out, "%sbackend %s vs %s", sep, ls_backend_name(x->backend), ls_backend_name(y->backend));
-			sep = "; ";
-		}
-		if (x->num_warmups != y->num_warmups || (x->num_warmups && x->warmup_shape != y->warmup_shape)) {
-			fprintf(out, "%swarmups %u%s vs %u%s", sep, x->num_warmups,
-				x->num_warmups ? (x->warmup_shape == LS_WARMUP_SGLANG ? " capped + 1 s pause" : " full") : "",
-				y->num_warmups,
-				y->num_warmups ? (y->warmup_shape == LS_WARMUP_SGLANG ? " capped + 1 s pause" : " full") : "");
-			sep = "; ";
-		}
-		if (x->ignore_eos != y->ignore_eos) {
-			fprintf(out, "%signore_eos %s vs %s", sep, x->ignore_eos ? "on" : "off", y->ignore_eos ? "on" : "off");
-			sep = "; ";
-		}
-		uint32_t bx[4], by[4];
-		bounds(x, bx);
-		bounds(y, by);
-		if (memcmp(bx, by, sizeof(bx)))
-			fprintf(out, "%slengths (%s ratio %g vs %s ratio %g) input [%u, %u] vs [%u, %u], output [%u, %u] vs "
-				     "[%u, %u]", sep, ls_range_semantics_name(x->range_semantics), x->range_ratio,
-				ls_range_semantics_name(y->range_semantics), y->range_ratio, bx[0], bx[1], by[0], by[1], bx[2],
-				bx[3], by[2], by[3]);
-		fprintf(out, "\n");
+		send_diff_row(out, &runs[0].send, &runs[k].send, k);
 		/* Both runs read under the first profile's rules: what sending differently did. */
-		struct ls_read_rules r = cols[0].rules;
-		table_rules(&r);
-		struct ls_metrics mx, my;
-		if (ls_metrics_compute(&runs[0].run, &r, NULL, &mx))
+		const struct ls_metrics *mx = read_by_first(runs, cols, 0), *my = read_by_first(runs, cols, k);
+		if (!mx || !my)
 			continue;
-		if (ls_metrics_compute(&runs[k].run, &r, NULL, &my)) {
-			ls_metrics_free(&mx);
-			continue;
-		}
 		fprintf(out, "    read by %s's rules: TTFT %.2f vs %.2f ms, E2EL %.2f vs %.2f ms (mean), duration %.2f vs "
-			     "%.2f s, realised %.2f vs %.2f req/s\n", cols[0].prof.name, mx.ttft.mean_ms, my.ttft.mean_ms,
-			mx.e2el.mean_ms, my.e2el.mean_ms, mx.duration_s, my.duration_s, mx.realised_rate, my.realised_rate);
-		ls_metrics_free(&mx);
-		ls_metrics_free(&my);
+			     "%.2f s, realised %.2f vs %.2f req/s\n", cols[0].prof.name, mx->ttft.mean_ms, my->ttft.mean_ms,
+			mx->e2el.mean_ms, my->e2el.mean_ms, mx->duration_s, my->duration_s, mx->realised_rate,
+			my->realised_rate);
 	}
 	for (size_t k = 0; k < n_runs; k++) {
 		size_t opened, n;
@@ -525,36 +643,8 @@ static void send_rows(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, c
 			     "the TTFT of %s\n", k + 1, runs[k].profiles, opened, n, conn_ms,
 			opened >= n && n ? "every request" : opened ? "those requests only" : "none");
 	}
-	for (size_t k = 0; k < n_runs; k++) {
-		/* The wait for a concurrency slot: only the schedule clock sees it. */
-		const struct ls_run *run = &runs[k].run;
-		double sum = 0, max = 0;
-		size_t n = 0;
-		for (size_t i = 0; i < run->n_requests; i++) {
-			const struct ls_request *r = &run->requests[i];
-			if (r->warmup || !r->admitted_ns || !r->scheduled_ns)
-				continue;
-			double w = r->admitted_ns > r->scheduled_ns ? (double)(r->admitted_ns - r->scheduled_ns) / 1e6 : 0;
-			sum += w;
-			max = w > max ? w : max;
-			n++;
-		}
-		size_t la = 0, lb = 0;
-		a[0] = b[0] = 0;
-		for (size_t i = 0; i < n_cols; i++) {
-			if (cols[i].run != k)
-				continue;
-			if (cols[i].rules.origin == LS_ORIGIN_SCHEDULED)
-				la += (size_t)snprintf(a + la, sizeof(a) - la, "%s%s", la ? ", " : "", cols[i].prof.name);
-			else
-				lb += (size_t)snprintf(b + lb, sizeof(b) - lb, "%s%s", lb ? ", " : "", cols[i].prof.name);
-			la = la < sizeof(a) ? la : sizeof(a) - 1;
-			lb = lb < sizeof(b) ? lb : sizeof(b) - 1;
-		}
-		fprintf(out, "  hidden slot wait, run %zu: admitted - scheduled mean %.2f ms, max %.2f ms; counted by %s, "
-			     "hidden from %s (their clock starts after the slot)\n", k + 1, n ? sum / (double)n : 0, max,
-			la ? a : "none", lb ? b : "none");
-	}
+	for (size_t k = 0; k < n_runs; k++)
+		slot_wait_row(out, runs, k, cols, n_cols);
 }
 
 void ls_cmp_print(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
@@ -589,16 +679,13 @@ void ls_cmp_print(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const
 	fprintf(out, "\nRules that differ, one at a time on run %zu's records (%s's rules otherwise):\n", cols[0].run + 1,
 		cols[0].prof.name);
 	for (int k = 0; k < RULE__COUNT; k++)
-		effect_row(out, runs, cols, n_cols, (enum rule)k);
+		effect_row(out, cols, n_cols, (enum rule)k);
 	send_rows(out, runs, n_runs, cols, n_cols);
 	for (size_t k = 0; k < n_runs; k++) {
-		const struct ls_cmp_col *first = NULL;
-		for (size_t i = 0; i < n_cols && !first; i++)
-			if (cols[i].run == k)
-				first = &cols[i];
-		if (!first || !runs[k].checks.n)
+		size_t first = first_on_run(cols, n_cols, k);
+		if (first == n_cols || !runs[k].checks.n)
 			continue;
-		fprintf(out, "\nChecks, run %zu (read by %s's rules):\n", k + 1, first->prof.name);
+		fprintf(out, "\nChecks, run %zu (read by %s's rules):\n", k + 1, cols[first].prof.name);
 		ls_checks_print(out, &runs[k].checks);
 	}
 }
