@@ -60,7 +60,7 @@ static const char *json_text(const cJSON *v, char *buf, size_t cap)
 static int apply_config_file(struct ls_config *c, cJSON *root, const char *path)
 {
 	for (const cJSON *it = root->child; it; it = it->next) {
-		const struct opt *o = ls_config_find_opt(it->string, strlen(it->string));
+		const struct ls_opt *o = ls_config_find_opt(it->string, strlen(it->string));
 		if (!o || o->id == O_HELP) {
 			fprintf(stderr, "latscope bench: %s: unknown key \"%s\" (keys are the flag names, see "
 					"latscope bench --help)\n", path, it->string);
@@ -109,34 +109,21 @@ static cJSON *read_config(const char *path)
 	return root;
 }
 
-/* Splits "--name=value" / "--name value"; returns the option or NULL (message printed). */
-static const struct opt *flag_at(int argc, char **argv, int *i, const char **value)
+#define PROG "latscope bench"
+
+/* The next flag of w; 1 with o and v (v NULL for a bare switch), 0 at the end, -1 after a
+ * message. bench takes flags only: a bare word or "--" is a mistake. */
+static int next_flag(struct ls_opt_walk *w, const struct ls_opt **o, const char **v)
 {
-	const char *a = argv[*i];
-	if (!strcmp(a, "-h"))
-		a = "--help";
-	if (strncmp(a, "--", 2)) {
-		fprintf(stderr, "latscope bench: unexpected argument '%s' (flags start with --; see latscope bench --help)\n", a);
-		return NULL;
+	int kind = ls_opt_next(w, o, v);
+	if (kind < 0)
+		return -1;
+	if (kind == LS_OPT_ARG || (kind == LS_OPT_END && w->dashdash)) {
+		fprintf(stderr, PROG ": unexpected argument '%s' (flags start with --; see " PROG " --help)\n",
+			kind == LS_OPT_ARG ? *v : "--");
+		return -1;
 	}
-	const char *name = a + 2, *eq = strchr(name, '=');
-	size_t len = eq ? (size_t)(eq - name) : strlen(name);
-	const struct opt *o = ls_config_find_opt(name, len);
-	if (!o || strchr(name, '_')) {
-		fprintf(stderr, "latscope bench: unknown flag '%.*s' (see latscope bench --help)\n", (int)(len + 2), a);
-		return NULL;
-	}
-	*value = NULL;
-	if (eq) {
-		*value = eq + 1;
-	} else if (o->arg != ARG_NONE) {
-		if (*i + 1 >= argc) {
-			fprintf(stderr, "latscope bench: --%s needs a value (%s)\n", o->name, o->metavar);
-			return NULL;
-		}
-		*value = argv[++*i];
-	}
-	return o;
+	return kind != LS_OPT_END;
 }
 
 /* Pass 1: --help, --profile and --config, which decide the defaults the rest override. 0, 1
@@ -144,11 +131,12 @@ static const struct opt *flag_at(int argc, char **argv, int *i, const char **val
 static int first_pass(int argc, char **argv, const char **profile_flag, const char **config_flag)
 {
 	*profile_flag = *config_flag = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		const struct opt *o = flag_at(argc, argv, &i, &v);
-		if (!o)
-			return 2;
+	struct ls_opt_walk w;
+	ls_opt_walk_init(&w, PROG, ls_config_opts, ls_config_n_opts, argc, argv);
+	const struct ls_opt *o;
+	const char *v;
+	int more;
+	while ((more = next_flag(&w, &o, &v)) > 0) {
 		if (o->id == O_HELP) {
 			ls_config_help(stdout);
 			return 1;
@@ -157,11 +145,11 @@ static int first_pass(int argc, char **argv, const char **profile_flag, const ch
 			*profile_flag = v;
 		if (o->id == O_CONFIG)
 			*config_flag = v;
-		if (o->arg == ARG_MANY)
-			while (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
-				i++;
+		if (o->arg == LS_ARG_MANY)
+			while (ls_opt_more(&w, &v))
+				;
 	}
-	return 0;
+	return more < 0 ? 2 : 0;
 }
 
 /* The profile (given, or named by the flag, the config file or the default) and the config
@@ -202,43 +190,46 @@ static int profile_and_file(struct ls_config *c, const char *profile_flag, const
 	return rc;
 }
 
+/* --goodput's values (one or more KEY:MS), which replace the file's SLOs. 0 or 2. */
+static int apply_goodput(struct ls_config *c, struct ls_opt_walk *w, const struct ls_opt *o, const char *v,
+			 int *from_flags)
+{
+	if (!*from_flags)
+		memset(&c->goodput, 0, sizeof(c->goodput)); /* flags replace the file's SLOs */
+	*from_flags = 1;
+	do {
+		const char *why = ls_config_apply(c, o, v);
+		if (why) {
+			fprintf(stderr, PROG ": --goodput '%s' %s\n", v, why);
+			return 2;
+		}
+	} while (ls_opt_more(w, &v));
+	return 0;
+}
+
 /* Pass 2: every flag, over the profile and the file. 0 or 2 after a message. */
 static int apply_flags(struct ls_config *c, int argc, char **argv)
 {
-	int goodput_from_flags = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		const struct opt *o = flag_at(argc, argv, &i, &v);
-		if (!o)
-			return 2;
+	int goodput_from_flags = 0, more;
+	struct ls_opt_walk w;
+	ls_opt_walk_init(&w, PROG, ls_config_opts, ls_config_n_opts, argc, argv);
+	const struct ls_opt *o;
+	const char *v;
+	while ((more = next_flag(&w, &o, &v)) > 0) {
 		if (o->id == O_PROFILE || o->id == O_CONFIG)
 			continue;
 		if (o->id == O_GOODPUT) {
-			if (!goodput_from_flags)
-				memset(&c->goodput, 0, sizeof(c->goodput)); /* flags replace the file's SLOs */
-			goodput_from_flags = 1;
-			for (;;) {
-				const char *why = ls_config_apply(c, o, v);
-				if (why) {
-					fprintf(stderr, "latscope bench: --goodput '%s' %s\n", v, why);
-					return 2;
-				}
-				if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
-					break;
-				v = argv[++i];
-			}
+			if (apply_goodput(c, &w, o, v, &goodput_from_flags))
+				return 2;
 			continue;
 		}
 		const char *why = ls_config_apply(c, o, v ? v : "true");
 		if (why) {
-			if (o->arg == ARG_NONE)
-				fprintf(stderr, "latscope bench: --%s %s\n", o->name, why);
-			else
-				fprintf(stderr, "latscope bench: --%s '%s' %s\n", o->name, v, why);
+			ls_opt_bad_value(PROG, o, v, why);
 			return 2;
 		}
 	}
-	return 0;
+	return more < 0 ? 2 : 0;
 }
 
 int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)

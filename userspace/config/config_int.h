@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include "config/config.h"
+#include "base/opts.h"
 
 enum opt_id {
 	O_BACKEND, O_BASE_URL, O_HOST, O_PORT, O_ENDPOINT, O_MODEL,
@@ -20,20 +21,13 @@ enum opt_id {
 	O_HELP,
 };
 
-enum { ARG_NONE, ARG_ONE, ARG_MANY };
+/* The table of every option (base/opts.h's struct ls_opt, id = enum opt_id). */
+extern const struct ls_opt ls_config_opts[];
+extern const size_t ls_config_n_opts;
 
-struct opt {
-	const char *name;
-	enum opt_id id;
-	int         arg;
-	const char *metavar;
-	const char *help;
-	const char *group; /* starts a --help section */
-};
-
-const struct opt *ls_config_find_opt(const char *name, size_t len); /* '_' matches '-' */
+const struct ls_opt *ls_config_find_opt(const char *name, size_t len); /* '_' matches '-' */
 /* Applies one option's value. NULL, or why the value is wrong. */
-const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char *v);
+const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const char *v);
 int ls_config_set_str(char **dst, const char *v);
 
 #endif

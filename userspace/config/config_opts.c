@@ -8,128 +8,107 @@
 #include <string.h>
 #include "config/config_int.h"
 
-static const struct opt opts[] = {
-	{ "backend", O_BACKEND, ARG_ONE, "NAME",
+const struct ls_opt ls_config_opts[] = {
+	{ "backend", O_BACKEND, LS_ARG_ONE, "NAME",
 	  "openai (= vllm, /v1/completions), openai-chat, sglang (/generate) [the profile's: openai]", "server" },
-	{ "base-url", O_BASE_URL, ARG_ONE, "URL",
+	{ "base-url", O_BASE_URL, LS_ARG_ONE, "URL",
 	  "server root, e.g. http://127.0.0.1:8000 (else http://HOST:PORT)", NULL },
-	{ "host", O_HOST, ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },
-	{ "port", O_PORT, ARG_ONE, "PORT", "server port when no --base-url [8000]", NULL },
-	{ "endpoint", O_ENDPOINT, ARG_ONE, "PATH",
+	{ "host", O_HOST, LS_ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },
+	{ "port", O_PORT, LS_ARG_ONE, "PORT", "server port when no --base-url [8000]", NULL },
+	{ "endpoint", O_ENDPOINT, LS_ARG_ONE, "PATH",
 	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
-	{ "model", O_MODEL, ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
-	{ "dataset-name", O_DATASET_NAME, ARG_ONE, "NAME", "random, sharegpt or jsonl [random]", "workload" },
-	{ "dataset-path", O_DATASET_PATH, ARG_ONE, "FILE",
+	{ "model", O_MODEL, LS_ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
+	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt or jsonl [random]", "workload" },
+	{ "dataset-path", O_DATASET_PATH, LS_ARG_ONE, "FILE",
 	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp)", NULL },
-	{ "random-input-len", O_RANDOM_INPUT_LEN, ARG_ONE, "N", "prompt tokens of the random dataset [1024]", NULL },
-	{ "random-output-len", O_RANDOM_OUTPUT_LEN, ARG_ONE, "N",
+	{ "random-input-len", O_RANDOM_INPUT_LEN, LS_ARG_ONE, "N", "prompt tokens of the random dataset [1024]", NULL },
+	{ "random-output-len", O_RANDOM_OUTPUT_LEN, LS_ARG_ONE, "N",
 	  "output tokens (max_tokens) of the random dataset; also jsonl's default [128]", NULL },
-	{ "random-range-ratio", O_RANDOM_RANGE_RATIO, ARG_ONE, "R",
+	{ "random-range-ratio", O_RANDOM_RANGE_RATIO, LS_ARG_ONE, "R",
 	  "spread of random lengths, see --random-range-semantics [0.0]", NULL },
-	{ "random-range-semantics", O_RANDOM_RANGE_SEMANTICS, ARG_ONE, "vllm|sglang",
+	{ "random-range-semantics", O_RANDOM_RANGE_SEMANTICS, LS_ARG_ONE, "vllm|sglang",
 	  "vllm: [L(1-R), L(1+R)]; sglang: [max(L R, 1), L] [the profile's]", NULL },
-	{ "random-vocab-size", O_RANDOM_VOCAB_SIZE, ARG_ONE, "N|auto",
+	{ "random-vocab-size", O_RANDOM_VOCAB_SIZE, LS_ARG_ONE, "N|auto",
 	  "token ids of random prompts stay below N; auto asks the server, at most 32000 [auto]", NULL },
-	{ "sharegpt-output-len", O_SHAREGPT_OUTPUT_LEN, ARG_ONE, "N",
+	{ "sharegpt-output-len", O_SHAREGPT_OUTPUT_LEN, LS_ARG_ONE, "N",
 	  "fixed output length for sharegpt [the gpt turn's length]", NULL },
-	{ "num-prompts", O_NUM_PROMPTS, ARG_ONE, "N", "measured requests [1000]", NULL },
-	{ "ignore-eos", O_IGNORE_EOS, ARG_NONE, NULL,
+	{ "num-prompts", O_NUM_PROMPTS, LS_ARG_ONE, "N", "measured requests [1000]", NULL },
+	{ "ignore-eos", O_IGNORE_EOS, LS_ARG_NONE, NULL,
 	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
 	  "profile's default [the profile's: on for sglang]", NULL },
-	{ "request-rate", O_REQUEST_RATE, ARG_ONE, "RPS", "target requests per second, or inf [inf]", "sending" },
-	{ "burstiness", O_BURSTINESS, ARG_ONE, "B",
+	{ "request-rate", O_REQUEST_RATE, LS_ARG_ONE, "RPS", "target requests per second, or inf [inf]", "sending" },
+	{ "burstiness", O_BURSTINESS, LS_ARG_ONE, "B",
 	  "gamma shape of the gaps: 1 = Poisson, < 1 burstier [1.0]", NULL },
-	{ "arrival", O_ARRIVAL, ARG_ONE, "KIND",
+	{ "arrival", O_ARRIVAL, LS_ARG_ONE, "KIND",
 	  "gamma (vLLM, normalised to N/rate), poisson-yield (SGLang), constant, closed, trace, inf [the profile's]", NULL },
-	{ "max-concurrency", O_MAX_CONCURRENCY, ARG_ONE, "C",
+	{ "max-concurrency", O_MAX_CONCURRENCY, LS_ARG_ONE, "C",
 	  "at most C requests in flight (the clients of --arrival closed) [unlimited]", NULL },
-	{ "num-warmups", O_NUM_WARMUPS, ARG_ONE, "N",
+	{ "num-warmups", O_NUM_WARMUPS, LS_ARG_ONE, "N",
 	  "warmup requests before the run, never measured [the profile's]", NULL },
-	{ "warmup-shape", O_WARMUP_SHAPE, ARG_ONE, "vllm|sglang",
+	{ "warmup-shape", O_WARMUP_SHAPE, LS_ARG_ONE, "vllm|sglang",
 	  "vllm: N copies of the first prompt; sglang: output capped at 32, then 1 s pause", NULL },
-	{ "seed", O_SEED, ARG_ONE, "N", "seed of the dataset and arrival draws [0]", NULL },
-	{ "connection", O_CONNECTION, ARG_ONE, "reuse|per-request",
+	{ "seed", O_SEED, LS_ARG_ONE, "N", "seed of the dataset and arrival draws [0]", NULL },
+	{ "connection", O_CONNECTION, LS_ARG_ONE, "reuse|per-request",
 	  "keep-alive pool (vLLM) or a fresh TCP/TLS connection per request (SGLang) [the profile's]", NULL },
-	{ "http2", O_HTTP2, ARG_NONE, NULL, "use HTTP/2 where libcurl and the server have it", NULL },
-	{ "insecure", O_INSECURE, ARG_NONE, NULL, "skip TLS certificate verification", NULL },
-	{ "cacert", O_CACERT, ARG_ONE, "FILE", "trust this CA bundle for https", NULL },
-	{ "request-timeout", O_REQUEST_TIMEOUT, ARG_ONE, "S",
+	{ "http2", O_HTTP2, LS_ARG_NONE, NULL, "use HTTP/2 where libcurl and the server have it", NULL },
+	{ "insecure", O_INSECURE, LS_ARG_NONE, NULL, "skip TLS certificate verification", NULL },
+	{ "cacert", O_CACERT, LS_ARG_ONE, "FILE", "trust this CA bundle for https", NULL },
+	{ "request-timeout", O_REQUEST_TIMEOUT, LS_ARG_ONE, "S",
 	  "fail a request after S seconds, 0 = never [21600]", NULL },
-	{ "ready-check-timeout-sec", O_READY_CHECK_TIMEOUT, ARG_ONE, "S",
+	{ "ready-check-timeout-sec", O_READY_CHECK_TIMEOUT, LS_ARG_ONE, "S",
 	  "wait up to S seconds for the server to answer before the run, 0 = skip [600]", NULL },
-	{ "disable-tqdm", O_DISABLE_TQDM, ARG_NONE, NULL,
+	{ "disable-tqdm", O_DISABLE_TQDM, LS_ARG_NONE, NULL,
 	  "no progress line (it is shown only when stderr is a terminal)", NULL },
-	{ "spin-us", O_SPIN_US, ARG_ONE, "US",
+	{ "spin-us", O_SPIN_US, LS_ARG_ONE, "US",
 	  "spin up to US for the next event before sleeping: a frame within US needs no wake-up "
 	  "(20-80 us on a VM), for up to US of CPU per idle gap; keep the server off this core [0]", NULL },
-	{ "busy-poll", O_BUSY_POLL, ARG_NONE, NULL, "the loop never sleeps (--spin-us forever: one core at 100%)", NULL },
-	{ "test-loop-delay-us", O_TEST_LOOP_DELAY_US, ARG_ONE, "US",
+	{ "busy-poll", O_BUSY_POLL, LS_ARG_NONE, NULL, "the loop never sleeps (--spin-us forever: one core at 100%)", NULL },
+	{ "test-loop-delay-us", O_TEST_LOOP_DELAY_US, LS_ARG_ONE, "US",
 	  "test only: add US of loop overhead per dispatch (arrival drift experiment) [0]", NULL },
-	{ "percentile-metrics", O_PERCENTILE_METRICS, ARG_ONE, "LIST",
+	{ "percentile-metrics", O_PERCENTILE_METRICS, LS_ARG_ONE, "LIST",
 	  "metrics that get a block: ttft,tpot,itl,e2el [ttft,tpot,itl,e2el]", "results" },
-	{ "metric-percentiles", O_METRIC_PERCENTILES, ARG_ONE, "LIST",
+	{ "metric-percentiles", O_METRIC_PERCENTILES, LS_ARG_ONE, "LIST",
 	  "percentiles to print, e.g. 50,90,99 [the profile's; vllm: 99]", NULL },
-	{ "goodput", O_GOODPUT, ARG_MANY, "KEY:MS ...",
+	{ "goodput", O_GOODPUT, LS_ARG_MANY, "KEY:MS ...",
 	  "SLOs for goodput, e.g. --goodput ttft:900 e2el:14100 (ttft, tpot, e2el in ms)", NULL },
-	{ "save-result", O_SAVE_RESULT, ARG_NONE, NULL,
+	{ "save-result", O_SAVE_RESULT, LS_ARG_NONE, NULL,
 	  "write the result JSON (vLLM's keys plus a \"latscope\" object)", NULL },
-	{ "result-dir", O_RESULT_DIR, ARG_ONE, "DIR", "directory of the result JSON [.]", NULL },
-	{ "result-filename", O_RESULT_FILENAME, ARG_ONE, "FILE",
+	{ "result-dir", O_RESULT_DIR, LS_ARG_ONE, "DIR", "directory of the result JSON [.]", NULL },
+	{ "result-filename", O_RESULT_FILENAME, LS_ARG_ONE, "FILE",
 	  "name of the result JSON [BACKEND-RATEqps[-concurrencyC]-MODEL-DATE.json]", NULL },
-	{ "record", O_RECORD, ARG_ONE, "FILE",
+	{ "record", O_RECORD, LS_ARG_ONE, "FILE",
 	  "write one JSON line per finished request with every stamp, as it finishes", NULL },
-	{ "profile", O_PROFILE, ARG_ONE, "NAME|PATH",
+	{ "profile", O_PROFILE, LS_ARG_ONE, "NAME|PATH",
 	  "harness rules: vllm, sglang, sglang-oai, honest, or a JSON file [vllm]", "profile" },
-	{ "config", O_CONFIG, ARG_ONE, "FILE",
+	{ "config", O_CONFIG, LS_ARG_ONE, "FILE",
 	  "JSON object of these flags' keys (e.g. {\"request-rate\": 20}); flags override it", NULL },
-	{ "probes", O_PROBES, ARG_ONE, "auto|on|off",
+	{ "probes", O_PROBES, LS_ARG_ONE, "auto|on|off",
 	  "eBPF probes: auto = on when root and kernel BTF allow, else off (the report says why); "
 	  "on = fail (exit 1) without them [auto]", "attribution (where the latency went)" },
-	{ "server-pid", O_SERVER_PID, ARG_ONE, "PID",
+	{ "server-pid", O_SERVER_PID, LS_ARG_ONE, "PID",
 	  "server process on this host to probe too, splitting network from server (repeatable)", NULL },
-	{ "server-comm", O_SERVER_COMM, ARG_ONE, "NAME", "probe every process with this name as a server", NULL },
-	{ "trace", O_TRACE, ARG_ONE, "FILE", "write a Perfetto / Chrome trace-event JSON of the run", NULL },
-	{ "gpu-dir", O_GPU_DIR, ARG_ONE, "DIR",
+	{ "server-comm", O_SERVER_COMM, LS_ARG_ONE, "NAME", "probe every process with this name as a server", NULL },
+	{ "trace", O_TRACE, LS_ARG_ONE, "FILE", "write a Perfetto / Chrome trace-event JSON of the run", NULL },
+	{ "gpu-dir", O_GPU_DIR, LS_ARG_ONE, "DIR",
 	  "CUPTI GPU step rings of the server (liblatscope_cupti.so): splits server into queue + gpu", NULL },
-	{ "help", O_HELP, ARG_NONE, NULL, "this help", "other" },
+	{ "help", O_HELP, LS_ARG_NONE, NULL, "this help", "other" },
+	{ "h", O_HELP, LS_ARG_NONE, NULL, NULL, NULL }, /* -h */
 };
-#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+const size_t ls_config_n_opts = sizeof(ls_config_opts) / sizeof(ls_config_opts[0]);
 
 void ls_config_help(FILE *out)
 {
 	fprintf(out, "usage: latscope bench [flags]\n\n"
 		     "Drives streaming requests at a server and reports TTFT, TPOT, ITL and E2EL in the layout of\n"
 		     "`vllm bench serve` (flags use its names), plus the clock each number uses and the slot wait.\n");
-	for (size_t i = 0; i < N_OPTS; i++) {
-		const struct opt *o = &opts[i];
-		if (o->group && *o->group)
-			fprintf(out, "\n%s:\n", o->group);
-		char left[64];
-		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-		if (strlen(left) >= 30)
-			fprintf(out, "  %s\n  %-30s %s\n", left, "", o->help);
-		else
-			fprintf(out, "  %-30s %s\n", left, o->help);
-	}
+	ls_opt_help(out, ls_config_opts, ls_config_n_opts);
 	fprintf(out, "\nexample:\n  latscope bench --base-url http://127.0.0.1:8000 --model m --dataset-name random \\\n"
 		     "    --random-input-len 128 --random-output-len 64 --num-prompts 100 --request-rate 20\n");
 }
 
-const struct opt *ls_config_find_opt(const char *name, size_t len)
+const struct ls_opt *ls_config_find_opt(const char *name, size_t len)
 {
-	for (size_t i = 0; i < N_OPTS; i++) {
-		if (strlen(opts[i].name) != len)
-			continue;
-		size_t k = 0;
-		for (; k < len; k++) {
-			char a = name[k] == '_' ? '-' : name[k];
-			if (a != opts[i].name[k])
-				break;
-		}
-		if (k == len)
-			return &opts[i];
-	}
-	return NULL;
+	return ls_opt_find(ls_config_opts, ls_config_n_opts, name, len);
 }
 
 int ls_config_set_str(char **dst, const char *v)
@@ -142,30 +121,15 @@ int ls_config_set_str(char **dst, const char *v)
 	return 0;
 }
 
+/* bench's number rules on base/opts.h's parsers: unsigned up to max; any finite double. */
 static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 {
-	char *end;
-	if (!v || !*v || *v == '-')
-		return -1;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 10);
-	if (*end || errno || x > max)
-		return -1;
-	*out = x;
-	return 0;
+	return ls_opt_parse_u64(v, 0, max, out);
 }
 
 static int parse_double(const char *v, double *out)
 {
-	char *end;
-	if (!v || !*v)
-		return -1;
-	errno = 0;
-	double x = strtod(v, &end);
-	if (*end || errno || isnan(x))
-		return -1;
-	*out = x;
-	return 0;
+	return ls_opt_parse_double(v, -INFINITY, INFINITY, out);
 }
 
 /* What a group's setter returns for an option that is not in its group. */
@@ -464,7 +428,7 @@ void ls_config_send_rules(const struct ls_config *c, const struct ls_profile *p,
 }
 
 /* Applies one option's value. Returns NULL, or why the value is wrong. */
-const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char *v)
+const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const char *v)
 {
 	static const char *(*const groups[])(struct ls_config *, enum opt_id, const char *) = {
 		apply_server, apply_workload, apply_send_rule, apply_sending, apply_results, apply_probes,
@@ -479,7 +443,7 @@ const char *ls_config_apply(struct ls_config *c, const struct opt *o, const char
 	for (size_t i = 0; why == not_mine && i < sizeof(groups) / sizeof(groups[0]); i++)
 		why = groups[i](c, o->id, v);
 	for (size_t i = 0; !why && i < N_SEND_RULE_OPTS; i++)
-		if (send_rule_opts[i].id == o->id)
+		if ((int)send_rule_opts[i].id == o->id)
 			c->send_set |= 1u << i;
 	return why;
 }
