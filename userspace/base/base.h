@@ -3,7 +3,7 @@
  * Gives: the one clock (clock.h), number conversion (numconv.h), the seeded rng (rng.h), JSON files
  * (json_file.h), the per-request record every stage passes on (record.h), the loop hook a stage
  * fills to be waited on by the driver's loop (loop_hook.h), and table-driven flags with their
- * number parsers (opts.h) for every command. */
+ * number parsers (opts.h) for every command, the Authorization header (auth.h). */
 #ifndef LATSCOPE_BASE_H
 #define LATSCOPE_BASE_H
 
@@ -13,6 +13,7 @@
 #include "base/json_file.h"
 #include "base/record.h"
 #include "base/loop_hook.h"
+#include "base/auth.h"
 #include "base/opts.h"
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "server/http_easy.h"
+#include "base/auth.h"
 
 #define BODY_CAP (64u * 1024 * 1024)
 
@@ -20,6 +21,29 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 	r->len += len;
 	r->body[r->len] = 0;
 	return len;
+}
+
+/* Content-Type for a body, and the Authorization header. 0, or -1 with resp->error set. */
+static int request_headers(struct curl_slist **hdrs, int has_body, struct ls_http_resp *resp)
+{
+	char auth[1024];
+	int has_auth = ls_auth_header(auth, sizeof(auth));
+	if (has_auth < 0) {
+		snprintf(resp->error, sizeof(resp->error), "OPENAI_API_KEY is longer than %zu bytes", sizeof(auth) - 23);
+		return -1;
+	}
+	const char *lines[] = { has_body ? "Content-Type: application/json" : NULL, has_auth ? auth : NULL };
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		if (!lines[i])
+			continue;
+		struct curl_slist *grown = curl_slist_append(*hdrs, lines[i]);
+		if (!grown) {
+			snprintf(resp->error, sizeof(resp->error), "out of memory for the request headers");
+			return -1;
+		}
+		*hdrs = grown;
+	}
+	return 0;
 }
 
 int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o, struct ls_http_resp *resp)
@@ -46,21 +70,23 @@ int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o
 	}
 	if (o && o->cacert)
 		curl_easy_setopt(easy, CURLOPT_CAINFO, o->cacert);
+	if (request_headers(&hdrs, body != NULL, resp)) {
+		curl_easy_cleanup(easy);
+		return -1;
+	}
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs);
 	if (body) {
-		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-		if (!hdrs) {
-			snprintf(resp->error, sizeof(resp->error), "out of memory for the request headers");
-			curl_easy_cleanup(easy);
-			return -1;
-		}
-		curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	}
 	CURLcode rc = curl_easy_perform(easy);
-	if (rc == CURLE_OK)
+	resp->curl_code = (int)rc;
+	if (rc == CURLE_OK) {
+		const char *ctype = NULL;
 		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
-	else if (!resp->error[0])
+		if (curl_easy_getinfo(easy, CURLINFO_CONTENT_TYPE, &ctype) == CURLE_OK && ctype)
+			snprintf(resp->content_type, sizeof(resp->content_type), "%s", ctype);
+	} else if (!resp->error[0])
 		snprintf(resp->error, sizeof(resp->error), "%s", curl_easy_strerror(rc));
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(easy);
@@ -72,4 +98,39 @@ void ls_http_resp_free(struct ls_http_resp *resp)
 	free(resp->body);
 	resp->body = NULL;
 	resp->len = 0;
+}
+
+int ls_http_hopeless(const struct ls_http_resp *resp)
+{
+	switch ((CURLcode)resp->curl_code) {
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CONNECT_ERROR: /* a handshake that failed against a server that answered */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+const char *ls_http_fix(const struct ls_http_resp *resp)
+{
+	switch ((CURLcode)resp->curl_code) {
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return "the URL must start with http:// or https://";
+	case CURLE_URL_MALFORMAT:
+		return "give --base-url as http://HOST:PORT (a port from 1 to 65535)";
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+		return "the server's certificate is not trusted: pass --cacert FILE (its CA) or --insecure";
+	case CURLE_SSL_CONNECT_ERROR:
+		return strstr(resp->error, "wrong version number")
+			       ? "the server does not speak TLS there: use http://"
+			       : "the TLS handshake failed: check the server's TLS setup, --cacert or --insecure";
+	default:
+		return "";
+	}
 }

@@ -18,10 +18,19 @@ struct ls_http_resp {
 	char  *body;             /* malloc'd, NUL-terminated (NULL when none) */
 	size_t len;
 	char   error[256];       /* libcurl's message when status is 0 */
+	int    curl_code;        /* CURLcode of the call (0 = an HTTP response came) */
+	char   content_type[96]; /* the response's Content-Type, "" when none */
 };
 
-/* GET url (body == NULL) or POST body as application/json. 0 when an HTTP response came
- * (any status), -1 otherwise (resp->error says why). Bodies are capped at 64 MiB. */
+/* 1 when retrying the call cannot help: a malformed URL, an unsupported scheme, a TLS
+ * certificate not trusted, TLS spoken to a server that does not (curl_code of a failed call). */
+int ls_http_hopeless(const struct ls_http_resp *resp);
+/* The fix for a hopeless failure, in words ("pass --insecure or --cacert FILE", ...). */
+const char *ls_http_fix(const struct ls_http_resp *resp);
+
+/* GET url (body == NULL) or POST body as application/json, with the Authorization header of
+ * base/auth.h. 0 when an HTTP response came (any status), -1 otherwise (resp->error says why).
+ * Bodies are capped at 64 MiB. */
 int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o, struct ls_http_resp *resp);
 void ls_http_resp_free(struct ls_http_resp *resp);
 
