@@ -47,6 +47,54 @@ struct report_args {
 	int         markdown;
 };
 
+/* The value of flag f at argv[*i + 1] (--goodput takes every value up to the next flag);
+ * *i is left at the last one. 0, or 2 with the message printed. */
+static int parse_value(struct report_args *a, const char *f, int argc, char **argv, int *i)
+{
+	const char *v = argv[++*i];
+	if (!strcmp(f, "--profile")) {
+		a->profile = v;
+	} else if (!strcmp(f, "--profiles")) {
+		a->profiles = v;
+	} else if (!strcmp(f, "--metric-percentiles")) {
+		struct ls_read_rules probe = { 0 };
+		if (ls_percentiles_parse(v, &probe)) {
+			fprintf(stderr, "latscope report: --metric-percentiles '%s' must be a comma list of "
+					"percentiles in (0, 100], e.g. 50,90,99\n", v);
+			return 2;
+		}
+		a->percentiles = v;
+	} else if (!strcmp(f, "--percentile-metrics")) {
+		if (ls_parse_percentile_metrics(v, &a->percentile_metrics)) {
+			fprintf(stderr, "latscope report: --percentile-metrics '%s' must be a comma list of "
+					"ttft, tpot, itl, e2el\n", v);
+			return 2;
+		}
+	} else if (!strcmp(f, "--goodput")) {
+		for (;;) {
+			if (ls_goodput_parse(v, &a->goodput)) {
+				fprintf(stderr, "latscope report: --goodput '%s' must be KEY:MS with KEY ttft, tpot "
+						"or e2el, e.g. ttft:900\n", v);
+				return 2;
+			}
+			if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
+				break;
+			v = argv[++*i];
+		}
+	} else if (!strcmp(f, "--accept-length")) {
+		char *end;
+		errno = 0;
+		a->accept_len = strtod(v, &end);
+		if (*end || errno || !(a->accept_len >= 0) || isinf(a->accept_len)) {
+			fprintf(stderr, "latscope report: --accept-length '%s' must be a number >= 0\n", v);
+			return 2;
+		}
+	} else {
+		a->save = v;
+	}
+	return 0;
+}
+
 /* 0 ok, -1 help printed, 2 usage error (message printed). */
 static int parse_args(struct report_args *a, int argc, char **argv)
 {
@@ -85,47 +133,8 @@ static int parse_args(struct report_args *a, int argc, char **argv)
 			fprintf(stderr, "latscope report: %s needs a value\n", f);
 			return 2;
 		}
-		const char *v = argv[++i];
-		if (!strcmp(f, "--profile")) {
-			a->profile = v;
-		} else if (!strcmp(f, "--profiles")) {
-			a->profiles = v;
-		} else if (!strcmp(f, "--metric-percentiles")) {
-			struct ls_read_rules probe = { 0 };
-			if (ls_percentiles_parse(v, &probe)) {
-				fprintf(stderr, "latscope report: --metric-percentiles '%s' must be a comma list of "
-						"percentiles in (0, 100], e.g. 50,90,99\n", v);
-				return 2;
-			}
-			a->percentiles = v;
-		} else if (!strcmp(f, "--percentile-metrics")) {
-			if (ls_parse_percentile_metrics(v, &a->percentile_metrics)) {
-				fprintf(stderr, "latscope report: --percentile-metrics '%s' must be a comma list of "
-						"ttft, tpot, itl, e2el\n", v);
-				return 2;
-			}
-		} else if (!strcmp(f, "--goodput")) {
-			for (;;) {
-				if (ls_goodput_parse(v, &a->goodput)) {
-					fprintf(stderr, "latscope report: --goodput '%s' must be KEY:MS with KEY ttft, tpot "
-							"or e2el, e.g. ttft:900\n", v);
-					return 2;
-				}
-				if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
-					break;
-				v = argv[++i];
-			}
-		} else if (!strcmp(f, "--accept-length")) {
-			char *end;
-			errno = 0;
-			a->accept_len = strtod(v, &end);
-			if (*end || errno || !(a->accept_len >= 0) || isinf(a->accept_len)) {
-				fprintf(stderr, "latscope report: --accept-length '%s' must be a number >= 0\n", v);
-				return 2;
-			}
-		} else {
-			a->save = v;
-		}
+		if (parse_value(a, f, argc, argv, &i))
+			return 2;
 	}
 	if (!a->path) {
 		fprintf(stderr, "latscope report: which record file? (latscope report RECORDS.jsonl --profile P)\n");
