@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "attribution/attribution.h"
 #include "cmd/bench_probes.h"
+#include "config/profile.h"
 #include "metrics/metrics.h"
 #include "report/record_file.h"
 #include "t_helpers.h"
@@ -93,8 +94,9 @@ Test(bench_probes, root_report_record_and_trace, .timeout = 90)
 	struct ls_run run;
 	cr_assert_eq(ls_record_load(record, &run, NULL), 0);
 	cr_assert_eq(run.n_requests, 26);
-	struct ls_read_rules rules;
-	ls_attr_default_rules(&rules);
+	struct ls_profile honest; /* the rules bench attributes by */
+	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
+	struct ls_read_rules rules = honest.read;
 	char *text = t_read_file(attr, NULL);
 	cr_assert_not_null(text, "no %s", attr);
 	size_t lines = 0, with_server = 0;

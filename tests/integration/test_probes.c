@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include "t_helpers.h"
 #include "attribution/attribution.h"
+#include "config/profile.h"
 #include "workload/arrival.h"
 #include "driver/backend.h"
 #include "driver/driver.h"
@@ -28,6 +29,15 @@ static void need_root_and_btf(void)
 		cr_skip_test("probes need root (running as uid %d)", (int)geteuid());
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
 		cr_skip_test("no /sys/kernel/btf/vmlinux: the tp_btf probes need kernel BTF");
+}
+
+/* The rules attribution reads by: the honest profile's, as bench passes them. */
+static const struct ls_read_rules *honest_rules(void)
+{
+	static struct ls_profile honest;
+
+	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
+	return &honest.read;
 }
 
 struct drive {
@@ -195,7 +205,7 @@ Test(probes, http_fresh_connections_sim_watched, .timeout = 120)
 	ls_probes_loop_hook(p, &hook);
 	drive(&d, sim.url, 24, 12, 4, 1, &hook);
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	assert_sums(a);
@@ -257,7 +267,7 @@ Test(probes, https_handshake_and_keepalive_reuse, .timeout = 120)
 	ls_probes_loop_hook(p, &hook);
 	drive(&d, sim.url, 12, 8, 2, 0, &hook); /* keep-alive: 2 connections, then reused */
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
 	cr_assert_not_null(a);
 	assert_sums(a);
 	assert_frames(&d, a, 1);
@@ -308,7 +318,7 @@ Test(probes, client_only_reports_network_plus_server, .timeout = 120)
 	ls_probes_loop_hook(p, &hook);
 	drive(&d, sim.url, 6, 6, 2, 1, &hook);
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
 	assert_sums(a);
 	assert_frames(&d, a, 0);
 	for (size_t i = 0; i < d.n; i++) {
@@ -333,7 +343,7 @@ Test(probes, tiny_ring_buffer_overflows_and_marks_requests, .timeout = 120)
 	struct ls_probes *p = open_probes(sim.pid, (uint32_t)sysconf(_SC_PAGESIZE));
 	drive(&d, sim.url, 8, 40, 8, 1, NULL); /* no drain during the run: the ring must fill */
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
 	cr_assert_gt(a->lost_events, 0);
 	cr_assert_gt(a->n_lost_requests, 0);
 	cr_assert(strstr(a->why, "lost"), "why: %s", a->why);
@@ -509,7 +519,7 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 	fprintf(stderr, "loop drain: %llu events in %llu calls\n", (unsigned long long)(after - before),
 		(unsigned long long)calls);
 	cr_assert_gt(calls, 4, "the run left more than a few slices (%llu events)", (unsigned long long)(after - before));
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	assert_frames(&d, a, 1);
@@ -537,7 +547,7 @@ Test(probes, tls_sessions_are_forgotten_at_ssl_free, .timeout = 120)
 	ls_probes_drain(p);
 	cr_assert_eq(ls_probes_tls_sessions(p), 0, "%zu SSL* still tracked after every connection closed",
 		     ls_probes_tls_sessions(p));
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, NULL, NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
 	cr_assert_not_null(a);
 	for (size_t i = 0; i < d.n; i++)
 		cr_assert(a->req[i].tls_end_ns > a->req[i].tls_start_ns && a->req[i].tls_start_ns,

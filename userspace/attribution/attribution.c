@@ -262,19 +262,6 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 	return 0;
 }
 
-void ls_attr_default_rules(struct ls_read_rules *rules)
-{
-	memset(rules, 0, sizeof(*rules));
-	rules->origin = LS_ORIGIN_SCHEDULED;
-	rules->ttft_gate = LS_GATE_CHOICES;
-	rules->itl_mode = LS_ITL_FRAME;
-	rules->e2el_end = LS_END_LAST_BYTE;
-	rules->n_percentiles = 3;
-	rules->percentiles[0] = 50;
-	rules->percentiles[1] = 90;
-	rules->percentiles[2] = 99;
-}
-
 static void req_attr_free(struct ls_req_attr *a)
 {
 	free(a->frames);
@@ -297,16 +284,18 @@ struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_ev
 				    const struct ls_gpu_step *steps, size_t n_steps,
 				    const struct ls_read_rules *rules, const char *why)
 {
-	struct ls_attribution *a = calloc(1, sizeof(*a));
+	struct ls_attribution *a;
 	struct ctx x = { 0 };
 	size_t len;
 
+	if (!rules) {
+		errno = EINVAL;
+		return NULL;
+	}
+	a = calloc(1, sizeof(*a));
 	if (!a)
 		return NULL;
-	if (rules)
-		a->rules = *rules;
-	else
-		ls_attr_default_rules(&a->rules);
+	a->rules = *rules;
 	x.rules = &a->rules;
 	a->n = run->n_requests;
 	a->req = calloc(a->n + 1, sizeof(*a->req));

@@ -92,13 +92,11 @@ struct ls_attribution {
 	char     why[512];          /* why parts are missing ("" when complete) */
 };
 
-/* The rules latscope reads by ("honest"): clock at scheduled, first frame with choices, E2EL to
- * the last byte, p50/p90/p99. */
-void ls_attr_default_rules(struct ls_read_rules *rules);
-
-/* Attributes every request of run. events may be NULL (probes off: why says why, e.g. the
- * reason ls_probes_open gave), steps may be NULL. rules NULL = ls_attr_default_rules.
- * Returns NULL only on ENOMEM. */
+/* Attributes every request of run under rules (which frame is first, where E2EL ends, the
+ * clock, the percentiles the report shows): the caller passes them, bench the honest profile's
+ * read rules (config/ ranks above this stage). events may be NULL (probes off: why says why,
+ * e.g. the reason ls_probes_open gave), steps may be NULL. Returns NULL with errno EINVAL when
+ * rules is NULL, else only on ENOMEM. */
 struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_evstore *events,
 				    const struct ls_gpu_step *steps, size_t n_steps,
 				    const struct ls_read_rules *rules, const char *why);

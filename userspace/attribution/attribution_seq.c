@@ -222,45 +222,31 @@ out:
 	return rc;
 }
 
-int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, struct ls_req_attr *a,
-		  struct ls_frame_attr *tail)
+/* A new connection's stamps: connect(), ESTABLISHED, the TLS handshake. */
+static void match_connect(struct span win, const struct ls_request *r, struct ls_req_attr *a)
 {
-	const struct ls_sock_events *cs = r->socket_cookie ? ls_evstore_find(x->store, r->socket_cookie) : NULL;
-	const struct ls_sock_events *ss = NULL;
-	uint64_t t0 = r->started_ns ? r->started_ns : r->scheduled_ns;
-	uint64_t t1 = r->finished_ns ? r->finished_ns : UINT64_MAX;
-	struct span win = span_of(cs, t0, t1);
 	const struct ls_event *e;
 
-	memset(tail, 0, sizeof(*tail));
-	if (r->new_connection && r->connect_ns > r->started_ns && r->started_ns)
-		a->curl_connect_time_ns = r->connect_ns - r->started_ns;
-	a->client_cookie = r->socket_cookie;
-	a->n_frames = r->n_frames;
-	a->frames = calloc(r->n_frames + 1, sizeof(*a->frames));
-	if (!a->frames)
-		return -ENOMEM;
-	if (!r->new_connection)
-		a->flags |= LS_ATTR_REUSED;
-	if (!win.n)
-		a->flags |= LS_ATTR_NO_EVENTS;
-	if (cs && cs->lost)
-		a->flags |= LS_ATTR_LOST_EVENTS;
+	if ((e = first_of(win, LS_EV_CONNECT, 0)))
+		a->connect_call_ns = e->ts_ns;
+	if ((e = first_of(win, LS_EV_ESTABLISHED, 0)))
+		a->established_ns = e->ts_ns;
+	if ((e = first_of(win, LS_EV_TLS_START, 0)))
+		a->tls_start_ns = e->ts_ns;
+	if ((e = first_of(win, LS_EV_TLS_END, 0)))
+		a->tls_end_ns = e->ts_ns;
+	if (r->tls_ns && !a->tls_end_ns)
+		a->flags |= LS_ATTR_NO_TLS_EVENTS;
+}
 
-	if (r->new_connection) {
-		if ((e = first_of(win, LS_EV_CONNECT, 0)))
-			a->connect_call_ns = e->ts_ns;
-		if ((e = first_of(win, LS_EV_ESTABLISHED, 0)))
-			a->established_ns = e->ts_ns;
-		if ((e = first_of(win, LS_EV_TLS_START, 0)))
-			a->tls_start_ns = e->ts_ns;
-		if ((e = first_of(win, LS_EV_TLS_END, 0)))
-			a->tls_end_ns = e->ts_ns;
-		if (r->tls_ns && !a->tls_end_ns)
-			a->flags |= LS_ATTR_NO_TLS_EVENTS;
-	}
-	/* The request: first send after the handshake (without TLS events, after curl's TLS stamp). */
+/* The request on the client socket: its first send after the handshake (without TLS events,
+ * after curl's TLS stamp), its last send end before the response, and the socket's RTT and
+ * retransmits. Returns where the response's events start. */
+static uint64_t match_request(struct span win, const struct ls_request *r, struct ls_req_attr *a, uint64_t t0)
+{
+	const struct ls_event *e;
 	uint64_t send_from = t0;
+
 	if (a->tls_end_ns > send_from)
 		send_from = a->tls_end_ns;
 	else if ((a->flags & LS_ATTR_NO_TLS_EVENTS) && r->tls_ns > send_from)
@@ -284,8 +270,16 @@ int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, str
 		else if (win.ev[i].kind == LS_EV_RETRANSMIT)
 			a->retransmits++;
 	}
+	return resp_from;
+}
 
-	/* Server side, paired by ports; its events from the request's send on. */
+/* Server side, paired by ports; its events from the request's send on, starting at its read
+ * of the request (none when it never read it: frames are not matched to such a server). */
+static struct span match_server(const struct ls_attr_index *x, const struct ls_sock_events *cs,
+				struct ls_req_attr *a, uint64_t resp_from, uint64_t t1)
+{
+	const struct ls_sock_events *ss;
+
 	a->server_cookie = cs ? srv_pair(x, cs, resp_from) : 0;
 	ss = a->server_cookie ? ls_evstore_find(x->store, a->server_cookie) : NULL;
 	struct span srv = span_of(ss, resp_from, t1);
@@ -295,7 +289,7 @@ int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, str
 		a->flags |= LS_ATTR_LOST_EVENTS;
 	if (a->request_sent_ns) {
 		for (size_t i = 0; i < srv.n; i++) {
-			e = &srv.ev[i];
+			const struct ls_event *e = &srv.ev[i];
 			if (!a->server_arrived_ns && e->kind == LS_EV_ARRIVED && seq_ge(e->seq, a->request_end_seq))
 				a->server_arrived_ns = e->ts_ns;
 			if (e->kind == LS_EV_READ && seq_ge(e->seq, a->request_end_seq)) {
@@ -307,27 +301,60 @@ int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, str
 		}
 	}
 	if (!a->server_read_ns)
-		srv.n = 0; /* frames are not matched to a server that never read the request */
-	if (match_frames(r, a, span_of(cs, resp_from, t1), srv))
-		return -ENOMEM;
+		srv.n = 0;
+	return srv;
+}
 
-	/* The tail: the response's last bytes (chunked terminator) read after the last frame. */
-	struct span resp = span_of(cs, resp_from, t1);
+/* The tail: the response's last bytes (chunked terminator) read after the last frame. */
+static void match_tail(struct span resp, struct span srv, const struct ls_request *r, struct ls_frame_attr *tail)
+{
 	const struct ls_event *last_read = NULL;
 
 	for (size_t i = 0; i < resp.n; i++)
 		if (resp.ev[i].kind == LS_EV_READ)
 			last_read = &resp.ev[i];
-	if (last_read && (!r->n_frames || last_read->ts_ns > r->frames[r->n_frames - 1].arrived_ns)) {
-		tail->read_ns = last_read->ts_ns;
-		for (size_t i = 0; i < resp.n; i++)
-			if (resp.ev[i].kind == LS_EV_ARRIVED && seq_ge(resp.ev[i].seq, last_read->seq)) {
-				tail->kernel_ns = resp.ev[i].ts_ns;
-				break;
-			}
-		for (size_t i = 0; i < srv.n; i++)
-			if (srv.ev[i].kind == LS_EV_SEND_START && !seq_ge(srv.ev[i].seq, last_read->seq))
-				tail->server_write_ns = srv.ev[i].ts_ns;
-	}
+	if (!last_read || (r->n_frames && last_read->ts_ns <= r->frames[r->n_frames - 1].arrived_ns))
+		return;
+	tail->read_ns = last_read->ts_ns;
+	for (size_t i = 0; i < resp.n; i++)
+		if (resp.ev[i].kind == LS_EV_ARRIVED && seq_ge(resp.ev[i].seq, last_read->seq)) {
+			tail->kernel_ns = resp.ev[i].ts_ns;
+			break;
+		}
+	for (size_t i = 0; i < srv.n; i++)
+		if (srv.ev[i].kind == LS_EV_SEND_START && !seq_ge(srv.ev[i].seq, last_read->seq))
+			tail->server_write_ns = srv.ev[i].ts_ns;
+}
+
+int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, struct ls_req_attr *a,
+		  struct ls_frame_attr *tail)
+{
+	const struct ls_sock_events *cs = r->socket_cookie ? ls_evstore_find(x->store, r->socket_cookie) : NULL;
+	uint64_t t0 = r->started_ns ? r->started_ns : r->scheduled_ns;
+	uint64_t t1 = r->finished_ns ? r->finished_ns : UINT64_MAX;
+	struct span win = span_of(cs, t0, t1);
+
+	memset(tail, 0, sizeof(*tail));
+	if (r->new_connection && r->connect_ns > r->started_ns && r->started_ns)
+		a->curl_connect_time_ns = r->connect_ns - r->started_ns;
+	a->client_cookie = r->socket_cookie;
+	a->n_frames = r->n_frames;
+	a->frames = calloc(r->n_frames + 1, sizeof(*a->frames));
+	if (!a->frames)
+		return -ENOMEM;
+	if (!r->new_connection)
+		a->flags |= LS_ATTR_REUSED;
+	if (!win.n)
+		a->flags |= LS_ATTR_NO_EVENTS;
+	if (cs && cs->lost)
+		a->flags |= LS_ATTR_LOST_EVENTS;
+	if (r->new_connection)
+		match_connect(win, r, a);
+	uint64_t resp_from = match_request(win, r, a, t0);
+	struct span srv = match_server(x, cs, a, resp_from, t1);
+	struct span resp = span_of(cs, resp_from, t1);
+	if (match_frames(r, a, resp, srv))
+		return -ENOMEM;
+	match_tail(resp, srv, r, tail);
 	return 0;
 }

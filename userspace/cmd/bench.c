@@ -9,9 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "driver/backend.h"
-#include "cmd/bench_probes.h"
+#include "cmd/cmd.h"
 #include "server/bench_server.h"
-#include "metrics/checks.h"
 #include "base/clock.h"
 #include "commands.h"
 #include "config/config.h"
@@ -278,53 +277,53 @@ static char *result_path(const struct bench *b)
 	return path;
 }
 
+/* As vLLM does, name a few failures so a misconfiguration is obvious. */
+static void print_failures(const struct bench *b)
+{
+	size_t shown = 0;
+
+	for (size_t i = b->n_warmup; i < b->run.n_requests && shown < 3; i++) {
+		const struct ls_request *r = &b->run.requests[i];
+		if (r->fail == LS_OK)
+			continue;
+		fprintf(stderr, "latscope bench: request %llu failed: %s: %s\n", (unsigned long long)r->id,
+			ls_fail_name(r->fail), r->error);
+		shown++;
+	}
+}
+
 static int results(struct bench *b)
 {
 	struct ls_config *c = &b->cfg;
-	struct ls_metrics m;
+	struct ls_run_report rr;
 	struct ls_read_rules rules;
 	ls_profile_read_rules(&c->profile, b->spec.has_avg ? b->spec.avg_accept_len : 0, &rules);
-	if (ls_metrics_compute(&b->run, &rules, &c->goodput, &m)) {
-		fprintf(stderr, "latscope bench: out of memory computing metrics\n");
-		return -ENOMEM;
-	}
+	int err = ls_run_report_compute(&rr, "bench", &b->run, &rules, &c->goodput,
+					ls_arrival_kind_name(b->arrival.kind));
+	if (err)
+		return err;
+	b->checks = rr.checks;
+	if (rr.metrics.failed)
+		print_failures(b);
 	struct ls_report_ctx ctx = {
 		.profile = c->profile.name, .profile_source = c->profile.source,
 		.backend = ls_backend_name(c->profile.send.backend), .model = b->model, .base_url = b->base,
 		.endpoint = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->profile.send.backend),
 		.dataset = ls_dataset_kind_name(c->dataset), .arrival = b->arrival_desc, .date = b->date,
 		.run_tag = b->run.run_tag, .record_path = c->record_path, .request_rate = c->request_rate,
-		.burstiness = c->burstiness, .max_concurrency = c->max_concurrency, .num_prompts = b->n_measured,
+		.burstiness = c->burstiness, .max_concurrency = c->max_concurrency,
 		.percentile_metrics = c->percentile_metrics, .show_client_queue = c->profile.show_client_queue,
-		.interrupted = b->run.interrupted, .spec = &b->spec, .checks = &b->checks,
+		.interrupted = b->run.interrupted, .spec = &b->spec,
 		.layout = c->profile.layout, .profile_description = c->profile.description,
 	};
-	struct ls_checks_ctx cctx = { .arrival = ls_arrival_kind_name(b->arrival.kind) };
-	ls_checks_compute(&b->run, &m, &cctx, &b->checks);
-	if (m.failed) {
-		/* As vLLM does, name a few failures so a misconfiguration is obvious. */
-		size_t shown = 0;
-		for (size_t i = b->n_warmup; i < b->run.n_requests && shown < 3; i++) {
-			const struct ls_request *r = &b->run.requests[i];
-			if (r->fail == LS_OK)
-				continue;
-			fprintf(stderr, "latscope bench: request %llu failed: %s: %s\n", (unsigned long long)r->id,
-				ls_fail_name(r->fail), r->error);
-			shown++;
-		}
-	}
-	ls_report_text(stdout, &m, &ctx);
-	fflush(stdout);
-	int err = 0;
-	if (c->save_result) {
-		char *path = result_path(b);
-		if (!path)
-			err = -ENOMEM;
-		else if (!(err = ls_report_json_write(path, &m, &b->run, &ctx)))
-			fprintf(stderr, "latscope bench: result written to %s\n", path);
-		free(path);
-	}
-	ls_metrics_free(&m);
+	char *path = NULL;
+	if (c->save_result && !(path = result_path(b)))
+		err = -ENOMEM;
+	int written = ls_run_report_print(stdout, &rr, &b->run, &ctx, path);
+	if (!err && !(err = written) && path)
+		fprintf(stderr, "latscope bench: result written to %s\n", path);
+	free(path);
+	ls_run_report_free(&rr);
 	return err;
 }
 

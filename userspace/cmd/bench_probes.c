@@ -11,6 +11,7 @@
 #include "attribution/attribution.h"
 #include "cmd/bench_probes.h"
 #include "attribution/gpu_steps.h"
+#include "config/profile.h"
 #include "probes/probes.h"
 #include "report/report.h"
 
@@ -358,8 +359,12 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 			err = -EIO; /* the message named the directory; the report goes on without GPU */
 	}
 	const struct ls_evstore *ev = ls_probes_events(bp->probes);
-	struct ls_attribution *a = ls_attribute(run, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0, NULL,
-						bp->probes ? NULL : bp->why);
+	struct ls_profile honest;
+	struct ls_attribution *a = NULL;
+	/* Attribution reads every request the honest way, whatever profile the run was sent by. */
+	if (!ls_profile_builtin("honest", &honest))
+		a = ls_attribute(run, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0, &honest.read,
+				 bp->probes ? NULL : bp->why);
 	if (!a) {
 		fprintf(stderr, "latscope bench: out of memory attributing the run\n");
 		if (have_gs)

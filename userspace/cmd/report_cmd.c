@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "metrics/checks.h"
+#include "cmd/cmd.h"
 #include "commands.h"
 #include "report/compare.h"
 #include "config/config.h"
@@ -47,6 +47,54 @@ struct report_args {
 	int         markdown;
 };
 
+/* The value of flag f at argv[*i + 1] (--goodput takes every value up to the next flag);
+ * *i is left at the last one. 0, or 2 with the message printed. */
+static int parse_value(struct report_args *a, const char *f, int argc, char **argv, int *i)
+{
+	const char *v = argv[++*i];
+	if (!strcmp(f, "--profile")) {
+		a->profile = v;
+	} else if (!strcmp(f, "--profiles")) {
+		a->profiles = v;
+	} else if (!strcmp(f, "--metric-percentiles")) {
+		struct ls_read_rules probe = { 0 };
+		if (ls_percentiles_parse(v, &probe)) {
+			fprintf(stderr, "latscope report: --metric-percentiles '%s' must be a comma list of "
+					"percentiles in (0, 100], e.g. 50,90,99\n", v);
+			return 2;
+		}
+		a->percentiles = v;
+	} else if (!strcmp(f, "--percentile-metrics")) {
+		if (ls_parse_percentile_metrics(v, &a->percentile_metrics)) {
+			fprintf(stderr, "latscope report: --percentile-metrics '%s' must be a comma list of "
+					"ttft, tpot, itl, e2el\n", v);
+			return 2;
+		}
+	} else if (!strcmp(f, "--goodput")) {
+		for (;;) {
+			if (ls_goodput_parse(v, &a->goodput)) {
+				fprintf(stderr, "latscope report: --goodput '%s' must be KEY:MS with KEY ttft, tpot "
+						"or e2el, e.g. ttft:900\n", v);
+				return 2;
+			}
+			if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
+				break;
+			v = argv[++*i];
+		}
+	} else if (!strcmp(f, "--accept-length")) {
+		char *end;
+		errno = 0;
+		a->accept_len = strtod(v, &end);
+		if (*end || errno || !(a->accept_len >= 0) || isinf(a->accept_len)) {
+			fprintf(stderr, "latscope report: --accept-length '%s' must be a number >= 0\n", v);
+			return 2;
+		}
+	} else {
+		a->save = v;
+	}
+	return 0;
+}
+
 /* 0 ok, -1 help printed, 2 usage error (message printed). */
 static int parse_args(struct report_args *a, int argc, char **argv)
 {
@@ -85,47 +133,8 @@ static int parse_args(struct report_args *a, int argc, char **argv)
 			fprintf(stderr, "latscope report: %s needs a value\n", f);
 			return 2;
 		}
-		const char *v = argv[++i];
-		if (!strcmp(f, "--profile")) {
-			a->profile = v;
-		} else if (!strcmp(f, "--profiles")) {
-			a->profiles = v;
-		} else if (!strcmp(f, "--metric-percentiles")) {
-			struct ls_read_rules probe = { 0 };
-			if (ls_percentiles_parse(v, &probe)) {
-				fprintf(stderr, "latscope report: --metric-percentiles '%s' must be a comma list of "
-						"percentiles in (0, 100], e.g. 50,90,99\n", v);
-				return 2;
-			}
-			a->percentiles = v;
-		} else if (!strcmp(f, "--percentile-metrics")) {
-			if (ls_parse_percentile_metrics(v, &a->percentile_metrics)) {
-				fprintf(stderr, "latscope report: --percentile-metrics '%s' must be a comma list of "
-						"ttft, tpot, itl, e2el\n", v);
-				return 2;
-			}
-		} else if (!strcmp(f, "--goodput")) {
-			for (;;) {
-				if (ls_goodput_parse(v, &a->goodput)) {
-					fprintf(stderr, "latscope report: --goodput '%s' must be KEY:MS with KEY ttft, tpot "
-							"or e2el, e.g. ttft:900\n", v);
-					return 2;
-				}
-				if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
-					break;
-				v = argv[++i];
-			}
-		} else if (!strcmp(f, "--accept-length")) {
-			char *end;
-			errno = 0;
-			a->accept_len = strtod(v, &end);
-			if (*end || errno || !(a->accept_len >= 0) || isinf(a->accept_len)) {
-				fprintf(stderr, "latscope report: --accept-length '%s' must be a number >= 0\n", v);
-				return 2;
-			}
-		} else {
-			a->save = v;
-		}
+		if (parse_value(a, f, argc, argv, &i))
+			return 2;
 	}
 	if (!a->path) {
 		fprintf(stderr, "latscope report: which record file? (latscope report RECORDS.jsonl --profile P)\n");
@@ -169,14 +178,9 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 	double accept = a->accept_len >= 0 ? a->accept_len : estimate_accept_len(run);
 	struct ls_read_rules rules;
 	int switched = ls_profile_read_rules(&prof, accept, &rules);
-	struct ls_metrics m;
-	if (ls_metrics_compute(run, &rules, &a->goodput, &m)) {
-		fprintf(stderr, "latscope report: out of memory computing metrics\n");
+	struct ls_run_report rr;
+	if (ls_run_report_compute(&rr, "report", run, &rules, &a->goodput, meta->arrival[0] ? meta->arrival : NULL))
 		return 1;
-	}
-	struct ls_checks checks;
-	struct ls_checks_ctx cx = { .arrival = meta->arrival[0] ? meta->arrival : NULL };
-	ls_checks_compute(run, &m, &cx, &checks);
 	/* Only an accept length given on the command line is printed as the server's. */
 	struct ls_spec_stats spec = { .has_avg = a->accept_len > 0, .avg_accept_len = a->accept_len };
 	struct ls_report_ctx ctx = {
@@ -184,9 +188,9 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 		.backend = meta->backend[0] ? meta->backend : NULL, .arrival = meta->arrival[0] ? meta->arrival : NULL,
 		.run_tag = meta->run_tag, .record_path = a->path,
 		.request_rate = meta->target_rate > 0 ? meta->target_rate : INFINITY,
-		.max_concurrency = meta->max_concurrency, .num_prompts = m.n_measured,
+		.max_concurrency = meta->max_concurrency,
 		.percentile_metrics = a->percentile_metrics, .show_client_queue = prof.show_client_queue,
-		.interrupted = run->interrupted, .spec = &spec, .checks = &checks, .layout = prof.layout,
+		.interrupted = run->interrupted, .spec = &spec, .layout = prof.layout,
 	};
 	printf("Records: %s (%zu requests, %zu warmups; sent by profile %s, backend %s, arrival %s)\n", a->path,
 	       run->n_requests - run->n_warmup, run->n_warmup, meta->profile[0] ? meta->profile : "?",
@@ -194,12 +198,9 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 	if (switched)
 		printf("Accept length %.2f (%s): %s reads ITL per token\n", accept,
 		       a->accept_len >= 0 ? "--accept-length" : "estimated from the records' tokens per frame", prof.name);
-	ls_report_text(stdout, &m, &ctx);
-	ls_checks_print(stdout, &checks);
-	int rc = 0;
-	if (a->save && ls_report_json_write(a->save, &m, run, &ctx))
-		rc = 1;
-	ls_metrics_free(&m);
+	int rc = ls_run_report_print(stdout, &rr, run, &ctx, a->save) ? 1 : 0;
+	ls_checks_print(stdout, &rr.checks);
+	ls_run_report_free(&rr);
 	return rc;
 }
 

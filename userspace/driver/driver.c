@@ -303,109 +303,158 @@ static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
 	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
 }
 
+/* Starts what may start; new transfers begin connecting at once. One that ends at once
+ * (refused) frees its slot for the next before the loop waits. */
+static void start_jobs(struct drv *d)
+{
+	while (!d->stopping) {
+		size_t started = d->n_started, done = d->n_done;
+		pace(d, ls_now_ns());
+		if (d->n_started == started)
+			break;
+		curl_timer_due(d, ls_now_ns());
+		drv_check_done(d);
+		if (d->n_done == done)
+			break;
+	}
+}
+
+/* Calls the hooks that are due, and those that run every turn. */
+static void run_hooks(struct drv *d, uint64_t now)
+{
+	for (size_t i = 0; i < d->n_hooks; i++) {
+		struct drv_hook *h = &d->hooks[i];
+		int due = h->next_ns && h->next_ns <= now;
+		if (due || h->hook->each_turn) {
+			int more = h->hook->on_ready(h->hook->ctx, now) > 0;
+			if (more)
+				h->next_ns = now + 1; /* due again on the next turn */
+			else if (due && h->hook->period_ns)
+				while (h->next_ns <= now)
+					h->next_ns += h->hook->period_ns;
+			else if (due)
+				h->next_ns = 0;
+		}
+	}
+}
+
+/* 1 when the run ends here, with *rc what ls_driver_run returns; else 0. */
+static int run_ends(struct drv *d, uint64_t now, int *rc)
+{
+	if (d->fatal) {
+		drv_cancel_all(d, "internal error in the driver loop");
+		*rc = d->fatal;
+		return 1;
+	}
+	if (d->stopping && (!d->in_flight || now >= d->stop_deadline_ns)) {
+		drv_cancel_all(d, "run interrupted before the stream finished");
+		*rc = 1;
+		return 1;
+	}
+	if (!d->stopping && d->next_admit == d->n_jobs && !d->in_flight) {
+		*rc = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* The earliest deadline of all (0 = none): libcurl's timer, the next arrival, the hooks'
+ * periods, the progress line, the grace period after a signal. */
+static uint64_t next_wake(const struct drv *d)
+{
+	uint64_t wake = d->curl_deadline_ns;
+	if (!d->stopping && d->next_arrive < d->n_jobs)
+		wake = min_ns(wake, d->next_deadline_ns);
+	for (size_t i = 0; i < d->n_hooks; i++)
+		wake = min_ns(wake, d->hooks[i].next_ns);
+	if (d->opts->progress)
+		wake = min_ns(wake, d->progress_next_ns);
+	if (d->stopping)
+		wake = min_ns(wake, d->stop_deadline_ns);
+	return wake;
+}
+
+/* Submits and waits for completions: not at all when wake is due or an arrival is in the spin
+ * window, spinning first under --spin-us, else asleep until wake (or the arrival less the
+ * wake-up lateness). *slept_until: the timer it slept on, 0 none. io_uring's rc. */
+static int wait_events(struct drv *d, uint64_t wake, uint64_t now, uint64_t wake_late_ns,
+		       uint64_t *slept_until)
+{
+	int rc;
+	uint64_t arrival = startable_arrival(d);
+	uint64_t early = spin_window(wake_late_ns);
+	*slept_until = 0;
+	if ((wake && wake <= now) || (arrival && arrival <= now + early)) {
+		/* Due, or an arrival in the spin window: take what completed, do not sleep. */
+		rc = io_uring_submit_and_get_events(&d->ring);
+	} else if (spin_first(d, arrival ? min_ns(wake, arrival) : wake, now, &rc)) {
+		/* completed, due or failed while spinning: no sleep */
+	} else {
+		if (arrival)
+			wake = min_ns(wake, arrival - early);
+		if (wake)
+			arm_timer(d, wake);
+		if (d->timer_armed_ns > now) /* else it fired while the loop was busy */
+			*slept_until = d->timer_armed_ns;
+		rc = io_uring_submit_and_wait(&d->ring, 1);
+	}
+	return rc;
+}
+
+/* Handles every completion that is ready, then learns how late the timer woke the loop. */
+static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake_late_ns)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	uint64_t now = ls_now_ns();
+	uint64_t woke_ns = now;
+	uint64_t arrival = startable_arrival(d);
+	io_uring_for_each_cqe(&d->ring, head, cqe) {
+		handle_cqe(d, cqe, now);
+		n++;
+		/* A long batch of frames must not hold back an arrival that is due. */
+		if (arrival && arrival <= (now = ls_now_ns())) {
+			pace(d, now);
+			arrival = startable_arrival(d);
+		}
+	}
+	io_uring_cq_advance(&d->ring, n);
+	/* The timer fired while the loop slept (its CQE clears timer_armed_ns): how late? */
+	if (slept_until && !d->timer_armed_ns && woke_ns >= slept_until)
+		wake_late_sample(wake_late_ns, woke_ns - slept_until);
+	d->stats.cqes += n;
+	d->stats.waits++;
+}
+
+/* One turn: timers, what may start, hooks, progress, then wait and take completions. The
+ * helpers are static and called once, so they compile into this one function. */
 static int loop(struct drv *d)
 {
 	uint64_t wake_late_ns = WAKE_LATE_START_NS;
 	for (;;) {
-		uint64_t now = ls_now_ns();
+		uint64_t now = ls_now_ns(), slept_until;
+		int rc;
 		curl_timer_due(d, now);
 		drv_check_done(d);
-		/* Start what may start; new transfers begin connecting at once. One that ends at once
-		 * (refused) frees its slot for the next before the loop waits. */
-		while (!d->stopping) {
-			size_t started = d->n_started, done = d->n_done;
-			pace(d, ls_now_ns());
-			if (d->n_started == started)
-				break;
-			curl_timer_due(d, ls_now_ns());
-			drv_check_done(d);
-			if (d->n_done == done)
-				break;
-		}
+		start_jobs(d);
 		now = ls_now_ns();
-		for (size_t i = 0; i < d->n_hooks; i++) {
-			struct drv_hook *h = &d->hooks[i];
-			int due = h->next_ns && h->next_ns <= now;
-			if (due || h->hook->each_turn) {
-				int more = h->hook->on_ready(h->hook->ctx, now) > 0;
-				if (more)
-					h->next_ns = now + 1; /* due again on the next turn */
-				else if (due && h->hook->period_ns)
-					while (h->next_ns <= now)
-						h->next_ns += h->hook->period_ns;
-				else if (due)
-					h->next_ns = 0;
-			}
-		}
+		run_hooks(d, now);
 		if (d->opts->progress && d->progress_next_ns <= now) {
 			progress_line(d, now, 0);
 			d->progress_next_ns = now + PROGRESS_PERIOD_NS;
 		}
-		if (d->fatal) {
-			drv_cancel_all(d, "internal error in the driver loop");
-			return d->fatal;
-		}
-		if (d->stopping && (!d->in_flight || now >= d->stop_deadline_ns)) {
-			drv_cancel_all(d, "run interrupted before the stream finished");
-			return 1;
-		}
-		if (!d->stopping && d->next_admit == d->n_jobs && !d->in_flight)
-			return 0;
-
-		uint64_t wake = d->curl_deadline_ns;
-		if (!d->stopping && d->next_arrive < d->n_jobs)
-			wake = min_ns(wake, d->next_deadline_ns);
-		for (size_t i = 0; i < d->n_hooks; i++)
-			wake = min_ns(wake, d->hooks[i].next_ns);
-		if (d->opts->progress)
-			wake = min_ns(wake, d->progress_next_ns);
-		if (d->stopping)
-			wake = min_ns(wake, d->stop_deadline_ns);
+		if (run_ends(d, now, &rc))
+			return rc;
+		uint64_t wake = next_wake(d);
 		if (!d->sig_armed)
 			arm_signal_read(d);
-
-		int rc;
-		uint64_t arrival = startable_arrival(d), slept_until = 0;
-		uint64_t early = spin_window(wake_late_ns);
-		if ((wake && wake <= now) || (arrival && arrival <= now + early)) {
-			/* Due, or an arrival in the spin window: take what completed, do not sleep. */
-			rc = io_uring_submit_and_get_events(&d->ring);
-		} else if (spin_first(d, arrival ? min_ns(wake, arrival) : wake, now, &rc)) {
-			/* completed, due or failed while spinning: no sleep */
-		} else {
-			if (arrival)
-				wake = min_ns(wake, arrival - early);
-			if (wake)
-				arm_timer(d, wake);
-			if (d->timer_armed_ns > now) /* else it fired while the loop was busy */
-				slept_until = d->timer_armed_ns;
-			rc = io_uring_submit_and_wait(&d->ring, 1);
-		}
+		rc = wait_events(d, wake, now, wake_late_ns, &slept_until);
 		if (rc < 0 && rc != -EINTR && rc != -ETIME && rc != -EBUSY && rc != -EAGAIN) {
 			fprintf(stderr, "latscope: io_uring_submit_and_wait: %s\n", strerror(-rc));
 			d->fatal = rc;
 			continue;
 		}
-		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
-		now = ls_now_ns();
-		uint64_t woke_ns = now;
-		arrival = startable_arrival(d);
-		io_uring_for_each_cqe(&d->ring, head, cqe) {
-			handle_cqe(d, cqe, now);
-			n++;
-			/* A long batch of frames must not hold back an arrival that is due. */
-			if (arrival && arrival <= (now = ls_now_ns())) {
-				pace(d, now);
-				arrival = startable_arrival(d);
-			}
-		}
-		io_uring_cq_advance(&d->ring, n);
-		/* The timer fired while the loop slept (its CQE clears timer_armed_ns): how late? */
-		if (slept_until && !d->timer_armed_ns && woke_ns >= slept_until)
-			wake_late_sample(&wake_late_ns, woke_ns - slept_until);
-		d->stats.cqes += n;
-		d->stats.waits++;
+		take_completions(d, slept_until, &wake_late_ns);
 	}
 }
 
@@ -436,8 +485,10 @@ static void reset_records(struct ls_driver_job *jobs, size_t n)
 	}
 }
 
-int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs, size_t n_jobs,
-		  struct ls_run *run)
+/* -EINVAL (message on stderr) for a run that cannot be driven, -EIO when libcurl did not
+ * initialise, else 0. */
+static int check_run(const struct ls_driver_opts *opts, const struct ls_driver_job *jobs, size_t n_jobs,
+		     const struct ls_run *run)
 {
 	if (!opts || !opts->url || !run || (n_jobs && !jobs)) {
 		fprintf(stderr, "latscope: ls_driver_run: no URL, jobs or run record given\n");
@@ -458,16 +509,13 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 		fprintf(stderr, "latscope: curl_global_init: %s\n", curl_easy_strerror(curl_init_rc));
 		return -EIO;
 	}
-	raise_nofile();
-	reset_records(jobs, n_jobs);
+	return 0;
+}
 
-	struct drv *d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	/* Timed sleeps end on time, not up to 50 us later (the default slack); restored after. */
-	int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-	if (old_slack > 1)
-		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+/* The loop's state for this run, and the run's own fields it owns (tag, flags). */
+static void drv_init(struct drv *d, const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
+		     size_t n_jobs, struct ls_run *run)
+{
 	d->opts = opts;
 	d->jobs = jobs;
 	d->n_jobs = n_jobs;
@@ -485,8 +533,85 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 	run->interrupted = 0;
 	run->spin_stalls = (struct ls_spin_stalls){ 0 };
 	run->max_concurrency = opts->max_concurrency;
+}
 
-	int rc = 0;
+/* The clock starts: the run's start (when it has measured jobs), the hooks' first periods and
+ * polls, the first deadline, the signal read. 0 or -ENOMEM. */
+static int drv_start(struct drv *d)
+{
+	const struct ls_driver_opts *opts = d->opts;
+	d->hooks = calloc(opts->n_hooks ? opts->n_hooks : 1, sizeof(*d->hooks));
+	if (!d->hooks)
+		return -ENOMEM;
+	d->n_hooks = opts->n_hooks;
+	uint64_t start = ls_now_ns();
+	d->run_start_ns = start;
+	int measured = 0;
+	for (size_t i = 0; i < d->n_jobs; i++)
+		measured |= !d->jobs[i].rec->warmup;
+	if (measured) {
+		d->run->start_ns = start;
+		d->run->end_ns = 0;
+	}
+	for (size_t i = 0; i < d->n_hooks; i++) {
+		struct drv_hook *h = &d->hooks[i];
+		h->op.kind = DRV_OP_HOOK;
+		h->hook = &opts->hooks[i];
+		h->next_ns = h->hook->period_ns ? start + h->hook->period_ns : 0;
+		if (h->hook->fd >= 0)
+			arm_hook(d, h);
+	}
+	d->progress_next_ns = start;
+	if (d->n_jobs)
+		d->next_deadline_ns = deadline_of(d, 0, start);
+	arm_signal_read(d);
+	return 0;
+}
+
+static void print_stats(const struct drv *d)
+{
+	if (getenv("LATSCOPE_DRIVER_DEBUG"))
+		fprintf(stderr, "latscope: driver: %llu loop turns, %llu CQEs, %llu socket actions, %llu poll "
+			"updates retried (busy), %u connections, multishot %s\n",
+			(unsigned long long)d->stats.waits, (unsigned long long)d->stats.cqes,
+			(unsigned long long)d->stats.socket_actions, (unsigned long long)d->stats.ctl_retries,
+			d->n_conns, d->poll_oneshot ? "off" : "on");
+	if (d->ring_errors)
+		fprintf(stderr, "latscope: driver: %zu io_uring poll/timeout updates failed (first: %s)\n",
+			d->ring_errors, strerror(-d->ring_error_first));
+}
+
+static void drv_free(struct drv *d)
+{
+	drv_xfers_free(d);
+	drv_multi_teardown(d);
+	if (d->ring_ok)
+		io_uring_queue_exit(&d->ring);
+	drv_socks_free(d);
+	free(d->hooks);
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	free(d);
+}
+
+int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs, size_t n_jobs,
+		  struct ls_run *run)
+{
+	int rc = check_run(opts, jobs, n_jobs, run);
+	if (rc)
+		return rc;
+	raise_nofile();
+	reset_records(jobs, n_jobs);
+
+	struct drv *d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	/* Timed sleeps end on time, not up to 50 us later (the default slack); restored after. */
+	int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	if (old_slack > 1)
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	drv_init(d, opts, jobs, n_jobs, run);
+
 	sigset_t sigs, old_sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -499,61 +624,17 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 		fprintf(stderr, "latscope: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-	if ((rc = ring_init(d)) || (rc = drv_multi_setup(d)))
+	if ((rc = ring_init(d)) || (rc = drv_multi_setup(d)) || (rc = drv_start(d)))
 		goto out;
-
-	d->hooks = calloc(opts->n_hooks ? opts->n_hooks : 1, sizeof(*d->hooks));
-	if (!d->hooks) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	d->n_hooks = opts->n_hooks;
-	uint64_t start = ls_now_ns();
-	d->run_start_ns = start;
-	int measured = 0;
-	for (size_t i = 0; i < n_jobs; i++)
-		measured |= !jobs[i].rec->warmup;
-	if (measured) {
-		run->start_ns = start;
-		run->end_ns = 0;
-	}
-	for (size_t i = 0; i < d->n_hooks; i++) {
-		struct drv_hook *h = &d->hooks[i];
-		h->op.kind = DRV_OP_HOOK;
-		h->hook = &opts->hooks[i];
-		h->next_ns = h->hook->period_ns ? start + h->hook->period_ns : 0;
-		if (h->hook->fd >= 0)
-			arm_hook(d, h);
-	}
-	d->progress_next_ns = start;
-	if (n_jobs)
-		d->next_deadline_ns = deadline_of(d, 0, start);
-	arm_signal_read(d);
 	rc = loop(d);
-	if (getenv("LATSCOPE_DRIVER_DEBUG"))
-		fprintf(stderr, "latscope: driver: %llu loop turns, %llu CQEs, %llu socket actions, %llu poll "
-			"updates retried (busy), %u connections, multishot %s\n",
-			(unsigned long long)d->stats.waits, (unsigned long long)d->stats.cqes,
-			(unsigned long long)d->stats.socket_actions, (unsigned long long)d->stats.ctl_retries,
-			d->n_conns, d->poll_oneshot ? "off" : "on");
-	if (d->ring_errors)
-		fprintf(stderr, "latscope: driver: %zu io_uring poll/timeout updates failed (first: %s)\n",
-			d->ring_errors, strerror(-d->ring_error_first));
+	print_stats(d);
 	if (opts->progress)
 		progress_line(d, ls_now_ns(), 1);
 out:
-	drv_xfers_free(d);
-	drv_multi_teardown(d);
-	if (d->ring_ok)
-		io_uring_queue_exit(&d->ring);
-	drv_socks_free(d);
-	free(d->hooks);
-	if (d->sigfd >= 0)
-		close(d->sigfd);
+	drv_free(d);
 	if (masked)
 		pthread_sigmask(SIG_SETMASK, &old_sigs, NULL);
 	if (old_slack > 1)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
-	free(d);
 	return rc;
 }

@@ -163,38 +163,31 @@ static void xfer_destroy(struct xfer *x)
 	free(x);
 }
 
-static struct xfer *xfer_new(struct drv *d)
+/* The run's headers, then X-Request-Id as a placeholder of the longest id (rewritten in
+ * place per request: id_header). 0, or -1 when out of memory or the easy handle is missing. */
+static int xfer_headers(struct drv *d, struct xfer *x)
 {
-	const struct ls_driver_opts *o = d->opts;
-	struct xfer *x = calloc(1, sizeof(*x));
-	if (!x)
-		return NULL;
-	x->drv = d;
-	ls_sse_init(&x->sse);
-	x->easy = curl_easy_init();
 	char placeholder[REQUEST_ID_MAX + 1];
 	memset(placeholder, 'x', REQUEST_ID_MAX);
 	placeholder[REQUEST_ID_MAX] = 0;
 	for (const struct curl_slist *h = d->base_headers; h && x->easy; h = h->next) {
 		struct curl_slist *grown = curl_slist_append(x->headers, h->data);
 		if (!grown)
-			goto fail;
+			return -1;
 		x->headers = grown;
 	}
 	struct curl_slist *grown = x->easy ? curl_slist_append(x->headers, placeholder) : NULL;
 	if (!grown)
-		goto fail;
+		return -1;
 	x->headers = grown;
 	for (x->id_header = grown; x->id_header->next;)
 		x->id_header = x->id_header->next;
-	if (d->n_xfers == d->cap_xfers) {
-		size_t cap = d->cap_xfers ? d->cap_xfers * 2 : 64;
-		struct xfer **all = realloc(d->xfers, cap * sizeof(*all));
-		if (!all)
-			goto fail;
-		d->xfers = all;
-		d->cap_xfers = cap;
-	}
+	return 0;
+}
+
+/* Every option of the transfer's easy handle: the first libcurl rejects, or CURLE_OK. */
+static CURLcode xfer_setopts(struct xfer *x, const struct ls_driver_opts *o)
+{
 	CURL *e = x->easy;
 	CURLcode rc = CURLE_OK;
 #define SET(opt, val) do { if (rc == CURLE_OK) rc = curl_easy_setopt(e, opt, val); } while (0)
@@ -240,6 +233,28 @@ static struct xfer *xfer_new(struct drv *d)
 		SET(CURLOPT_TIMEOUT_MS, (long)ms);
 	}
 #undef SET
+	return rc;
+}
+
+static struct xfer *xfer_new(struct drv *d)
+{
+	struct xfer *x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->drv = d;
+	ls_sse_init(&x->sse);
+	x->easy = curl_easy_init();
+	if (xfer_headers(d, x))
+		goto fail;
+	if (d->n_xfers == d->cap_xfers) {
+		size_t cap = d->cap_xfers ? d->cap_xfers * 2 : 64;
+		struct xfer **all = realloc(d->xfers, cap * sizeof(*all));
+		if (!all)
+			goto fail;
+		d->xfers = all;
+		d->cap_xfers = cap;
+	}
+	CURLcode rc = xfer_setopts(x, d->opts);
 	if (rc != CURLE_OK) {
 		fprintf(stderr, "latscope: libcurl rejected an option: %s\n", curl_easy_strerror(rc));
 		goto fail;

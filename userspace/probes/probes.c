@@ -481,49 +481,49 @@ static int valid_ring_size(uint32_t bytes)
 	return bytes >= (uint32_t)page && (bytes & (bytes - 1)) == 0;
 }
 
-struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, size_t why_len)
+/* What can be checked before loading anything: something to watch, the ring's size, BTF,
+ * the pids. 0, or -1 with why set. */
+static int check_opts(const struct ls_probes_opts *opts, uint32_t ring, char *why, size_t why_len)
 {
-	uint32_t ring = opts->ringbuf_bytes ? opts->ringbuf_bytes : LS_PROBES_RING_DEFAULT;
-	struct ls_probes *p;
-	int err;
-
-	snprintf(why, why_len, "probes not opened");
 	if (!opts->n_client_pids && !opts->n_server_pids && !opts->server_comm) {
 		snprintf(why, why_len, "no process to watch (give the harness pid or a server pid)");
-		return NULL;
+		return -1;
 	}
 	if (!valid_ring_size(ring)) {
 		snprintf(why, why_len, "ring buffer size %u is not a power of two >= the page size", ring);
-		return NULL;
+		return -1;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
 		snprintf(why, why_len, "no kernel BTF (/sys/kernel/btf/vmlinux: %s): the tp_btf probes need "
 			 "a kernel built with CONFIG_DEBUG_INFO_BTF", strerror(errno));
-		return NULL;
+		return -1;
 	}
 	for (size_t i = 0; i < opts->n_client_pids; i++)
 		if (!pid_exists(opts->client_pids[i])) {
 			snprintf(why, why_len, "client pid %d does not exist", (int)opts->client_pids[i]);
-			return NULL;
+			return -1;
 		}
 	for (size_t i = 0; i < opts->n_server_pids; i++)
 		if (!pid_exists(opts->server_pids[i])) {
 			snprintf(why, why_len, "--server-pid %d: no such process", (int)opts->server_pids[i]);
-			return NULL;
+			return -1;
 		}
-	p = calloc(1, sizeof(*p));
-	if (!p || !(p->store = ls_evstore_new())) {
-		snprintf(why, why_len, "out of memory");
-		free(p);
-		return NULL;
-	}
-	p->stats_fd = -1;
+	return 0;
+}
+
+/* Opens the skeleton, sizes the ring, leaves out the TLS programs opts turns off, and loads
+ * it into the kernel. 0, or -1 with why set. */
+static int load_skel(struct ls_probes *p, const struct ls_probes_opts *opts, uint32_t ring, char *why,
+		     size_t why_len)
+{
+	int err;
+
 	libbpf_set_print(libbpf_print);
 	last_libbpf_msg[0] = '\0';
 	p->skel = latscope_bpf__open();
 	if (!p->skel) {
 		snprintf(why, why_len, "opening the BPF object failed: %s", strerror(errno));
-		goto fail;
+		return -1;
 	}
 	p->skel->rodata->ls_wake_bytes = ring / 4;
 	bpf_map__set_max_entries(p->skel->maps.ls_events, ring);
@@ -545,31 +545,55 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 		else
 			snprintf(why, why_len, "loading the BPF probes failed: %s (%s)", strerror(-err),
 				 last_libbpf_msg);
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/* The processes the kernel filters by: server pids (given and by comm) and client pids, with
+ * the servers' listening ports. 0, or -1 with why set. */
+static int watch_pids(struct ls_probes *p, const struct ls_probes_opts *opts, char *why, size_t why_len)
+{
 	for (size_t i = 0; i < opts->n_server_pids; i++)
 		add_server_pid(p, opts->server_pids[i]);
 	if (opts->server_comm)
 		resolve_comm(p, opts->server_comm);
 	for (size_t i = 0; i < opts->n_client_pids; i++)
 		if (set_tgid(p, opts->client_pids[i], LS_ROLE_CLIENT, why, why_len))
-			goto fail;
+			return -1;
 	for (size_t i = 0; i < p->n_server_pids; i++) {
 		if (set_tgid(p, p->server_pids[i], LS_ROLE_SERVER, why, why_len))
-			goto fail;
+			return -1;
 		if (add_listen_ports(p, p->server_pids[i]) <= 0)
 			note(p, "server pid %d has no listening TCP socket yet: its connections are tracked "
 			     "from its first read or listen()", (int)p->server_pids[i]);
 	}
+	return 0;
+}
+
+struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, size_t why_len)
+{
+	uint32_t ring = opts->ringbuf_bytes ? opts->ringbuf_bytes : LS_PROBES_RING_DEFAULT;
+	struct ls_probes *p;
+
+	snprintf(why, why_len, "probes not opened");
+	if (check_opts(opts, ring, why, why_len))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->store = ls_evstore_new())) {
+		snprintf(why, why_len, "out of memory");
+		free(p);
+		return NULL;
+	}
+	p->stats_fd = -1;
+	if (load_skel(p, opts, ring, why, why_len) || watch_pids(p, opts, why, why_len))
+		goto fail;
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.ls_events), handle_event, p, NULL);
 	if (!p->rb) {
 		snprintf(why, why_len, "creating the ring buffer reader failed: %s", strerror(errno));
 		goto fail;
 	}
-	if (ensure_tracefs(why, why_len))
-		goto fail;
-	err = attach_kernel(p, why, why_len);
-	if (err)
+	if (ensure_tracefs(why, why_len) || attach_kernel(p, why, why_len))
 		goto fail;
 	if (opts->stats) {
 		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);

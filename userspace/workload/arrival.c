@@ -49,6 +49,85 @@ static uint64_t seconds_to_ns(double s)
 	return (uint64_t)llround(s * 1e9);
 }
 
+/* vLLM's gamma schedule: gaps ~ Gamma(burstiness, 1 / (rate * burstiness)) (every gap 1/rate
+ * when burstiness is inf), summed, scaled so the last offset is exactly N / rate. */
+static int gamma_init(struct ls_arrival *a, double rate, double burstiness, size_t n)
+{
+	if (!(burstiness > 0.0) || isnan(burstiness)) {
+		fprintf(stderr, "latscope: --burstiness %g must be > 0 (1 = Poisson)\n", burstiness);
+		return -EINVAL;
+	}
+	if (!n)
+		return 0;
+	double *cum = malloc(n * sizeof(*cum));
+	a->offsets_ns = malloc(n * sizeof(*a->offsets_ns));
+	if (!cum || !a->offsets_ns) {
+		free(cum);
+		ls_arrival_free(a);
+		return -ENOMEM;
+	}
+	double total = 0.0;
+	if (isinf(burstiness)) {
+		for (size_t i = 0; i < n; i++)
+			cum[i] = total += 1.0 / rate;
+	} else {
+		double theta = 1.0 / (rate * burstiness);
+		for (size_t i = 0; i < n; i++)
+			cum[i] = total += ls_rng_gamma(a->rng, burstiness, theta);
+	}
+	double target_s = (double)n / rate;
+	double factor = total > 0.0 ? target_s / total : 1.0;
+	for (size_t i = 0; i < n; i++)
+		a->offsets_ns[i] = seconds_to_ns(cum[i] * factor);
+	/* Exactly N / rate, not whatever the last product rounded to. */
+	a->offsets_ns[n - 1] = seconds_to_ns(target_s);
+	for (size_t i = 1; i < n; i++) /* keep the schedule monotonic after rounding */
+		if (a->offsets_ns[i] < a->offsets_ns[i - 1])
+			a->offsets_ns[i] = a->offsets_ns[i - 1];
+	free(cum);
+	return 0;
+}
+
+/* vLLM's burstiness = inf: every gap is 1/rate, the first one included. */
+static int constant_init(struct ls_arrival *a, double rate, size_t n)
+{
+	if (!n)
+		return 0;
+	a->offsets_ns = malloc(n * sizeof(*a->offsets_ns));
+	if (!a->offsets_ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		a->offsets_ns[i] = seconds_to_ns((double)(i + 1) / rate);
+	return 0;
+}
+
+/* The dataset's own timestamps, seconds from run start, in order. */
+static int trace_init(struct ls_arrival *a, size_t n, const double *trace_offsets_s)
+{
+	if (!trace_offsets_s) {
+		fprintf(stderr, "latscope: --arrival trace needs a dataset with a timestamp on every "
+				"request (jsonl \"timestamp\")\n");
+		return -EINVAL;
+	}
+	if (!n)
+		return 0;
+	a->offsets_ns = malloc(n * sizeof(*a->offsets_ns));
+	if (!a->offsets_ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		double t = trace_offsets_s[i];
+		if (isnan(t) || t < 0.0 || (i && t < trace_offsets_s[i - 1])) {
+			fprintf(stderr, "latscope: trace timestamp of request %zu (%g s) is negative or "
+					"earlier than the one before it: timestamps must be seconds from "
+					"run start, in order\n", i, t);
+			ls_arrival_free(a);
+			return -EINVAL;
+		}
+		a->offsets_ns[i] = seconds_to_ns(t);
+	}
+	return 0;
+}
+
 int ls_arrival_init(struct ls_arrival *a, enum ls_arrival_kind kind, double rate, double burstiness,
 		    uint64_t seed, size_t n, const double *trace_offsets_s)
 {
@@ -69,74 +148,12 @@ int ls_arrival_init(struct ls_arrival *a, enum ls_arrival_kind kind, double rate
 	}
 
 	switch (kind) {
-	case LS_ARRIVAL_GAMMA: {
-		if (!(burstiness > 0.0) || isnan(burstiness)) {
-			fprintf(stderr, "latscope: --burstiness %g must be > 0 (1 = Poisson)\n", burstiness);
-			return -EINVAL;
-		}
-		if (!n)
-			return 0;
-		double *cum = malloc(n * sizeof(*cum));
-		a->offsets_ns = malloc(n * sizeof(*a->offsets_ns));
-		if (!cum || !a->offsets_ns) {
-			free(cum);
-			ls_arrival_free(a);
-			return -ENOMEM;
-		}
-		double total = 0.0;
-		if (isinf(burstiness)) {
-			for (size_t i = 0; i < n; i++)
-				cum[i] = total += 1.0 / rate;
-		} else {
-			double theta = 1.0 / (rate * burstiness);
-			for (size_t i = 0; i < n; i++)
-				cum[i] = total += ls_rng_gamma(a->rng, burstiness, theta);
-		}
-		double target_s = (double)n / rate;
-		double factor = total > 0.0 ? target_s / total : 1.0;
-		for (size_t i = 0; i < n; i++)
-			a->offsets_ns[i] = seconds_to_ns(cum[i] * factor);
-		/* Exactly N / rate, not whatever the last product rounded to. */
-		a->offsets_ns[n - 1] = seconds_to_ns(target_s);
-		for (size_t i = 1; i < n; i++) /* keep the schedule monotonic after rounding */
-			if (a->offsets_ns[i] < a->offsets_ns[i - 1])
-				a->offsets_ns[i] = a->offsets_ns[i - 1];
-		free(cum);
-		return 0;
-	}
+	case LS_ARRIVAL_GAMMA:
+		return gamma_init(a, rate, burstiness, n);
 	case LS_ARRIVAL_CONSTANT:
-		if (!n)
-			return 0;
-		a->offsets_ns = malloc(n * sizeof(*a->offsets_ns));
-		if (!a->offsets_ns)
-			return -ENOMEM;
-		/* vLLM's burstiness = inf: every gap is 1/rate, the first one included. */
-		for (size_t i = 0; i < n; i++)
-			a->offsets_ns[i] = seconds_to_ns((double)(i + 1) / rate);
-		return 0;
+		return constant_init(a, rate, n);
 	case LS_ARRIVAL_TRACE:
-		if (!trace_offsets_s) {
-			fprintf(stderr, "latscope: --arrival trace needs a dataset with a timestamp on every "
-					"request (jsonl \"timestamp\")\n");
-			return -EINVAL;
-		}
-		if (!n)
-			return 0;
-		a->offsets_ns = malloc(n * sizeof(*a->offsets_ns));
-		if (!a->offsets_ns)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++) {
-			double t = trace_offsets_s[i];
-			if (isnan(t) || t < 0.0 || (i && t < trace_offsets_s[i - 1])) {
-				fprintf(stderr, "latscope: trace timestamp of request %zu (%g s) is negative or "
-						"earlier than the one before it: timestamps must be seconds from "
-						"run start, in order\n", i, t);
-				ls_arrival_free(a);
-				return -EINVAL;
-			}
-			a->offsets_ns[i] = seconds_to_ns(t);
-		}
-		return 0;
+		return trace_init(a, n, trace_offsets_s);
 	case LS_ARRIVAL_POISSON_YIELD:
 	case LS_ARRIVAL_CLOSED:
 	case LS_ARRIVAL_INF:

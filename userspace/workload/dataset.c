@@ -223,10 +223,10 @@ static const char *turn_value(const cJSON *turn, const char *role)
 	return value->valuestring;
 }
 
-int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
-			uint64_t seed, ls_token_count_fn count, void *count_ctx)
+/* The file as a JSON list: 0 with *root (the caller's), or -errno with a message naming
+ * path:line. */
+static int sharegpt_parse(const char *path, cJSON **root_out)
 {
-	memset(ds, 0, sizeof(*ds));
 	size_t len = 0;
 	char *buf = ls_read_file(path, "latscope", "dataset", &len);
 	if (!buf)
@@ -242,71 +242,128 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 		free(buf);
 		return -EINVAL;
 	}
+	free(buf); /* cJSON holds copies of its strings */
 	if (!cJSON_IsArray(root)) {
 		fprintf(stderr, "latscope: %s:1: not a ShareGPT file: the top level must be a JSON list\n", path);
 		cJSON_Delete(root);
-		free(buf);
 		return -EINVAL;
 	}
-	size_t total = (size_t)cJSON_GetArraySize(root);
+	*root_out = root;
+	return 0;
+}
+
+/* The list's total entries, shuffled by seed (Fisher-Yates, as vLLM shuffles before sampling).
+ * malloc'd; NULL when total is 0 or out of memory. */
+static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed)
+{
 	cJSON **entries = total ? malloc(total * sizeof(*entries)) : NULL;
-	if (total && !entries) {
-		cJSON_Delete(root);
-		free(buf);
-		return -ENOMEM;
-	}
+	if (!entries)
+		return NULL;
 	size_t k = 0;
 	for (cJSON *e = root->child; e; e = e->next)
 		entries[k++] = e;
 	uint64_t rng[2];
 	ls_rng_seed(rng, seed);
-	for (size_t i = total; i > 1; i--) { /* Fisher-Yates, as vLLM shuffles before sampling */
+	for (size_t i = total; i > 1; i--) {
 		size_t j = (size_t)ls_rng_below(rng, i);
 		cJSON *t = entries[i - 1];
 		entries[i - 1] = entries[j];
 		entries[j] = t;
 	}
+	return entries;
+}
 
-	int err = 0, estimated = 0;
+/* The conversation's first human turn and the turn right after it when that is gpt's. 1 when
+ * entry has both, else 0. */
+static int sharegpt_pair(const cJSON *entry, const char **prompt, const char **completion)
+{
+	const cJSON *conv = cJSON_GetObjectItemCaseSensitive(entry, "conversations");
+	*prompt = *completion = NULL;
+	if (!cJSON_IsArray(conv))
+		return 0;
+	for (const cJSON *t = conv->child; t; t = t->next) {
+		if (!*prompt) {
+			*prompt = turn_value(t, "human");
+			continue;
+		}
+		*completion = turn_value(t, "gpt");
+		break;
+	}
+	return *prompt && *completion;
+}
+
+/* Takes the entries that pass vLLM's length filters, in order, into ds->prompts until want.
+ * *have: prompts taken (their texts are ds's, also on error). 0 or -errno. */
+static int sharegpt_take(struct ls_dataset *ds, cJSON **entries, size_t total, size_t want,
+			 uint32_t fixed_output_len, ls_token_count_fn count, void *count_ctx, int *estimated,
+			 size_t *have)
+{
+	for (size_t i = 0; i < total && *have < want; i++) {
+		const char *prompt, *completion;
+		if (!sharegpt_pair(entries[i], &prompt, &completion))
+			continue;
+		uint32_t plen, olen = fixed_output_len;
+		int err = count_tokens(count, count_ctx, prompt, &plen, estimated);
+		if (!err && !fixed_output_len)
+			err = count_tokens(count, count_ctx, completion, &olen, estimated);
+		if (err)
+			return err;
+		if (plen < SHAREGPT_MIN_LEN || (!fixed_output_len && olen < SHAREGPT_MIN_LEN) ||
+		    plen > SHAREGPT_MAX_PROMPT_LEN || (uint64_t)plen + olen > SHAREGPT_MAX_TOTAL_LEN)
+			continue;
+		struct ls_prompt *p = &ds->prompts[*have];
+		p->text = strdup(prompt);
+		if (!p->text)
+			return -ENOMEM;
+		p->prompt_len = plen;
+		p->output_len = olen;
+		p->timestamp_s = -1.0;
+		(*have)++;
+	}
+	return 0;
+}
+
+/* vLLM oversamples to reach num_prompts: repeats the ds->n prompts that survived, in order. */
+static int sharegpt_repeat(struct ls_dataset *ds, const char *path, size_t want)
+{
+	size_t base = ds->n;
+	for (size_t have = base; have < want; have++) {
+		const struct ls_prompt *src = &ds->prompts[have % base];
+		struct ls_prompt *p = &ds->prompts[have];
+		*p = *src;
+		p->text = strdup(src->text);
+		if (!p->text)
+			return -ENOMEM;
+		ds->n = have + 1;
+	}
+	fprintf(stderr, "latscope: %s: %zu usable conversations for %zu prompts; repeating them\n", path, base,
+		want);
+	return 0;
+}
+
+int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+			uint64_t seed, ls_token_count_fn count, void *count_ctx)
+{
+	cJSON *root = NULL;
+	memset(ds, 0, sizeof(*ds));
+	int err = sharegpt_parse(path, &root);
+	if (err)
+		return err;
+	size_t total = (size_t)cJSON_GetArraySize(root);
+	cJSON **entries = sharegpt_shuffled(root, total, seed);
+	if (total && !entries) {
+		cJSON_Delete(root);
+		return -ENOMEM;
+	}
+
+	int estimated = 0;
 	size_t want = n ? n : total, have = 0;
 	if (want)
 		ds->prompts = calloc(want, sizeof(*ds->prompts));
 	if (want && !ds->prompts)
 		err = -ENOMEM;
-	for (size_t i = 0; !err && i < total && have < want; i++) {
-		const cJSON *conv = cJSON_GetObjectItemCaseSensitive(entries[i], "conversations");
-		if (!cJSON_IsArray(conv))
-			continue;
-		const char *prompt = NULL, *completion = NULL;
-		for (const cJSON *t = conv->child; t; t = t->next) {
-			if (!prompt) {
-				prompt = turn_value(t, "human");
-				continue;
-			}
-			completion = turn_value(t, "gpt");
-			break; /* only the turn right after the first human one */
-		}
-		if (!prompt || !completion)
-			continue;
-		uint32_t plen, olen = fixed_output_len;
-		if ((err = count_tokens(count, count_ctx, prompt, &plen, &estimated)))
-			break;
-		if (!fixed_output_len && (err = count_tokens(count, count_ctx, completion, &olen, &estimated)))
-			break;
-		if (plen < SHAREGPT_MIN_LEN || (!fixed_output_len && olen < SHAREGPT_MIN_LEN) ||
-		    plen > SHAREGPT_MAX_PROMPT_LEN || (uint64_t)plen + olen > SHAREGPT_MAX_TOTAL_LEN)
-			continue;
-		struct ls_prompt *p = &ds->prompts[have];
-		p->text = strdup(prompt);
-		if (!p->text) {
-			err = -ENOMEM;
-			break;
-		}
-		p->prompt_len = plen;
-		p->output_len = olen;
-		p->timestamp_s = -1.0;
-		have++;
-	}
+	if (!err)
+		err = sharegpt_take(ds, entries, total, want, fixed_output_len, count, count_ctx, &estimated, &have);
 	if (!err && have == 0 && want > 0) {
 		fprintf(stderr, "latscope: %s: no usable conversation (need a human turn followed by a gpt "
 				"turn, prompt 4..1024 tokens, prompt + output <= 2048)\n", path);
@@ -315,28 +372,11 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 		fprintf(stderr, "latscope: %s: counting tokens failed (%s)\n", path, strerror(-err));
 	}
 	ds->n = have;
-	if (!err && have < want) {
-		/* vLLM oversamples to reach num_prompts: repeat what survived, in order. */
-		size_t base = have;
-		for (; have < want; have++) {
-			const struct ls_prompt *src = &ds->prompts[have % base];
-			struct ls_prompt *p = &ds->prompts[have];
-			*p = *src;
-			p->text = strdup(src->text);
-			if (!p->text) {
-				err = -ENOMEM;
-				break;
-			}
-			ds->n = have + 1;
-		}
-		if (!err)
-			fprintf(stderr, "latscope: %s: %zu usable conversations for %zu prompts; repeating them\n",
-				path, base, want);
-	}
+	if (!err && have < want)
+		err = sharegpt_repeat(ds, path, want);
 	ds->lens_estimated = estimated;
 	free(entries);
 	cJSON_Delete(root);
-	free(buf);
 	if (err)
 		ls_dataset_free(ds);
 	return err;
@@ -348,6 +388,32 @@ static int json_uint(const cJSON *item, uint32_t *out)
 	    item->valuedouble != floor(item->valuedouble))
 		return -1;
 	*out = (uint32_t)item->valuedouble;
+	return 0;
+}
+
+/* "prompt_token_ids" into p (token_ids allocated here). 0, -ENOMEM, or -EINVAL with a message
+ * naming path:line. */
+static int jsonl_token_ids(const char *path, size_t line, const cJSON *ids, struct ls_prompt *p)
+{
+	int n = cJSON_GetArraySize(ids);
+	if (n <= 0) {
+		fprintf(stderr, "latscope: %s:%zu: \"prompt_token_ids\" is empty\n", path, line);
+		return -EINVAL;
+	}
+	p->token_ids = malloc((size_t)n * sizeof(*p->token_ids));
+	if (!p->token_ids)
+		return -ENOMEM;
+	uint32_t k = 0;
+	for (const cJSON *id = ids->child; id; id = id->next) {
+		if (json_uint(id, &p->token_ids[k])) {
+			fprintf(stderr, "latscope: %s:%zu: \"prompt_token_ids\" item %u is not a token id\n",
+				path, line, k);
+			return -EINVAL;
+		}
+		k++;
+	}
+	p->n_token_ids = k;
+	p->prompt_len = k;
 	return 0;
 }
 
@@ -384,27 +450,8 @@ static int parse_jsonl_line(const char *path, size_t line, const char *text, siz
 		p->timestamp_s = ts->valuedouble;
 	}
 	if (cJSON_IsArray(ids)) {
-		int n = cJSON_GetArraySize(ids);
-		if (n <= 0) {
-			fprintf(stderr, "latscope: %s:%zu: \"prompt_token_ids\" is empty\n", path, line);
+		if ((err = jsonl_token_ids(path, line, ids, p)))
 			goto out;
-		}
-		p->token_ids = malloc((size_t)n * sizeof(*p->token_ids));
-		if (!p->token_ids) {
-			err = -ENOMEM;
-			goto out;
-		}
-		uint32_t k = 0;
-		for (const cJSON *id = ids->child; id; id = id->next) {
-			if (json_uint(id, &p->token_ids[k])) {
-				fprintf(stderr, "latscope: %s:%zu: \"prompt_token_ids\" item %u is not a token id\n",
-					path, line, k);
-				goto out;
-			}
-			k++;
-		}
-		p->n_token_ids = k;
-		p->prompt_len = k;
 	} else if (cJSON_IsString(prompt)) {
 		p->text = strdup(prompt->valuestring);
 		if (!p->text) {

@@ -1,0 +1,37 @@
+/* run_report.c — see cmd.h: the one sequence from a run's records to its report (metrics ->
+ * checks -> report context -> text and result JSON) that bench and report share, so that a
+ * run reads the same whether it was just driven or loaded from its record file. */
+#include <errno.h>
+#include <stdio.h>
+#include "cmd/cmd.h"
+
+int ls_run_report_compute(struct ls_run_report *rr, const char *cmd, const struct ls_run *run,
+			  const struct ls_read_rules *rules, const struct ls_goodput *goodput,
+			  const char *arrival)
+{
+	struct ls_checks_ctx cx = { .arrival = arrival };
+
+	if (ls_metrics_compute(run, rules, goodput, &rr->metrics)) {
+		fprintf(stderr, "latscope %s: out of memory computing metrics\n", cmd);
+		return -ENOMEM;
+	}
+	ls_checks_compute(run, &rr->metrics, &cx, &rr->checks);
+	return 0;
+}
+
+int ls_run_report_print(FILE *out, const struct ls_run_report *rr, const struct ls_run *run,
+			const struct ls_report_ctx *ctx, const char *save_path)
+{
+	struct ls_report_ctx c = *ctx;
+
+	c.num_prompts = rr->metrics.n_measured; /* the run's non-warmup records: what was sent */
+	c.checks = &rr->checks;
+	ls_report_text(out, &rr->metrics, &c);
+	fflush(out);
+	return save_path ? ls_report_json_write(save_path, &rr->metrics, run, &c) : 0;
+}
+
+void ls_run_report_free(struct ls_run_report *rr)
+{
+	ls_metrics_free(&rr->metrics);
+}
