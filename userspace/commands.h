@@ -1,7 +1,10 @@
 /* commands.h — the subcommands main.c dispatches to. Each returns the process exit code:
- * 0 ok, 1 runtime failure, 2 usage error. None of them calls exit(). */
+ * 0 ok, 1 runtime failure, 2 usage error, 3 (bench) the run finished but no request
+ * succeeded. None of them calls exit(). */
 #ifndef LATSCOPE_COMMANDS_H
 #define LATSCOPE_COMMANDS_H
+
+#define LS_EXIT_NONE_OK 3 /* bench: every measured request failed */
 
 int cmd_bench(int argc, char **argv);   /* cmd/bench.c */
 int cmd_sim(int argc, char **argv);     /* sim/sim_main.c */

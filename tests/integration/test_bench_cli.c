@@ -40,10 +40,17 @@ Test(bench_cli, no_server_is_a_clear_error)
 	cr_expect(strstr(err, url), "names the server: %s", err);
 	free(out);
 	free(err);
-	/* Without the ready check every request fails, and says why. */
+	/* Without the ready check the initial test request meets it: a setup error, exit 1. */
 	const char *noready[] = { "bench", "--base-url", url, "--model", "m", "--num-prompts", "3",
 				  "--ready-check-timeout-sec", "0", "--random-vocab-size", "100", NULL };
-	cr_assert_eq(t_run(noready, &out, &err, 20), 0);
+	cr_assert_eq(t_run(noready, &out, &err, 20), 1);
+	cr_expect(strstr(err, "initial test request") && strstr(err, "connect"), "%s", err);
+	free(out);
+	free(err);
+	/* Without that either, every request fails and says why; no success is exit 3. */
+	const char *notest[] = { "bench", "--base-url", url, "--model", "m", "--num-prompts", "3",
+				 "--ready-check-timeout-sec", "0", "--random-vocab-size", "100", "--skip-initial-test", NULL };
+	cr_assert_eq(t_run(notest, &out, &err, 20), 3);
 	cr_expect(strstr(out, "Successful requests:                     0"), "%s", out);
 	cr_expect(strstr(out, "connect 3"), "failures by reason: %s", out);
 	free(out);

@@ -105,7 +105,7 @@ static void check_report_matches(const cJSON *res, const struct rl_records *rec,
 
 static void run_bench(const char *bin, struct t_sim *sim, size_t n, const char *conc, const char *conn,
 		      const char *timeout, const char *record, const char *result_dir, const char *result,
-		      double limit_s, char **out, char **err)
+		      double limit_s, int want_rc, char **out, char **err)
 {
 	char num[32];
 	snprintf(num, sizeof(num), "%zu", n);
@@ -113,7 +113,9 @@ static void run_bench(const char *bin, struct t_sim *sim, size_t n, const char *
 			       "--max-concurrency", conc, "--connection", conn, "--random-input-len", "16",
 			       "--random-output-len", "16", "--random-vocab-size", "300", "--request-timeout", timeout, "--probes", "off",
 			       "--ready-check-timeout-sec", "10", "--disable-tqdm", "--record", record, "--save-result",
-			       "--result-dir", result_dir, "--result-filename", result, NULL };
+			       "--result-dir", result_dir, "--result-filename", result,
+			       /* every request is faulted here by design: no setup test before the run */
+			       "--skip-initial-test", NULL };
 	struct rl_proc p;
 	uint64_t t0 = ls_now_ns();
 	rl_spawn(&p, bin, args);
@@ -123,7 +125,7 @@ static void run_bench(const char *bin, struct t_sim *sim, size_t n, const char *
 	*err = rl_stderr(&p);
 	rl_done(&p);
 	rl_assert_clean(*err, "bench");
-	cr_assert_eq(rc, 0, "bench exited %d (stderr: %.2000s)", rc, *err);
+	cr_assert_eq(rc, want_rc, "bench exited %d (stderr: %.2000s)", rc, *err);
 }
 
 Test(reliability_faults, every_kind_fails_with_its_named_reason, .timeout = 60)
@@ -136,7 +138,8 @@ Test(reliability_faults, every_kind_fails_with_its_named_reason, .timeout = 60)
 	snprintf(result, sizeof(result), "latscope-rel-%d-kinds.json", (int)getpid());
 	enum { N = 240 };
 	/* Fresh connections: close-after-accept is drawn per connection. */
-	run_bench(t_bin(), &sim, N, "32", "per-request", "0.5", record, "/tmp", result, 40, &out, &err);
+	/* every request faulted: none succeeded, exit 3 */
+	run_bench(t_bin(), &sim, N, "32", "per-request", "0.5", record, "/tmp", result, 40, 3, &out, &err);
 	setenv("T_KEEP", "1", 1);
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
@@ -190,7 +193,7 @@ Test(reliability_faults, storm_2000_requests_asan, .timeout = 120)
 	rl_tmp(record, sizeof(record), "storm.jsonl");
 	snprintf(result, sizeof(result), "latscope-rel-%d-storm.json", (int)getpid());
 	enum { N = 2000 };
-	run_bench(bin, &sim, N, "256", "reuse", "2", record, "/tmp", result, 100, &out, &err);
+	run_bench(bin, &sim, N, "256", "reuse", "2", record, "/tmp", result, 100, 0, &out, &err);
 	setenv("T_KEEP", "1", 1);
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");

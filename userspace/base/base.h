@@ -3,7 +3,8 @@
  * Gives: the one clock (clock.h), number conversion (numconv.h), the seeded rng (rng.h), JSON files
  * (json_file.h), the per-request record every stage passes on (record.h), the loop hook a stage
  * fills to be waited on by the driver's loop (loop_hook.h), and table-driven flags with their
- * number parsers (opts.h) for every command, the Authorization header (auth.h). */
+ * number parsers (opts.h) for every command, the Authorization header (auth.h), output files
+ * that are whole or absent (outfile.h). */
 #ifndef LATSCOPE_BASE_H
 #define LATSCOPE_BASE_H
 
@@ -15,5 +16,6 @@
 #include "base/loop_hook.h"
 #include "base/auth.h"
 #include "base/opts.h"
+#include "base/outfile.h"
 
 #endif

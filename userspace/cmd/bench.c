@@ -13,6 +13,7 @@
 #include "server/bench_server.h"
 #include "base/clock.h"
 #include "commands.h"
+#include "base/outfile.h"
 #include "config/config.h"
 #include "workload/dataset.h"
 #include "driver/driver.h"
@@ -31,6 +32,7 @@ struct bench {
 	struct ls_run      run;
 	struct ls_driver_job *jobs;
 	size_t             n_jobs, n_warmup, n_measured;
+	size_t             completed;         /* measured requests ok under the profile's rules */
 	size_t             n_not_sent; /* dropped after an interrupt */
 	struct ls_record_writer *record;
 	struct ls_spec_snapshot spec_before, spec_after;
@@ -59,8 +61,11 @@ static int build_dataset(struct bench *b)
 			.range_ratio = c->random_range_ratio, .semantics = c->profile.send.range_semantics,
 			.vocab_size = c->random_vocab_size, .seed = c->seed,
 		};
-		if (!o.vocab_size && !needs_text)
-			o.vocab_size = ls_server_vocab_size(&b->server, LS_DEFAULT_VOCAB);
+		if (!o.vocab_size && !needs_text && ls_server_vocab_size(&b->server, LS_DEFAULT_VOCAB, &o.vocab_size)) {
+			fprintf(stderr, "latscope bench: could not learn the vocabulary size for random token ids "
+					"(%s, %d tries); pass --random-vocab-size N\n", b->server.why, LS_SERVER_PROBE_TRIES);
+			return -EIO;
+		}
 		if (!o.vocab_size)
 			o.vocab_size = LS_DEFAULT_VOCAB;
 		return needs_text ? ls_dataset_random_text(&b->ds, &o, count, &b->server) : ls_dataset_random(&b->ds, &o);
@@ -187,9 +192,94 @@ static void drop_unsent(struct bench *b)
 }
 
 /* Warmups, then the measured run. Returns 0, 1 when interrupted, or -errno. */
+#define INITIAL_TEST_FAILED 2 /* drive()'s result when the test request failed (message printed) */
+
+/* A hint for a failed test request whose cause is common and has a plain fix. */
+static const char *test_hint(const struct bench *b, const struct ls_request *r)
+{
+	if (r->http_status == 404 && strstr(b->url, "/v1/v1/"))
+		return "; --base-url is the server's root, without /v1";
+	if (r->http_status == 404)
+		return "; check --endpoint and --backend";
+	if (r->http_status == 401 || r->http_status == 403)
+		return "; the server wants an API key: set OPENAI_API_KEY";
+	if (r->fail == LS_FAIL_CONNECT)
+		return "; is the server running at --base-url?";
+	return "";
+}
+
+/* A failure of the test request that says the setup is wrong (URL, endpoint, backend, key,
+ * TLS), not that the server had a bad moment (a 5xx, a reset, a stall: faults a storm draws). */
+static int setup_failure(const struct ls_request *r)
+{
+	int status = r->http_status;
+	return r->fail == LS_FAIL_CONNECT || r->fail == LS_FAIL_TLS ||
+	       (r->fail == LS_FAIL_HTTP_STATUS && status >= 400 && status < 500 && status != 408 && status != 429);
+}
+
+#define INITIAL_TEST_TRIES 3
+
+/* One try of the test request, with its own X-Request-Id ("test-<run tag>-<try>": not the
+ * run's prefix, so what reads the run's requests by its tag never meets it). 0 with
+ * *rec filled, 1 when interrupted, or -errno. */
+static int test_once(struct bench *b, int attempt, struct ls_request *rec)
+{
+	*rec = b->run.requests[b->n_warmup];
+	rec->frames = NULL;
+	rec->n_frames = rec->cap_frames = 0;
+	rec->id = (uint64_t)attempt;
+	struct ls_driver_job job = b->jobs[b->n_warmup];
+	job.rec = rec;
+	struct ls_run test = { .requests = rec, .n_requests = 1 };
+	struct ls_driver_opts o;
+	char tag[sizeof(b->run_tag) + 8];
+	snprintf(tag, sizeof(tag), "test-%s", b->run_tag);
+	driver_opts(b, &o, 0);
+	o.run_tag = tag;
+	o.on_finish = NULL; /* not a request of the run: not in the record file */
+	int rc = ls_driver_run(&o, &job, 1, &test);
+	return rc == 0 && test.interrupted ? 1 : rc;
+}
+
+/* vLLM's "initial test run": the first prompt, before the warmups and the clock, so a wrong
+ * URL, endpoint, backend or key stops the run at once. A failure the server's side explains
+ * is tried again and then only reported (a fault storm is a setup too). 0, 1 when
+ * interrupted, INITIAL_TEST_FAILED after a message, or -errno. */
+static int initial_test(struct bench *b)
+{
+	if (b->cfg.skip_initial_test || !b->n_measured)
+		return 0;
+	printf("Starting initial single prompt test run...\n");
+	fflush(stdout);
+	for (int attempt = 0; attempt < INITIAL_TEST_TRIES; attempt++) {
+		struct ls_request rec;
+		int rc = test_once(b, attempt, &rec);
+		int fail = rec.fail, setup = setup_failure(&rec);
+		if (rc == 0 && fail != LS_OK && (setup || attempt + 1 == INITIAL_TEST_TRIES))
+			fprintf(stderr, "latscope bench: the initial test request to %s failed%s: %s: %s%s\n", b->url,
+				setup ? "" : " every time (going on: the server answered)", ls_fail_name(rec.fail),
+				rec.error, test_hint(b, &rec));
+		ls_request_free(&rec);
+		if (rc == 1)
+			b->run.interrupted = 1;
+		if (rc)
+			return rc;
+		if (fail == LS_OK) {
+			printf("Initial test run completed.\n");
+			return 0;
+		}
+		if (setup)
+			return INITIAL_TEST_FAILED;
+	}
+	return 0;
+}
+
 static int drive(struct bench *b)
 {
 	struct ls_driver_opts o;
+	int test_rc = initial_test(b);
+	if (test_rc)
+		return test_rc;
 	if (b->n_warmup) {
 		printf("Warming up with %zu requests...\n", b->n_warmup);
 		fflush(stdout);
@@ -303,6 +393,7 @@ static int results(struct bench *b)
 	if (err)
 		return err;
 	b->checks = rr.checks;
+	b->completed = rr.metrics.completed;
 	if (rr.metrics.failed)
 		print_failures(b);
 	struct ls_report_ctx ctx = {
@@ -320,11 +411,28 @@ static int results(struct bench *b)
 	if (c->save_result && !(path = result_path(b)))
 		err = -ENOMEM;
 	int written = ls_run_report_print(stdout, &rr, &b->run, &ctx, path);
-	if (!err && !(err = written) && path)
+	if (!err && !written && path)
 		fprintf(stderr, "latscope bench: result written to %s\n", path);
 	free(path);
 	ls_run_report_free(&rr);
-	return err;
+	return err ? err : written ? 1 : 0; /* 1: the report is printed, a file was not written */
+}
+
+/* Every file the run will write, checked before it starts: it must be possible to create it
+ * (the result's directory is created first, as vLLM does; the record file is opened before the
+ * run and says so itself). 0 or -errno. */
+static int check_outputs(const struct bench *b)
+{
+	const struct ls_config *c = &b->cfg;
+	int rc = 0;
+	if (c->save_result) {
+		char *path = result_path(b);
+		rc = path ? ls_outfile_check("--save-result", path, 1) : -ENOMEM;
+		free(path);
+	}
+	if (!rc && c->trace_path)
+		rc = ls_outfile_check("--trace", c->trace_path, 0);
+	return rc;
 }
 
 static void bench_free(struct bench *b)
@@ -373,12 +481,13 @@ int cmd_bench(int argc, char **argv)
 	} else {
 		b.model = ls_server_first_model(&b.server);
 		if (!b.model && c->profile.send.backend != LS_BACKEND_SGLANG) {
-			fprintf(stderr, "latscope bench: no --model given and %s/v1/models named none; pass --model\n", b.base);
+			fprintf(stderr, "latscope bench: no --model given and %s gave no model name (%s); pass --model\n",
+				b.base, b.server.why);
 			goto out;
 		}
 	}
 	b.server.model = b.model;
-	if (build_dataset(&b) || build_arrival(&b) || build_jobs(&b))
+	if (check_outputs(&b) || build_dataset(&b) || build_arrival(&b) || build_jobs(&b))
 		goto out;
 	if (ls_bench_probes_open(c, &b.probes))
 		goto out;
@@ -401,19 +510,29 @@ int cmd_bench(int argc, char **argv)
 		ls_record_close(b.record, &b.run);
 		b.record = NULL;
 	}
-	if (rc < 0) {
+	if (rc < 0)
 		fprintf(stderr, "latscope bench: the run could not start (%s)\n", strerror(-rc));
+	if (rc < 0 || rc == INITIAL_TEST_FAILED)
 		goto out;
-	}
-	if (results(&b) || ls_bench_probes_report(b.probes, &b.run, stdout))
+	/* The whole report is printed even when a file could not be written; that is an exit 1. */
+	int results_rc = results(&b);
+	if (results_rc < 0)
 		goto out;
+	int probes_rc = ls_bench_probes_report(b.probes, &b.run, stdout);
 	ls_checks_print(stdout, &b.checks);
+	if (results_rc || probes_rc)
+		goto out;
 	if (b.run.interrupted) {
 		fprintf(stderr, "latscope bench: interrupted; the report covers the %zu requests that were sent "
 			"(%zu never sent)\n", b.n_measured, b.n_not_sent);
 		goto out;
 	}
 	exit_code = 0;
+	if (b.n_measured && !b.completed) {
+		fprintf(stderr, "latscope bench: no request succeeded (%zu failed); exit %d\n", b.n_measured,
+			LS_EXIT_NONE_OK);
+		exit_code = LS_EXIT_NONE_OK;
+	}
 out:
 	if (b.record)
 		ls_record_close(b.record, NULL);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/resource.h>
 #include "attribution/attribution.h"
+#include "base/outfile.h"
 #include "cmd/bench_probes.h"
 #include "attribution/gpu_steps.h"
 #include "config/profile.h"
@@ -270,14 +271,11 @@ static void ints_to_raw(cJSON *item)
 static int write_jsonl(const char *path, const char *record_path, const struct ls_run *run,
 		       const struct ls_attribution *a, const struct ls_evstore *events)
 {
-	FILE *f = fopen(path, "w");
-	int err = 0;
-
-	if (!f) {
-		err = -errno;
-		fprintf(stderr, "latscope bench: cannot create %s: %s\n", path, strerror(errno));
+	struct ls_outfile out;
+	int err = ls_outfile_open(&out, "attribution file", path);
+	if (err)
 		return err;
-	}
+	FILE *f = out.f;
 	cJSON *h = cJSON_CreateObject();
 	if (h) {
 		cJSON_AddNumberToObject(h, "latscope_attribution", 1);
@@ -310,11 +308,12 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 			err = text ? -EIO : -ENOMEM;
 		free(text);
 	}
-	if (fclose(f) && !err)
-		err = -errno;
-	if (err)
+	if (err) {
 		fprintf(stderr, "latscope bench: writing %s failed: %s\n", path, strerror(-err));
-	return err;
+		ls_outfile_abort(&out);
+		return err;
+	}
+	return ls_outfile_commit(&out);
 }
 
 /* The run's span, warmups included (GPU steps outside it are someone else's). */

@@ -50,6 +50,7 @@ struct ls_config {
 	double   request_timeout_s; /* 0 = none */
 	double   ready_check_timeout_s;
 	int      disable_tqdm;
+	int      skip_initial_test; /* no test request before the run (vLLM always sends one) */
 	int      busy_poll;         /* the loop spins instead of sleeping */
 	uint32_t spin_us;           /* the loop spins this long before sleeping */
 	/* results */

@@ -57,6 +57,8 @@ const struct ls_opt ls_config_opts[] = {
 	  "fail a request after S seconds, 0 = never [21600]", NULL },
 	{ "ready-check-timeout-sec", O_READY_CHECK_TIMEOUT, LS_ARG_ONE, "S",
 	  "wait up to S seconds for the server to answer before the run, 0 = skip [600]", NULL },
+	{ "skip-initial-test", O_SKIP_INITIAL_TEST, LS_ARG_NONE, NULL,
+	  "do not send the one test request (the first prompt) that checks the setup before the run", NULL },
 	{ "disable-tqdm", O_DISABLE_TQDM, LS_ARG_NONE, NULL,
 	  "no progress line (it is shown only when stderr is a terminal)", NULL },
 	{ "spin-us", O_SPIN_US, LS_ARG_ONE, "US",
@@ -164,6 +166,7 @@ static int *switch_field(struct ls_config *c, enum opt_id id)
 	case O_HTTP2: return &c->http2;
 	case O_INSECURE: return &c->insecure;
 	case O_DISABLE_TQDM: return &c->disable_tqdm;
+	case O_SKIP_INITIAL_TEST: return &c->skip_initial_test;
 	case O_BUSY_POLL: return &c->busy_poll;
 	case O_SAVE_RESULT: return &c->save_result;
 	default: return NULL;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "base/outfile.h"
 #include "attribution/attribution.h"
 
 enum { PID_REQUESTS = 1, PID_SERVER = 2, PID_GPU = 3 };
@@ -202,18 +203,11 @@ int ls_trace_write(const char *path, const struct ls_run *run, const struct ls_a
 	text = cJSON_PrintUnformatted(root);
 	if (!text)
 		goto out;
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		rc = -errno;
-		fprintf(stderr, "latscope: --trace %s: %s\n", path, strerror(-rc));
+	struct ls_outfile f;
+	if ((rc = ls_outfile_open(&f, "--trace", path)))
 		goto out;
-	}
-	int failed = fputs(text, f) < 0;
-	if (fclose(f) != 0) /* closed either way, also when fputs failed */
-		failed = 1;
-	rc = failed ? -EIO : 0;
-	if (failed)
-		fprintf(stderr, "latscope: --trace %s: write failed\n", path);
+	fputs(text, f.f); /* an error sticks to the stream: commit reports it */
+	rc = ls_outfile_commit(&f);
 out:
 	free(text);
 	cJSON_Delete(root);

@@ -29,11 +29,16 @@ int ls_server_wait_ready(struct ls_server *s, double timeout_s)
 		o.timeout_s = 5.0;
 		int rc = ls_http_call(url, NULL, &o, &resp);
 		long status = resp.status;
+		int hopeless = rc && ls_http_hopeless(&resp);
 		if (rc)
 			snprintf(last, sizeof(last), "%s", resp.error);
 		else
 			snprintf(last, sizeof(last), "HTTP %ld", status);
+		if (hopeless)
+			fprintf(stderr, "latscope bench: %s: %s; %s\n", url, last, ls_http_fix(&resp));
 		ls_http_resp_free(&resp);
+		if (hopeless)
+			return -1;
 		if (!rc && status < 500)
 			return 0;
 		if (ls_now_ns() >= deadline) {
@@ -47,16 +52,40 @@ int ls_server_wait_ready(struct ls_server *s, double timeout_s)
 	}
 }
 
+/* What an answer that is not the JSON asked for was, in words, into s->why. */
+static void say_why(struct ls_server *s, const char *path, int rc, const struct ls_http_resp *resp)
+{
+	if (rc)
+		snprintf(s->why, sizeof(s->why), "%s: no answer (%s)", path, resp->error);
+	else if (resp->status == 401 || resp->status == 403)
+		snprintf(s->why, sizeof(s->why), "%s: the server refused the request (HTTP %ld): %s", path,
+			 resp->status, getenv("OPENAI_API_KEY") ? "check OPENAI_API_KEY" : "set OPENAI_API_KEY");
+	else if (resp->status != 200)
+		snprintf(s->why, sizeof(s->why), "%s: HTTP %ld (%s)", path, resp->status,
+			 resp->content_type[0] ? resp->content_type : "no Content-Type");
+	else
+		snprintf(s->why, sizeof(s->why), "%s: HTTP 200 but not the JSON expected (%s)", path,
+			 resp->content_type[0] ? resp->content_type : "no Content-Type");
+}
+
+/* GET (body NULL) or POST path, parsed as JSON, tried up to LS_SERVER_PROBE_TRIES times while
+ * no answer comes. NULL with s->why set. */
 static cJSON *get_json(struct ls_server *s, const char *path, const char *body)
 {
 	char url[1024];
 	snprintf(url, sizeof(url), "%s%s", s->base, path);
-	struct ls_http_resp resp;
-	cJSON *root = NULL;
-	if (!ls_http_call(url, body, &s->http, &resp) && resp.status == 200 && resp.body)
-		root = cJSON_Parse(resp.body);
-	ls_http_resp_free(&resp);
-	return root;
+	for (int attempt = 0; attempt < LS_SERVER_PROBE_TRIES; attempt++) {
+		struct ls_http_resp resp;
+		int rc = ls_http_call(url, body, &s->http, &resp);
+		cJSON *root = !rc && resp.status == 200 && resp.body ? cJSON_Parse(resp.body) : NULL;
+		if (!root)
+			say_why(s, path, rc, &resp);
+		ls_http_resp_free(&resp);
+		if (root || !rc)
+			return root; /* an answer, even a refusal, is final */
+		sleep_ms(20L << attempt);
+	}
+	return NULL;
 }
 
 static const cJSON *first_model(const cJSON *root)
@@ -70,6 +99,8 @@ char *ls_server_first_model(struct ls_server *s)
 	cJSON *root = get_json(s, "/v1/models", NULL);
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(first_model(root), "id");
 	char *name = cJSON_IsString(id) ? strdup(id->valuestring) : NULL;
+	if (root && !name)
+		snprintf(s->why, sizeof(s->why), "/v1/models: its JSON has no data[0].id");
 	cJSON_Delete(root);
 	return name;
 }
@@ -109,47 +140,66 @@ int ls_server_has_tokenize(struct ls_server *s)
 	return ls_server_count_tokens(s, "Hello world", &n) == 0;
 }
 
-/* 1 when /detokenize takes [id], 0 when it refuses it (4xx), -1 when there is no answer. */
+/* 1 when /detokenize takes [id], 0 when it refuses it (4xx), -1 when no answer came in
+ * LS_SERVER_PROBE_TRIES tries or the server has no opinion (404/405/5xx: s->why says which). */
 static int detokenize_ok(struct ls_server *s, uint32_t id)
 {
 	char url[1024], body[128];
 	snprintf(url, sizeof(url), "%s/detokenize", s->base);
 	snprintf(body, sizeof(body), "{\"tokens\":[%u]}", id); /* model is optional here */
-	struct ls_http_resp resp;
-	int rc = ls_http_call(url, body, &s->http, &resp);
-	long status = resp.status;
-	ls_http_resp_free(&resp);
-	if (rc)
-		return -1;
-	if (status == 200)
-		return 1;
-	return status >= 400 && status < 500 && status != 404 && status != 405 ? 0 : -1;
+	for (int attempt = 0; attempt < LS_SERVER_PROBE_TRIES; attempt++) {
+		struct ls_http_resp resp;
+		int rc = ls_http_call(url, body, &s->http, &resp);
+		long status = resp.status;
+		say_why(s, "/detokenize", rc, &resp);
+		ls_http_resp_free(&resp);
+		if (!rc && status == 200)
+			return 1;
+		if (!rc && status >= 400 && status < 500 && status != 404 && status != 405)
+			return 0;
+		if (!rc)
+			return -1; /* no such endpoint, or an error of its own: no opinion */
+		sleep_ms(20L << attempt);
+	}
+	return -2;
 }
 
-uint32_t ls_server_vocab_size(struct ls_server *s, uint32_t cap)
+/* The vocabulary from /v1/models' vocab_size; 0 when it does not say. */
+static uint32_t listed_vocab(struct ls_server *s)
 {
 	cJSON *root = get_json(s, "/v1/models", NULL);
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(first_model(root), "vocab_size");
-	if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9) {
-		uint32_t vocab = (uint32_t)v->valuedouble;
-		cJSON_Delete(root);
-		return vocab;
-	}
+	uint32_t vocab = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9 ? (uint32_t)v->valuedouble : 0;
 	cJSON_Delete(root);
-	if (detokenize_ok(s, cap - 1) != 0)
-		return cap; /* accepted, or no opinion: keep the usual size */
+	return vocab;
+}
+
+int ls_server_vocab_size(struct ls_server *s, uint32_t cap, uint32_t *vocab)
+{
+	if ((*vocab = listed_vocab(s)))
+		return 0;
+	*vocab = cap;
+	int top = detokenize_ok(s, cap - 1);
+	if (top == -2)
+		return -EIO;
+	if (top != 0)
+		return 0; /* accepted, or no /detokenize to ask: the usual size */
 	uint32_t lo = 0, hi = cap - 1; /* lo accepted (id 0 always is), hi refused */
-	if (detokenize_ok(s, 0) != 1)
-		return cap;
+	int zero = detokenize_ok(s, 0);
+	if (zero == -2)
+		return -EIO;
+	if (zero != 1)
+		return 0;
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		int ok = detokenize_ok(s, mid);
 		if (ok < 0)
-			return cap;
+			return ok == -2 ? -EIO : 0;
 		if (ok)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	return lo + 1;
+	*vocab = lo + 1;
+	return 0;
 }
