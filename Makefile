@@ -188,6 +188,33 @@ $(BUILD)/tests/fuzz/%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(BUILD)/obj/tests/fuzz/
 # it, and the fuzz corpus replays.
 san-bins: $(BIN) unit-bins $(REPLAY_BINS)
 
+# ---- the test runner's own fixtures (tests/runner) ----
+# Suites that fail the ways tests/run must catch (a runner process that crashes, or exits before
+# its TAP report; a test that never returns; a leak under ASan), a healthy one, and the corpus
+# replay over a trivial fuzz target; tests/runner/test_runner.sh runs tests/run against them.
+# Built with the unit tests, always into build/tests/runner: the leak fixture brings its own ASan.
+RUNNER_FIX_DIR    := build/tests/runner
+RUNNER_FIX_SRCS   := $(filter-out %/fuzz_target.c,$(wildcard tests/runner/fixtures/*.c))
+RUNNER_FIXTURES   := $(patsubst tests/runner/fixtures/%.c,$(RUNNER_FIX_DIR)/%,$(RUNNER_FIX_SRCS)) \
+                     $(RUNNER_FIX_DIR)/replay
+RUNNER_FIX_CFLAGS := -O0 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE
+.PHONY: runner-fixtures
+runner-fixtures: $(RUNNER_FIXTURES)
+unit-bins: runner-fixtures
+
+$(RUNNER_FIX_DIR)/leak: RUNNER_FIX_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+
+$(RUNNER_FIX_DIR)/replay: tests/runner/fixtures/fuzz_target.c tests/fuzz/replay_main.c
+	$(Q)mkdir -p $(@D)
+	$(msg) LD $@
+	$(Q)$(CC) $(RUNNER_FIX_CFLAGS) $^ -o $@
+
+$(RUNNER_FIX_DIR)/%: tests/runner/fixtures/%.c
+	$(Q)mkdir -p $(@D)
+	$(msg) LD $@
+	$(Q)$(CC) $(RUNNER_FIX_CFLAGS) $< -lcriterion -o $@
+# ---- end of the runner's fixtures ----
+
 install: all
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/latscope
 	install -d $(DESTDIR)$(PREFIX)/share/latscope/configs

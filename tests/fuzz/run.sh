@@ -6,10 +6,15 @@
 #   FUZZ_SECONDS=300 make fuzz           longer
 #   tests/fuzz/run.sh sse sim_http       only these targets
 #   build/fuzz/bin/sse build/fuzz/crashes/crash-...   replay one crash
+#   tests/fuzz/run.sh --merge [NAME...]  no fuzzing: add to tests/fuzz/corpus/NAME the inputs of
+#                                        the work corpus that reach edges it does not (-merge=1
+#                                        -use_counters=0 keeps it to tens of files a target)
 # Ends with one line per target: executions, corpus size, crashes.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 SECONDS_EACH=${FUZZ_SECONDS:-60}
+merge=0
+[ "${1:-}" = --merge ] && { merge=1; shift; }
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
 	for src in tests/fuzz/fuzz_*.c; do
@@ -19,6 +24,15 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 mkdir -p build/fuzz/crashes build/fuzz/logs
 failed=0
+if [ "$merge" = 1 ]; then
+	for t in "${targets[@]}"; do
+		before=$(find "tests/fuzz/corpus/$t" -type f | wc -l)
+		build/fuzz/bin/"$t" -merge=1 -use_counters=0 -close_fd_mask=3 "tests/fuzz/corpus/$t" \
+			"build/fuzz/corpus/$t" >"build/fuzz/logs/$t.merge.log" 2>&1 || { failed=1; echo "merge $t failed"; }
+		echo "$t: $before -> $(find "tests/fuzz/corpus/$t" -type f | wc -l) inputs"
+	done
+	exit $failed
+fi
 summary=()
 for t in "${targets[@]}"; do
 	bin=build/fuzz/bin/$t
