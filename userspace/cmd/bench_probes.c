@@ -216,11 +216,13 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 	size_t n = run->n_requests, peak = peak_in_flight(run);
 	long rss_kib = now->ru_maxrss - bp->before.ru_maxrss;
 	fprintf(out, "harness cost (getrusage, the run): CPU %.1f ms = %.1f us per request, %.2f us per frame "
-		"(user %.2f + kernel %.2f) (%zu requests, %llu frames); peak RSS +%.1f MiB = %.1f KiB per stream "
-		"in flight (peak %zu)",
+		"(user %.2f + kernel %.2f) (%zu requests, %llu frames)",
 		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, frames ? user / frames : 0.0,
-		frames ? kern / frames : 0.0, n, (unsigned long long)frames,
-		rss_kib > 0 ? rss_kib / 1024.0 : 0.0, peak && rss_kib > 0 ? (double)rss_kib / peak : 0.0, peak);
+		frames ? kern / frames : 0.0, n, (unsigned long long)frames);
+	/* ru_maxrss is a high-water mark: a run that stayed below the set-up's peak shows no growth. */
+	if (rss_kib > 0 && peak)
+		fprintf(out, "; peak RSS +%.1f MiB = %.1f KiB per stream in flight (peak %zu)", rss_kib / 1024.0,
+			(double)rss_kib / peak, peak);
 	if (loop_spins(bp->cfg))
 		fprintf(out, "; %s: the loop's spinning is in the CPU", bp->cfg->busy_poll ? "--busy-poll" : "--spin-us");
 	if (bp->ended && bp->have_steal && bp->steal_after_ms > bp->steal_before_ms)

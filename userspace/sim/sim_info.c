@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base/clock.h"
@@ -115,7 +116,8 @@ static void models(struct sim_conn *c, int keep_alive)
 	cJSON_AddItemToArray(data, m);
 	cJSON_AddStringToObject(m, "id", cfg->model);
 	cJSON_AddStringToObject(m, "object", "model");
-	cJSON_AddNumberToObject(m, "created", (double)(c->srv->start_ns / 1000000000ull));
+	/* Unix time, as vLLM's ModelCard sets it when it answers (start_ns is CLOCK_MONOTONIC). */
+	cJSON_AddNumberToObject(m, "created", (double)time(NULL));
 	cJSON_AddStringToObject(m, "owned_by", "latscope");
 	cJSON_AddStringToObject(m, "root", cfg->model);
 	cJSON_AddNumberToObject(m, "max_model_len", cfg->max_model_len);
