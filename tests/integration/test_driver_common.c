@@ -301,8 +301,10 @@ int td_canned_start(struct td_canned *c, const char *resp, size_t len, int hold)
 					break;
 				off += (size_t)w;
 			}
+			/* hold: leave this connection open and silent (killed with the child) and
+			 * answer the next one the same way, so every request sees headers first. */
 			if (hold)
-				pause();
+				continue;
 			shutdown(fd, SHUT_WR);
 			close(fd);
 		}

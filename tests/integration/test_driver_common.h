@@ -62,7 +62,7 @@ size_t td_count_fail(const struct td_batch *b, enum ls_fail why);
 
 /* A hostile or broken server for cases the sim does not produce: a forked child that answers
  * every connection on 127.0.0.1 with the same canned bytes (after reading the request), then
- * closes it (or, with hold, keeps it open until stopped). */
+ * closes it (or, with hold, keeps each one open and silent until stopped). */
 struct td_canned {
 	int   pid;
 	int   port;
