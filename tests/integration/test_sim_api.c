@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "base/opts.h"
+#include "sim/sim.h"
 #include "t_helpers.h"
 #include "test_sim_client.h"
 
@@ -435,8 +437,40 @@ Test(sim_api, help_and_bad_flags)
 				"--accept-len", "--num-spec-tokens", "--accept-dist", "--empty-frame-every", "--api-frame-us",
 				"--fail-rate", "--fail-kind", "--tls", "--tls-cert", "--tls-key", "--tls-max",
 				"--gpu", "--gpu-lib", "--max-header-bytes", "--max-body-bytes", NULL };
-	for (int i = 0; flags[i]; i++)
+	size_t n_opts = 0;
+	const struct ls_opt *opts = sim_opts(&n_opts);
+	cr_assert_gt(n_opts, 20);
+	for (int i = 0; flags[i]; i++) {
 		cr_expect(strstr(out, flags[i]), "--help lacks %s", flags[i]);
+		size_t k = 0;
+		while (k < n_opts && strcmp(opts[k].name, flags[i] + 2))
+			k++;
+		cr_expect_lt(k, n_opts, "the flag table lacks %s", flags[i]);
+	}
+	/* Every entry of the real table: "--name METAVAR" and the first line of its help in --help,
+	 * each name once, a short form only for a flag that has a long one. */
+	for (size_t k = 0; k < n_opts; k++) {
+		const struct ls_opt *o = &opts[k];
+		for (size_t j = k + 1; j < n_opts; j++)
+			cr_expect_neq(strcmp(o->name, opts[j].name), 0, "--%s is in the table twice", o->name);
+		if (strlen(o->name) == 1) {
+			size_t j = 0;
+			while (j < n_opts && (strlen(opts[j].name) == 1 || opts[j].id != o->id))
+				j++;
+			cr_expect_lt(j, n_opts, "-%s is the short form of no flag", o->name);
+			char shown[16];
+			snprintf(shown, sizeof(shown), "-%s, --", o->name);
+			cr_expect(strstr(out, shown), "--help lacks %s", shown);
+			continue;
+		}
+		char shown[96], first[256];
+		snprintf(shown, sizeof(shown), "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		const char *at = strstr(out, shown);
+		cr_expect(at && (at[strlen(shown)] == ' ' || at[strlen(shown)] == '\n'), "--help lacks \"%s\"", shown);
+		cr_assert(o->help && o->help[0], "--%s has no help text", o->name);
+		snprintf(first, sizeof(first), "%.*s", (int)strcspn(o->help, "\n"), o->help);
+		cr_expect(at && strstr(at, first), "--help lacks the help of --%s: %s", o->name, first);
+	}
 	free(out);
 	const char *bad[][4] = { { "sim", "--bogus", NULL }, { "sim", "--step-ms", "abc", NULL },
 				 { "sim", "--fail-kind", "explode", NULL }, { "sim", "--tls-max", "1.1", NULL },
