@@ -132,12 +132,12 @@ Test(sim_tls, garbage_instead_of_a_handshake)
 	/* A plaintext request where the handshake belongs: the sim drops the connection (at most a
 	 * TLS alert comes back, never an HTTP answer) and does not hold it open. */
 	static const char plain[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-	struct tsc_resp r;
-	cr_assert_eq(tsc_raw(sim.port, plain, sizeof(plain) - 1, &r, 5000), 0, "connected");
-	cr_expect(r.end == TSC_EOF || r.end == TSC_RESET, "the sim closed the connection (end %d)", (int)r.end);
+	struct t_resp r;
+	cr_assert_eq(t_raw(sim.port, plain, sizeof(plain) - 1, &r, 5000), 0, "connected");
+	cr_expect(r.end == T_EOF || r.end == T_RESET, "the sim closed the connection (end %d)", (int)r.end);
 	cr_expect_eq(r.status, 0, "no HTTP status came back over a failed handshake");
 	cr_expect(!r.head || strncmp(r.head, "HTTP/", 5), "no HTTP answer: %.40s", r.head ? r.head : "");
-	tsc_free(&r);
+	t_resp_free(&r);
 	CURL *c = curl_easy_init();
 	struct got g = { 0 };
 	cr_expect_eq(stream_once(c, &g), 200, "still serving TLS after a plaintext client");
