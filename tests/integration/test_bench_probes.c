@@ -77,7 +77,8 @@ Test(bench_probes, root_report_record_and_trace, .timeout = 90)
 	const char *cd = strstr(out, "client delay per frame");
 	double cd50 = -1;
 	cr_assert(cd && (cd = strstr(cd, "P50 ")) && sscanf(cd, "P50 %lf ms", &cd50) == 1, "%s", out);
-	if (fabs(cd50 - 0.050) > 0.0005) /* the printed P50 is rounded to the microsecond */
+	int hint_undecided = fabs(cd50 - 0.050) <= 0.0005; /* the printed P50 is rounded to the us */
+	if (!hint_undecided)
 		cr_expect_eq(strstr(out, "waking it costs") != NULL, cd50 > 0.050, "P50 %.3f ms; hint %s", cd50,
 			     strstr(out, "waking it costs") ? "printed" : "absent");
 	/* The harness's cost per frame, split into its own code (user) and the kernel's. */
@@ -157,6 +158,10 @@ Test(bench_probes, root_report_record_and_trace, .timeout = 90)
 	unlink(attr);
 	unlink(trace);
 	rmdir(dir);
+	/* Last, so every other check above still ran (and a failure above still fails the test). */
+	if (hint_undecided)
+		cr_skip_test("client delay P50 %.3f ms sits on the 50 us threshold: whether the wake-up hint "
+			     "belongs cannot be told from the rounded figure", cd50);
 }
 
 /* Runs latscope bench as uid/gid nobody (from root), or as is when not root. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "config/profile.h"
 #include "metrics/metrics.h"
 #include "report/record_file.h"
 #include "t_helpers.h"
@@ -191,6 +192,128 @@ Test(compare, semaphore_hides_the_slot_wait, .timeout = 60)
 	}
 	free(readme);
 	free(out);
+}
+
+/* The cells of markdown row label in text (after the label), trimmed, into cells; how many. */
+static size_t md_cells(const char *text, const char *label, char cells[][32], size_t cap)
+{
+	char want[96];
+	snprintf(want, sizeof(want), "| %s |", label);
+	const char *p = strstr(text, want);
+	cr_assert_not_null(p, "README table has no row \"%s\"", label);
+	p += strlen(want) - 1;
+	size_t n = 0;
+	while (*p == '|' && p[1] != '\n' && p[1] && n < cap) {
+		const char *a = p + 1, *b = strchr(a, '|');
+		if (!b || memchr(a, '\n', (size_t)(b - a)))
+			break;
+		while (*a == ' ')
+			a++;
+		const char *e = b;
+		while (e > a && e[-1] == ' ')
+			e--;
+		snprintf(cells[n++], 32, "%.*s", (int)(e - a), a);
+		p = b;
+	}
+	return n;
+}
+
+static double md_num(const char *text, const char *label, size_t col)
+{
+	char cells[8][32];
+	size_t n = md_cells(text, label, cells, 8);
+	cr_assert_lt(col, n, "row \"%s\" has %zu cells", label, n);
+	char *end;
+	double v = strtod(cells[col], &end);
+	cr_assert(end != cells[col], "README \"%s\" column %zu is \"%s\", not a number", label, col, cells[col]);
+	return v;
+}
+
+/* A number after key in text (the README's rules block). */
+static double after(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	cr_assert_not_null(p, "README lacks \"%s\"", key);
+	return strtod(p + strlen(key), NULL);
+}
+
+/* The README's comparison table (from the command it quotes: 100 prompts, --step-ms 10,
+ * --accept-len 3.5; vllm and honest on one run) holds together: what its command fixes, what
+ * each profile's rules make of it, the arithmetic between rows, and the rules block under it.
+ * A table pasted from another run, or edited by hand, fails. */
+Test(compare, readme_table_values_hold_together)
+{
+	char path[512];
+	const char *root = getenv("LATSCOPE_ROOT");
+	snprintf(path, sizeof(path), "%s/README.md", root ? root : ".");
+	char *readme = t_read_file(path, NULL);
+	cr_assert_not_null(readme, "cannot read %s", path);
+	char *why = strstr(readme, "Why two harnesses disagree");
+	cr_assert_not_null(why);
+	char *end = strstr(why, "<!-- /section:profiles -->");
+	cr_assert_not_null(end);
+	*end = 0;
+	cr_assert(strstr(why, "--num-prompts 100") && strstr(why, "--step-ms 10") && strstr(why, "--accept-len 3.5"),
+		  "the README's command changed: update this test's figures");
+	char names[8][32], runs[8][32], failed[8][32], slot[8][32];
+	size_t n = md_cells(why, "Metric", names, 8);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(md_cells(why, "Run", runs, 8), n);
+	cr_assert_eq(md_cells(why, "Failed requests", failed, 8), n);
+	cr_assert_eq(md_cells(why, "Slot wait inside TTFT, mean (ms)", slot, 8), n);
+	size_t run_of_honest = n, vllm = n;
+	for (size_t c = 0; c < n; c++) {
+		struct ls_profile p;
+		cr_assert_eq(ls_profile_builtin(names[c], &p), 0, "column %s", names[c]);
+		cr_expect_eq(md_num(why, "Successful requests", c), 100, "%s: every one of the 100", names[c]);
+		cr_expect_str_eq(failed[c], p.read.failures_in_headline ? "0" : "0 hidden", "%s failed", names[c]);
+		if (p.read.origin == LS_ORIGIN_SCHEDULED)
+			cr_expect_neq(strcmp(slot[c], "hidden"), 0, "%s counts the slot wait", names[c]);
+		else
+			cr_expect_str_eq(slot[c], "hidden", "%s's clock starts after the slot", names[c]);
+		/* throughput = successful / duration; output = tokens / duration (2-decimal rounding) */
+		double dur = md_num(why, "Benchmark duration (s)", c);
+		double thr = md_num(why, "Request throughput (req/s)", c);
+		double tok = md_num(why, "Total generated tokens", c);
+		double out_thr = md_num(why, "Output token throughput (tok/s)", c);
+		cr_expect_leq(fabs(thr - 100 / dur), 100 / dur * 0.005 / dur + 0.006, "%s: %.2f req/s over %.2f s", names[c],
+			      thr, dur);
+		cr_expect_leq(fabs(out_thr - tok / dur), tok / dur * 0.005 / dur + 0.006, "%s: %.2f tok/s", names[c],
+			      out_thr);
+		/* per-frame ITL is the 10 ms step; per-token is a step over ~3.5 tokens */
+		double itl = md_num(why, "Mean ITL (ms)", c);
+		if (p.read.itl_mode == LS_ITL_FRAME && !p.itl_token_when_spec)
+			cr_expect(fabs(itl - 10.0) < 0.5, "%s: mean ITL %.2f ms per frame at 10 ms steps", names[c], itl);
+		else
+			cr_expect(itl > 10.0 / 4.5 && itl < 10.0 / 2.5, "%s: mean ITL %.2f ms per token", names[c], itl);
+		if (!strcmp(names[c], "vllm"))
+			vllm = c;
+		if (!strcmp(names[c], "honest"))
+			run_of_honest = c;
+	}
+	cr_assert(vllm < n && run_of_honest < n);
+	cr_expect_str_eq(runs[vllm], runs[run_of_honest], "vllm and honest read one run");
+	for (size_t c = 0; c < n; c++)
+		for (size_t k = c + 1; k < n; k++)
+			if (c != vllm || k != run_of_honest)
+				cr_expect_str_neq(runs[c], runs[k], "%s and %s send differently", names[c], names[k]);
+	/* One run: what the clock and the E2EL end do not touch is the same number. */
+	static const char *const same_rows[] = { "Benchmark duration (s)", "Total generated tokens",
+		"Request throughput (req/s)", "Output token throughput (tok/s)", "Mean ITL (ms)", "Median ITL (ms)",
+		"P99 ITL (ms)" };
+	for (size_t i = 0; i < sizeof(same_rows) / sizeof(same_rows[0]); i++)
+		cr_expect_eq(md_num(why, same_rows[i], vllm), md_num(why, same_rows[i], run_of_honest),
+			     "%s: vllm and honest read one run", same_rows[i]);
+	/* From the schedule, TTFT is vLLM's plus the slot wait (and the dispatch, microseconds). */
+	double v_ttft = md_num(why, "Mean TTFT (ms)", vllm), h_ttft = md_num(why, "Mean TTFT (ms)", run_of_honest);
+	double wait = md_num(why, "Slot wait inside TTFT, mean (ms)", run_of_honest);
+	cr_expect_leq(fabs(h_ttft - v_ttft - wait), 0.1, "honest TTFT %.2f = vllm %.2f + slot wait %.2f", h_ttft, v_ttft,
+		      wait);
+	/* The rules block under the table is the same run. */
+	cr_expect_eq(after(why, "clock: started vs scheduled: "), v_ttft, "the clock line's TTFT is the table's");
+	cr_expect_eq(after(why, "ITL: per-frame vs per-token: "), md_num(why, "Mean ITL (ms)", vllm));
+	cr_expect_eq(after(why, "hidden slot wait, run 1: admitted - scheduled mean "), wait);
+	free(readme);
 }
 
 Test(compare, usage_errors)

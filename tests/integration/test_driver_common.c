@@ -15,7 +15,7 @@
 /* Copies, not pointers: a failed assertion leaves the test's stack before .fini runs. */
 static struct t_sim live_sims[8];
 
-void td_sim_start(struct t_sim *sim, int tls, const char *const *extra)
+void t_sim_start_checked(struct t_sim *sim, int tls, const char *const *extra)
 {
 	if (t_sim_start(sim, tls, extra))
 		cr_assert_fail("latscope sim did not start (%s): see %s", t_bin(), sim->log);
@@ -26,7 +26,7 @@ void td_sim_start(struct t_sim *sim, int tls, const char *const *extra)
 		}
 }
 
-void td_sim_stop(struct t_sim *sim)
+void t_sim_stop_checked(struct t_sim *sim)
 {
 	for (size_t i = 0; i < sizeof(live_sims) / sizeof(live_sims[0]); i++)
 		if (live_sims[i].pid == sim->pid)
@@ -34,14 +34,14 @@ void td_sim_stop(struct t_sim *sim)
 	t_sim_stop(sim);
 }
 
-void td_fini(void)
+void t_sim_fini(void)
 {
 	for (size_t i = 0; i < sizeof(live_sims) / sizeof(live_sims[0]); i++)
 		if (live_sims[i].pid)
 			t_sim_stop(&live_sims[i]);
 }
 
-void td_batch_init(struct td_batch *b, enum ls_backend backend, size_t n, uint32_t max_tokens)
+void t_batch_init(struct t_batch *b, enum ls_backend backend, size_t n, uint32_t max_tokens)
 {
 	memset(b, 0, sizeof(*b));
 	b->n = n;
@@ -65,7 +65,7 @@ void td_batch_init(struct td_batch *b, enum ls_backend backend, size_t n, uint32
 	b->run.n_requests = n;
 }
 
-void td_batch_free(struct td_batch *b)
+void t_batch_free(struct t_batch *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
 		free((char *)b->jobs[i].body);
@@ -79,7 +79,7 @@ void td_batch_free(struct td_batch *b)
 
 static void on_finish(void *ctx, const struct ls_request *req)
 {
-	struct td_batch *b = ctx;
+	struct t_batch *b = ctx;
 	b->finished++;
 	if (req->id < b->n) {
 		if (b->seen[req->id])
@@ -88,7 +88,7 @@ static void on_finish(void *ctx, const struct ls_request *req)
 	}
 }
 
-void td_opts(struct ls_driver_opts *o, struct td_batch *b, const struct t_sim *sim,
+void t_opts(struct ls_driver_opts *o, struct t_batch *b, const struct t_sim *sim,
 	     enum ls_backend backend, char *url_buf, size_t url_cap)
 {
 	memset(o, 0, sizeof(*o));
@@ -102,7 +102,7 @@ void td_opts(struct ls_driver_opts *o, struct td_batch *b, const struct t_sim *s
 	o->grace_ns = 5ull * 1000000000ull;
 }
 
-int td_run(const struct ls_driver_opts *o, struct td_batch *b)
+int t_driver_run(const struct ls_driver_opts *o, struct t_batch *b)
 {
 	b->finished = b->finish_dup = 0;
 	memset(b->seen, 0, b->n ? b->n : 1);
@@ -117,7 +117,7 @@ static size_t count_lines(const char *s)
 	return n;
 }
 
-static int parse_truth(const char *text, struct td_truth *t)
+static int parse_truth(const char *text, struct t_truth *t)
 {
 	size_t n = count_lines(text);
 	char *copy = strdup(text);
@@ -141,7 +141,7 @@ static int parse_truth(const char *text, struct td_truth *t)
 		const cJSON *frames = cJSON_GetObjectItem(j, "frames"), *reason = cJSON_GetObjectItem(j, "reason");
 		const cJSON *fault = cJSON_GetObjectItem(j, "fault");
 		const char *ids = cJSON_IsString(id) ? id->valuestring : "";
-		if (td_truth_find(t, ids) >= 0)
+		if (t_truth_find(t, ids) >= 0)
 			t->dups++;
 		t->ids[t->n] = strdup(ids);
 		t->reasons[t->n] = strdup(cJSON_IsString(reason) ? reason->valuestring : "");
@@ -161,18 +161,18 @@ static int parse_truth(const char *text, struct td_truth *t)
 	return 0;
 }
 
-static int has_all(const struct td_truth *t, const char *tag, size_t n)
+static int has_all(const struct t_truth *t, const char *tag, size_t n)
 {
 	char id[64];
 	for (size_t i = 0; i < n; i++) {
 		snprintf(id, sizeof(id), "%s-%zu", tag, i);
-		if (td_truth_find(t, id) < 0)
+		if (t_truth_find(t, id) < 0)
 			return 0;
 	}
 	return 1;
 }
 
-int td_truth_load(const char *path, const char *tag, size_t n, struct td_truth *t)
+int t_truth_load(const char *path, const char *tag, size_t n, struct t_truth *t)
 {
 	memset(t, 0, sizeof(*t));
 	for (int i = 0; i < 300; i++) {
@@ -182,7 +182,7 @@ int td_truth_load(const char *path, const char *tag, size_t n, struct td_truth *
 			return 0;
 		}
 		free(text);
-		td_truth_free(t);
+		t_truth_free(t);
 		usleep(10000);
 	}
 	char *text = t_read_file(path, NULL);
@@ -192,7 +192,7 @@ int td_truth_load(const char *path, const char *tag, size_t n, struct td_truth *
 	return -1;
 }
 
-void td_truth_free(struct td_truth *t)
+void t_truth_free(struct t_truth *t)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		free(t->ids[i]);
@@ -211,7 +211,7 @@ void td_truth_free(struct td_truth *t)
 	memset(t, 0, sizeof(*t));
 }
 
-long td_truth_find(const struct td_truth *t, const char *id)
+long t_truth_find(const struct t_truth *t, const char *id)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (!strcmp(t->ids[i], id))
@@ -219,7 +219,7 @@ long td_truth_find(const struct td_truth *t, const char *id)
 	return -1;
 }
 
-size_t td_truth_distinct_conns(const struct td_truth *t)
+size_t t_truth_distinct_conns(const struct t_truth *t)
 {
 	size_t distinct = 0;
 	for (size_t i = 0; i < t->n; i++) {
@@ -231,7 +231,7 @@ size_t td_truth_distinct_conns(const struct td_truth *t)
 	return distinct;
 }
 
-size_t td_count_fail(const struct td_batch *b, enum ls_fail why)
+size_t t_count_fail(const struct t_batch *b, enum ls_fail why)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < b->n; i++)
@@ -268,7 +268,7 @@ static void read_request(int fd)
 	}
 }
 
-int td_canned_start(struct td_canned *c, const char *resp, size_t len, int hold)
+int t_canned_start(struct t_canned *c, const char *resp, size_t len, int hold)
 {
 	memset(c, 0, sizeof(*c));
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -301,8 +301,10 @@ int td_canned_start(struct td_canned *c, const char *resp, size_t len, int hold)
 					break;
 				off += (size_t)w;
 			}
+			/* hold: leave this connection open and silent (killed with the child) and
+			 * answer the next one the same way, so every request sees headers first. */
 			if (hold)
-				pause();
+				continue;
 			shutdown(fd, SHUT_WR);
 			close(fd);
 		}
@@ -312,7 +314,7 @@ int td_canned_start(struct td_canned *c, const char *resp, size_t len, int hold)
 	return 0;
 }
 
-void td_canned_stop(struct td_canned *c)
+void t_canned_stop(struct t_canned *c)
 {
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);

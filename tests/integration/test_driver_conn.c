@@ -6,9 +6,9 @@
 #include <unistd.h>
 #include "test_driver_common.h"
 
-TestSuite(driver_conn, .fini = td_fini);
+TestSuite(driver_conn, .fini = t_sim_fini);
 
-static size_t distinct_cookies(const struct td_batch *b, uint32_t *max_seq)
+static size_t distinct_cookies(const struct t_batch *b, uint32_t *max_seq)
 {
 	size_t distinct = 0;
 	*max_seq = 0;
@@ -27,20 +27,20 @@ static void conn_policy(int per_request, int tls)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "1", "--quiet", tls ? "--tls" : NULL, NULL };
-	td_sim_start(&sim, tls, extra);
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 24, 3);
+	t_sim_start_checked(&sim, tls, extra);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 24, 3);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.max_concurrency = 4;
 	o.per_request_conn = per_request;
 	o.insecure = tls;
-	cr_assert_eq(td_run(&o, &b), 0);
-	cr_assert_eq(td_count_fail(&b, LS_OK), b.n, "all ok (first: %s)", b.recs[0].error);
-	struct td_truth t;
-	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
-	size_t sim_conns = td_truth_distinct_conns(&t);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	cr_assert_eq(t_count_fail(&b, LS_OK), b.n, "all ok (first: %s)", b.recs[0].error);
+	struct t_truth t;
+	cr_assert_eq(t_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
+	size_t sim_conns = t_truth_distinct_conns(&t);
 	uint32_t max_seq;
 	size_t cookies = distinct_cookies(&b, &max_seq);
 	size_t opened = 0;
@@ -66,9 +66,9 @@ static void conn_policy(int per_request, int tls)
 		cr_assert_eq(cookies, sim_conns);
 		cr_assert_eq(max_seq, sim_conns);
 	}
-	td_truth_free(&t);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	t_truth_free(&t);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 Test(driver_conn, per_request_opens_one_per_request, .timeout = 60) { conn_policy(1, 0); }
@@ -79,25 +79,25 @@ static void tls_version(const char *max)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "1", "--tls", "--tls-max", max, "--quiet", NULL };
-	td_sim_start(&sim, 1, extra);
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI_CHAT, 6, 4);
+	t_sim_start_checked(&sim, 1, extra);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI_CHAT, 6, 4);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI_CHAT, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI_CHAT, url, sizeof(url));
 	o.max_concurrency = 2;
 	o.insecure = 1;
-	cr_assert_eq(td_run(&o, &b), 0);
-	cr_assert_eq(td_count_fail(&b, LS_OK), b.n, "TLS %s: %s", max, b.recs[0].error);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	cr_assert_eq(t_count_fail(&b, LS_OK), b.n, "TLS %s: %s", max, b.recs[0].error);
 	cr_assert(b.recs[0].tls_ns > b.recs[0].connect_ns);
 
 	/* Without --insecure the sim's self-signed certificate must fail as TLS. */
 	o.insecure = 0;
-	cr_assert_eq(td_run(&o, &b), 0);
-	cr_assert_eq(td_count_fail(&b, LS_FAIL_TLS), b.n, "unverified: %s (%s)", ls_fail_name(b.recs[0].fail),
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	cr_assert_eq(t_count_fail(&b, LS_FAIL_TLS), b.n, "unverified: %s (%s)", ls_fail_name(b.recs[0].fail),
 		     b.recs[0].error);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 Test(driver_conn, tls12, .timeout = 60) { tls_version("1.2"); }
@@ -107,15 +107,15 @@ Test(driver_conn, two_thousand_concurrent_streams, .timeout = 120)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "5", "--max-batch", "2048", "--prefill-token-us", "0", "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 2000, 4);
+	t_sim_start_checked(&sim, 0, extra);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 2000, 4);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.max_concurrency = 0; /* all at once */
-	cr_assert_eq(td_run(&o, &b), 0);
-	size_t ok = td_count_fail(&b, LS_OK);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	size_t ok = t_count_fail(&b, LS_OK);
 	size_t first_bad = 0;
 	while (first_bad < b.n && b.recs[first_bad].fail == LS_OK)
 		first_bad++;
@@ -131,12 +131,12 @@ Test(driver_conn, two_thousand_concurrent_streams, .timeout = 120)
 			last_start = b.recs[i].started_ns;
 	}
 	cr_assert_lt(last_start, first_finish);
-	struct td_truth t;
-	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
-	cr_assert_eq(td_truth_distinct_conns(&t), b.n, "2,000 connections");
-	td_truth_free(&t);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	struct t_truth t;
+	cr_assert_eq(t_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
+	cr_assert_eq(t_truth_distinct_conns(&t), b.n, "2,000 connections");
+	t_truth_free(&t);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 Test(driver_conn, cacert_verifies_the_server, .timeout = 60)
@@ -153,20 +153,20 @@ Test(driver_conn, cacert_verifies_the_server, .timeout = 60)
 	cr_assert_eq(system(cmd), 0, "openssl made a certificate");
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "1", "--tls-cert", cert, "--tls-key", key, "--quiet", NULL };
-	td_sim_start(&sim, 1, extra);
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 3, 3);
+	t_sim_start_checked(&sim, 1, extra);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 3, 3);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.cacert = cert;
-	cr_assert_eq(td_run(&o, &b), 0);
-	cr_assert_eq(td_count_fail(&b, LS_OK), b.n, "verified with --cacert: %s", b.recs[0].error);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	cr_assert_eq(t_count_fail(&b, LS_OK), b.n, "verified with --cacert: %s", b.recs[0].error);
 	o.cacert = NULL;
-	cr_assert_eq(td_run(&o, &b), 0);
-	cr_assert_eq(td_count_fail(&b, LS_FAIL_TLS), b.n, "unknown CA without --cacert: %s", b.recs[0].error);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	cr_assert_eq(t_count_fail(&b, LS_FAIL_TLS), b.n, "unknown CA without --cacert: %s", b.recs[0].error);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 	unlink(cert);
 	unlink(key);
 	rmdir(dir);
@@ -176,31 +176,31 @@ Test(driver_conn, pool_carries_warmup_connections_into_the_run, .timeout = 60)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
-	struct td_batch warm, run;
-	td_batch_init(&warm, LS_BACKEND_OPENAI, 6, 2);
-	td_batch_init(&run, LS_BACKEND_OPENAI, 6, 2);
+	t_sim_start_checked(&sim, 0, extra);
+	struct t_batch warm, run;
+	t_batch_init(&warm, LS_BACKEND_OPENAI, 6, 2);
+	t_batch_init(&run, LS_BACKEND_OPENAI, 6, 2);
 	for (size_t i = 0; i < run.n; i++) {
 		warm.recs[i].warmup = 1;
 		run.recs[i].id = warm.n + i; /* distinct X-Request-Ids */
 	}
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &warm, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &warm, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.max_concurrency = 3;
-	cr_assert_eq(td_run(&o, &warm), 0);
+	cr_assert_eq(t_driver_run(&o, &warm), 0);
 	o.on_finish_ctx = &run;
 	cr_assert_eq(ls_driver_run(&o, run.jobs, run.n, &run.run), 0);
 	ls_driver_pool_close();
-	cr_assert_eq(td_count_fail(&warm, LS_OK), warm.n);
-	cr_assert_eq(td_count_fail(&run, LS_OK), run.n);
+	cr_assert_eq(t_count_fail(&warm, LS_OK), warm.n);
+	cr_assert_eq(t_count_fail(&run, LS_OK), run.n);
 	for (size_t i = 0; i < run.n; i++)
 		cr_assert_eq(run.recs[i].new_connection, 0, "request %zu reused a warmup connection", i);
-	struct td_truth t; /* ids 0..11: the warmups and the run share the tag */
-	cr_assert_eq(td_truth_load(sim.truth, run.run.run_tag, warm.n + run.n, &t), 0);
-	cr_assert_leq(td_truth_distinct_conns(&t), 3, "both runs shared at most 3 connections");
-	td_truth_free(&t);
-	td_batch_free(&warm);
-	td_batch_free(&run);
-	td_sim_stop(&sim);
+	struct t_truth t; /* ids 0..11: the warmups and the run share the tag */
+	cr_assert_eq(t_truth_load(sim.truth, run.run.run_tag, warm.n + run.n, &t), 0);
+	cr_assert_leq(t_truth_distinct_conns(&t), 3, "both runs shared at most 3 connections");
+	t_truth_free(&t);
+	t_batch_free(&warm);
+	t_batch_free(&run);
+	t_sim_stop_checked(&sim);
 }

@@ -10,23 +10,23 @@
 #include "base/clock.h"
 #include "test_driver_common.h"
 
-TestSuite(driver_fault, .fini = td_fini);
+TestSuite(driver_fault, .fini = t_sim_fini);
 
 static void fault(const char *kind, enum ls_fail want, int per_request, enum ls_backend backend)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "1", "--fail-rate", "1", "--fail-kind", kind, "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
-	struct td_batch b;
-	td_batch_init(&b, backend, 6, 8);
+	t_sim_start_checked(&sim, 0, extra);
+	struct t_batch b;
+	t_batch_init(&b, backend, 6, 8);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, backend, url, sizeof(url));
+	t_opts(&o, &b, &sim, backend, url, sizeof(url));
 	o.max_concurrency = 2;
 	o.per_request_conn = per_request;
 	o.request_timeout_ns = 300000000ull; /* the stall fault ends here */
 	uint64_t t0 = ls_now_ns();
-	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
 	uint64_t took = ls_now_ns() - t0;
 	cr_assert_eq(b.finished, b.n, "on_finish once per request");
 	cr_assert_eq(b.finish_dup, 0);
@@ -38,8 +38,8 @@ static void fault(const char *kind, enum ls_fail want, int per_request, enum ls_
 		cr_assert(r->finished_ns >= r->started_ns);
 	}
 	cr_assert_lt(took, 5000000000ull, "%s: the run took %.1f s", kind, (double)took / 1e9);
-	struct td_truth t;
-	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
+	struct t_truth t;
+	cr_assert_eq(t_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
 	for (size_t i = 0; i < t.n; i++)
 		cr_assert_str_eq(t.faults[i], kind, "the sim injected %s", t.faults[i]);
 	if (want == LS_FAIL_HTTP_STATUS) {
@@ -47,9 +47,9 @@ static void fault(const char *kind, enum ls_fail want, int per_request, enum ls_
 		cr_assert(strstr(b.recs[0].error, "injected fault"), "body kept in the error: %s", b.recs[0].error);
 	}
 	cr_assert_eq(t.dups, 0, "no request was silently retried by libcurl");
-	td_truth_free(&t);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	t_truth_free(&t);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 Test(driver_fault, http500, .timeout = 60) { fault("http500", LS_FAIL_HTTP_STATUS, 0, LS_BACKEND_OPENAI); }
@@ -83,18 +83,18 @@ Test(driver_fault, mixed_faults_and_successes, .timeout = 60)
 	const char *extra[] = { "--step-ms", "1", "--fail-rate", "0.5", "--fail-kind",
 				"http500,http429,reset-before-headers,reset-mid-stream,stall,malformed-frame,truncated-chunk",
 				"--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 60, 6);
+	t_sim_start_checked(&sim, 0, extra);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 60, 6);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.max_concurrency = 8;
 	o.request_timeout_ns = 300000000ull;
-	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
 	cr_assert_eq(b.finished, b.n);
-	struct td_truth t;
-	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
+	struct t_truth t;
+	cr_assert_eq(t_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0);
 	cr_assert_eq(t.dups, 0, "no request was silently retried by libcurl");
 	static const struct {
 		const char *sim;
@@ -112,7 +112,7 @@ Test(driver_fault, mixed_faults_and_successes, .timeout = 60)
 	for (size_t i = 0; i < b.n; i++) {
 		char id[64];
 		snprintf(id, sizeof(id), "%s-%zu", b.run.run_tag, i);
-		long k = td_truth_find(&t, id);
+		long k = t_truth_find(&t, id);
 		cr_assert_geq(k, 0, "%s in the truth", id);
 		enum ls_fail want = LS_FAIL__COUNT;
 		for (size_t m = 0; m < sizeof(map) / sizeof(map[0]); m++)
@@ -122,29 +122,29 @@ Test(driver_fault, mixed_faults_and_successes, .timeout = 60)
 		cr_assert_eq(b.recs[i].fail, want, "%s: sim %s, driver %s (%s)", id, t.faults[k],
 			     ls_fail_name(b.recs[i].fail), b.recs[i].error);
 	}
-	td_truth_free(&t);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	t_truth_free(&t);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 Test(driver_fault, connection_refused, .timeout = 20)
 {
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 3, 4);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 3, 4);
 	struct t_sim nobody = { .port = t_free_port() };
 	snprintf(nobody.url, sizeof(nobody.url), "http://127.0.0.1:%d", nobody.port);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &nobody, LS_BACKEND_OPENAI, url, sizeof(url));
-	cr_assert_eq(td_run(&o, &b), 0);
-	cr_assert_eq(td_count_fail(&b, LS_FAIL_CONNECT), b.n, "%s", b.recs[0].error);
+	t_opts(&o, &b, &nobody, LS_BACKEND_OPENAI, url, sizeof(url));
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	cr_assert_eq(t_count_fail(&b, LS_FAIL_CONNECT), b.n, "%s", b.recs[0].error);
 	cr_assert_eq(b.finished, b.n);
 	/* One slot: each refusal ends at once and must hand its slot to the next job. */
 	o.max_concurrency = 1;
-	cr_assert_eq(td_run(&o, &b), 0);
-	cr_assert_eq(td_count_fail(&b, LS_FAIL_CONNECT), b.n, "%s", b.recs[0].error);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
+	cr_assert_eq(t_count_fail(&b, LS_FAIL_CONNECT), b.n, "%s", b.recs[0].error);
 	cr_assert_eq(b.finished, b.n);
-	td_batch_free(&b);
+	t_batch_free(&b);
 }
 
 /* ---- SIGINT mid-run, sent from a periodic hook; an fd hook sees an eventfd on the ring. */
@@ -184,12 +184,12 @@ static void sigint_run(uint64_t grace_ns)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "5", "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 200, 10); /* ~60 ms each, 4 at a time: ~3 s in all */
+	t_sim_start_checked(&sim, 0, extra);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 200, 10); /* ~60 ms each, 4 at a time: ~3 s in all */
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.max_concurrency = 4;
 	o.grace_ns = grace_ns;
 	struct sig_ctx c = { .efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
@@ -201,7 +201,7 @@ static void sigint_run(uint64_t grace_ns)
 	o.hooks = hooks;
 	o.n_hooks = 2;
 	uint64_t t0 = ls_now_ns();
-	int rc = td_run(&o, &b);
+	int rc = t_driver_run(&o, &b);
 	uint64_t took = ls_now_ns() - t0;
 	cr_assert_eq(rc, 1, "interrupted run returns 1");
 	cr_assert_eq(b.run.interrupted, 1);
@@ -240,8 +240,8 @@ static void sigint_run(uint64_t grace_ns)
 	sigprocmask(SIG_BLOCK, NULL, &now);
 	cr_assert_eq(sigismember(&now, SIGINT), 0);
 	close(c.efd);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 Test(driver_fault, sigint_cancels_after_grace, .timeout = 60) { sigint_run(0); }

@@ -13,27 +13,27 @@
 struct cJSON;
 
 /* build/san/latscope (LATSCOPE_SAN_BIN); fails the test when it was not built. */
-const char *rl_san_bin(void);
+const char *t_san_bin(void);
 
-struct rl_proc {
+struct t_proc {
 	pid_t pid;
 	char  out[128], err[128]; /* files holding its stdout and stderr */
 };
 
 /* Starts bin with args (NULL-terminated, without argv[0]); ASan/LSan on, reports to stderr. */
-void rl_spawn(struct rl_proc *p, const char *bin, const char *const *args);
+void t_spawn(struct t_proc *p, const char *bin, const char *const *args);
 /* Waits up to timeout_s; returns the exit code, 128 + signal when killed by one, or -1 after
  * killing it for running too long. */
-int rl_wait(struct rl_proc *p, double timeout_s);
-/* Its stderr (malloc'd) for messages and sanitizer reports; removes both files with rl_done. */
-char *rl_stderr(const struct rl_proc *p);
-char *rl_stdout(const struct rl_proc *p);
-void rl_done(struct rl_proc *p);
+int t_wait(struct t_proc *p, double timeout_s);
+/* Its stderr (malloc'd) for messages and sanitizer reports; removes both files with t_done. */
+char *t_stderr(const struct t_proc *p);
+char *t_stdout(const struct t_proc *p);
+void t_done(struct t_proc *p);
 /* Fails the test when stderr holds a sanitizer report. */
-void rl_assert_clean(const char *err, const char *what);
+void t_assert_clean(const char *err, const char *what);
 
 /* A --record file read line by line: every line must end in '\n' and parse as JSON. */
-struct rl_records {
+struct t_records {
 	size_t   lines;          /* all lines */
 	size_t   requests;       /* request lines */
 	size_t   by_fail[LS_FAIL__COUNT];
@@ -46,17 +46,17 @@ struct rl_records {
 	uint64_t *ids;           /* request ids in file order */
 	char    **fails;         /* their fail names (parallel to ids) */
 };
-void rl_records_read(const char *path, struct rl_records *r);
-void rl_records_free(struct rl_records *r);
+void t_records_read(const char *path, struct t_records *r);
+void t_records_free(struct t_records *r);
 
 /* A whole JSON file (NULL when missing or not JSON). */
-struct cJSON *rl_json_file(const char *path);
+struct cJSON *t_json_file(const char *path);
 /* completed and failed of a result JSON, and its latscope.failures count of a reason (0 when
  * absent). */
-long rl_json_count(const struct cJSON *result, const char *key);
-long rl_json_failures(const struct cJSON *result, const char *reason);
+long t_json_count(const struct cJSON *result, const char *key);
+long t_json_failures(const struct cJSON *result, const char *reason);
 
 /* Temporary path /tmp/latscope-rel-<pid>-<tag> (not created). */
-void rl_tmp(char *out, size_t len, const char *tag);
+void t_tmp(char *out, size_t len, const char *tag);
 
 #endif

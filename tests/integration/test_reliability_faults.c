@@ -67,7 +67,7 @@ static char **truth_faults(const char *truth, const char *run_tag, size_t n)
 }
 
 /* Every request's reason against its fault; returns how many of each kind were seen. */
-static void check_against_truth(const struct rl_records *rec, const char *truth, size_t n, size_t seen[N_KINDS + 1])
+static void check_against_truth(const struct t_records *rec, const char *truth, size_t n, size_t seen[N_KINDS + 1])
 {
 	char **faults = truth_faults(truth, rec->run_tag, n);
 	memset(seen, 0, sizeof(size_t) * (N_KINDS + 1));
@@ -91,16 +91,16 @@ static void check_against_truth(const struct rl_records *rec, const char *truth,
 }
 
 /* The report's counts are the record file's: completed, failed, and each reason. */
-static void check_report_matches(const cJSON *res, const struct rl_records *rec, size_t n)
+static void check_report_matches(const cJSON *res, const struct t_records *rec, size_t n)
 {
-	long completed = rl_json_count(res, "completed"), failed = rl_json_count(res, "failed");
+	long completed = t_json_count(res, "completed"), failed = t_json_count(res, "failed");
 	cr_expect_eq((size_t)(completed + failed), n, "completed %ld + failed %ld != sent %zu", completed, failed, n);
 	cr_expect_eq((size_t)completed, rec->by_fail[LS_OK], "JSON completed %ld, record file ok %zu", completed,
 		     rec->by_fail[LS_OK]);
 	for (int f = 1; f < LS_FAIL__COUNT; f++)
-		cr_expect_eq((size_t)rl_json_failures(res, ls_fail_name((enum ls_fail)f)), rec->by_fail[f],
+		cr_expect_eq((size_t)t_json_failures(res, ls_fail_name((enum ls_fail)f)), rec->by_fail[f],
 			     "failures.%s: JSON %ld, record file %zu", ls_fail_name((enum ls_fail)f),
-			     rl_json_failures(res, ls_fail_name((enum ls_fail)f)), rec->by_fail[f]);
+			     t_json_failures(res, ls_fail_name((enum ls_fail)f)), rec->by_fail[f]);
 }
 
 static void run_bench(const char *bin, struct t_sim *sim, size_t n, const char *conc, const char *conn,
@@ -116,15 +116,15 @@ static void run_bench(const char *bin, struct t_sim *sim, size_t n, const char *
 			       "--result-dir", result_dir, "--result-filename", result,
 			       /* every request is faulted here by design: no setup test before the run */
 			       "--skip-initial-test", NULL };
-	struct rl_proc p;
+	struct t_proc p;
 	uint64_t t0 = ls_now_ns();
-	rl_spawn(&p, bin, args);
-	int rc = rl_wait(&p, limit_s);
+	t_spawn(&p, bin, args);
+	int rc = t_wait(&p, limit_s);
 	cr_log_info("bench of %zu requests (%s) took %.2f s", n, bin, (double)(ls_now_ns() - t0) / 1e9);
-	*out = rl_stdout(&p);
-	*err = rl_stderr(&p);
-	rl_done(&p);
-	rl_assert_clean(*err, "bench");
+	*out = t_stdout(&p);
+	*err = t_stderr(&p);
+	t_done(&p);
+	t_assert_clean(*err, "bench");
 	cr_assert_eq(rc, want_rc, "bench exited %d (stderr: %.2000s)", rc, *err);
 }
 
@@ -134,7 +134,7 @@ Test(reliability_faults, every_kind_fails_with_its_named_reason, .timeout = 60)
 	const char *extra[] = { "--step-ms", "2", "--fail-rate", "1", "--fail-kind", "mixed", "--quiet", NULL };
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	char record[128], result[64], *out, *err;
-	rl_tmp(record, sizeof(record), "kinds.jsonl");
+	t_tmp(record, sizeof(record), "kinds.jsonl");
 	snprintf(result, sizeof(result), "latscope-rel-%d-kinds.json", (int)getpid());
 	enum { N = 240 };
 	/* Fresh connections: close-after-accept is drawn per connection. */
@@ -144,8 +144,8 @@ Test(reliability_faults, every_kind_fails_with_its_named_reason, .timeout = 60)
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
 
-	struct rl_records rec;
-	rl_records_read(record, &rec);
+	struct t_records rec;
+	t_records_read(record, &rec);
 	cr_assert(!rec.torn && rec.header && rec.run_end, "record file whole, with header and run end");
 	cr_assert_eq(rec.requests, N);
 	cr_assert_eq(rec.dup_ids, 0);
@@ -158,7 +158,7 @@ Test(reliability_faults, every_kind_fails_with_its_named_reason, .timeout = 60)
 
 	char path[256];
 	snprintf(path, sizeof(path), "/tmp/%s", result);
-	cJSON *res = rl_json_file(path);
+	cJSON *res = t_json_file(path);
 	cr_assert_not_null(res, "no result JSON %s", path);
 	check_report_matches(res, &rec, N);
 	cr_expect(strstr(out, "Failed requests by reason:"), "the text report names the reasons");
@@ -170,7 +170,7 @@ Test(reliability_faults, every_kind_fails_with_its_named_reason, .timeout = 60)
 					rec.by_fail[f]);
 	cr_log_info("%s", line);
 	cJSON_Delete(res);
-	rl_records_free(&rec);
+	t_records_free(&rec);
 	free(out);
 	free(err);
 	unlink(path);
@@ -184,13 +184,13 @@ Test(reliability_faults, every_kind_fails_with_its_named_reason, .timeout = 60)
  * failure is the one its fault calls for. */
 Test(reliability_faults, storm_2000_requests_asan, .timeout = 120)
 {
-	const char *bin = rl_san_bin();
+	const char *bin = t_san_bin();
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "2", "--fail-rate", "0.2", "--fail-kind", "mixed", "--max-batch", "512",
 				"--quiet", NULL };
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	char record[128], result[64], *out, *err;
-	rl_tmp(record, sizeof(record), "storm.jsonl");
+	t_tmp(record, sizeof(record), "storm.jsonl");
 	snprintf(result, sizeof(result), "latscope-rel-%d-storm.json", (int)getpid());
 	enum { N = 2000 };
 	run_bench(bin, &sim, N, "256", "reuse", "2", record, "/tmp", result, 100, 0, &out, &err);
@@ -198,8 +198,8 @@ Test(reliability_faults, storm_2000_requests_asan, .timeout = 120)
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
 
-	struct rl_records rec;
-	rl_records_read(record, &rec);
+	struct t_records rec;
+	t_records_read(record, &rec);
 	cr_assert(!rec.torn && rec.header && rec.run_end, "record file whole, with header and run end");
 	cr_assert_eq(rec.requests, N, "every request once in the record file: %zu lines", rec.requests);
 	cr_assert_eq(rec.dup_ids, 0);
@@ -211,7 +211,7 @@ Test(reliability_faults, storm_2000_requests_asan, .timeout = 120)
 
 	char path[256];
 	snprintf(path, sizeof(path), "/tmp/%s", result);
-	cJSON *res = rl_json_file(path);
+	cJSON *res = t_json_file(path);
 	cr_assert_not_null(res, "no result JSON %s", path);
 	check_report_matches(res, &rec, N);
 	char line[1024];
@@ -222,7 +222,7 @@ Test(reliability_faults, storm_2000_requests_asan, .timeout = 120)
 					rec.by_fail[f]);
 	cr_log_info("%s", line);
 	cJSON_Delete(res);
-	rl_records_free(&rec);
+	t_records_free(&rec);
 	free(out);
 	free(err);
 	unlink(path);

@@ -34,7 +34,7 @@ static void write_file(const char *name, const char *text)
 
 static void setup_files(void)
 {
-	rl_tmp(dir, sizeof(dir), "input");
+	t_tmp(dir, sizeof(dir), "input");
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s", dir, dir);
 	cr_assert_eq(system(cmd), 0);
@@ -73,11 +73,11 @@ static void run_case(const struct input_case *c, const struct t_sim *sim, const 
 	for (size_t i = 0; c->argv[i]; i++)
 		args[n++] = subst(c->argv[i], sim, bufs[i], sizeof(bufs[i]));
 	args[n] = NULL;
-	struct rl_proc p;
-	rl_spawn(&p, wrap ? wrap[0] : bin, wrap ? args + 1 : args);
-	int rc = rl_wait(&p, 20);
-	char *err = rl_stderr(&p);
-	rl_done(&p);
+	struct t_proc p;
+	t_spawn(&p, wrap ? wrap[0] : bin, wrap ? args + 1 : args);
+	int rc = t_wait(&p, 20);
+	char *err = t_stderr(&p);
+	t_done(&p);
 	cr_expect_eq(rc, c->exit_code, "%s: exit %d, want %d (stderr: %.600s)", c->name, rc, c->exit_code, err);
 	for (size_t i = 0; c->must[i]; i++) {
 		char want[256];
@@ -176,13 +176,13 @@ Test(reliability_input, probes_without_btf_or_root, .timeout = 90)
 	/* auto: the run goes on without probes and the report says why. */
 	const char *args[] = { "-m", "sh", "-c", script, "sh", copy, "bench", "--base-url", sim.url, "--model", "m",
 			       "--num-prompts", "2", "--random-vocab-size", "300", "--probes", "auto", NULL };
-	struct rl_proc p;
-	rl_spawn(&p, "/usr/bin/unshare", args);
-	cr_expect_eq(rl_wait(&p, 20), 0, "--probes auto runs without BTF");
-	char *out = rl_stdout(&p);
+	struct t_proc p;
+	t_spawn(&p, "/usr/bin/unshare", args);
+	cr_expect_eq(t_wait(&p, 20), 0, "--probes auto runs without BTF");
+	char *out = t_stdout(&p);
 	cr_expect(strstr(out, "probes off: no kernel BTF"), "the report says why: %.800s", out);
 	free(out);
-	rl_done(&p);
+	t_done(&p);
 	t_sim_stop(&sim);
 	t_remove_tree(dir);
 }

@@ -18,7 +18,7 @@
 #define GRACE_S 2.0 /* bench.c: grace_ns */
 
 struct run {
-	struct rl_proc p;
+	struct t_proc p;
 	char record[128], result[64], result_path[192];
 };
 
@@ -26,7 +26,7 @@ struct run {
 static void start(struct run *r, const char *bin, const struct t_sim *sim, const char *tag, const char *n,
 		  const char *rate, const char *conc, const char *timeout)
 {
-	rl_tmp(r->record, sizeof(r->record), tag);
+	t_tmp(r->record, sizeof(r->record), tag);
 	snprintf(r->result, sizeof(r->result), "latscope-rel-%d-%s.json", (int)getpid(), tag);
 	snprintf(r->result_path, sizeof(r->result_path), "/tmp/%s", r->result);
 	unlink(r->record);
@@ -39,7 +39,7 @@ static void start(struct run *r, const char *bin, const struct t_sim *sim, const
 			       "--result-filename", r->result,
 			       /* the sims here stall every stream: the test request would be one more */
 			       "--skip-initial-test", NULL };
-	rl_spawn(&r->p, bin, args);
+	t_spawn(&r->p, bin, args);
 }
 
 /* Waits until the record file has at least lines request lines (the run is under way). */
@@ -61,7 +61,7 @@ static void wait_lines(const struct run *r, size_t lines, double limit_s)
 
 static void finish(struct run *r)
 {
-	rl_done(&r->p);
+	t_done(&r->p);
 	if (!getenv("T_KEEP")) {
 		unlink(r->record);
 		unlink(r->result_path);
@@ -70,7 +70,7 @@ static void finish(struct run *r)
 
 Test(reliability_interrupt, sigint_at_random_point_under_load, .timeout = 60)
 {
-	const char *bin = rl_san_bin();
+	const char *bin = t_san_bin();
 	struct t_sim sim;
 	const char *extra[] = { "--step-ms", "5", "--quiet", NULL };
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
@@ -82,32 +82,32 @@ Test(reliability_interrupt, sigint_at_random_point_under_load, .timeout = 60)
 	usleep((useconds_t)(rand() % 1500) * 1000); /* a random point in the first 1.5 s of load */
 	kill(r.p.pid, SIGINT);
 	uint64_t sent_ns = ls_now_ns();
-	int rc = rl_wait(&r.p, 15);
+	int rc = t_wait(&r.p, 15);
 	double took = (double)(ls_now_ns() - sent_ns) / 1e9;
-	char *err = rl_stderr(&r.p);
-	rl_assert_clean(err, "interrupted bench");
+	char *err = t_stderr(&r.p);
+	t_assert_clean(err, "interrupted bench");
 	cr_assert_eq(rc, 1, "an interrupted run exits 1, got %d (stderr %.1500s)", rc, err);
 	cr_expect(strstr(err, "interrupted"), "stderr says it was interrupted: %.500s", err);
 	cr_expect_lt(took, GRACE_S + 2, "stopped %.2f s after SIGINT", took);
 
-	struct rl_records rec;
-	rl_records_read(r.record, &rec);
+	struct t_records rec;
+	t_records_read(r.record, &rec);
 	cr_assert(!rec.torn, "every line of the record file is whole");
 	cr_assert(rec.header && rec.run_end && rec.interrupted, "header, and a run_end line marked interrupted");
 	cr_assert_eq(rec.dup_ids, 0);
 	cr_assert_gt(rec.requests, 0);
 	cr_assert_lt(rec.requests, 4000, "the run was really cut short");
 	cr_expect_eq(rec.by_fail[LS_FAIL_CANCELLED], 0, "streams in flight finished within the grace period");
-	cJSON *res = rl_json_file(r.result_path);
+	cJSON *res = t_json_file(r.result_path);
 	cr_assert_not_null(res, "the report of what finished was written (%s)", r.result_path);
-	long completed = rl_json_count(res, "completed"), failed = rl_json_count(res, "failed");
+	long completed = t_json_count(res, "completed"), failed = t_json_count(res, "failed");
 	cr_expect_eq(rec.by_fail[LS_OK], (size_t)completed, "record ok %zu, report completed %ld",
 		     rec.by_fail[LS_OK], completed);
 	cr_expect_eq(rec.requests, (size_t)(completed + failed),
 		     "record file has %zu requests, the report completed %ld + failed %ld (requests never sent "
 		     "must not count as failed)", rec.requests, completed, failed);
 	cJSON_Delete(res);
-	rl_records_free(&rec);
+	t_records_free(&rec);
 	free(err);
 	finish(&r);
 	t_sim_stop(&sim);
@@ -124,17 +124,17 @@ Test(reliability_interrupt, sigterm_cancels_streams_after_grace, .timeout = 60)
 	usleep(800000);
 	kill(r.p.pid, SIGTERM);
 	uint64_t sent_ns = ls_now_ns();
-	int rc = rl_wait(&r.p, 15);
+	int rc = t_wait(&r.p, 15);
 	double took = (double)(ls_now_ns() - sent_ns) / 1e9;
-	char *err = rl_stderr(&r.p);
+	char *err = t_stderr(&r.p);
 	cr_assert_eq(rc, 1, "exit %d (stderr %.1000s)", rc, err);
 	cr_expect(took > GRACE_S - 0.1 && took < GRACE_S + 2, "waited %.2f s: the grace period, then cancelled", took);
-	struct rl_records rec;
-	rl_records_read(r.record, &rec);
+	struct t_records rec;
+	t_records_read(r.record, &rec);
 	cr_assert(!rec.torn && rec.header && rec.run_end && rec.interrupted);
 	cr_expect_eq(rec.requests, 16, "the 16 streams in flight are recorded, nothing else was sent");
 	cr_expect_eq(rec.by_fail[LS_FAIL_CANCELLED], rec.requests, "each ended as cancelled");
-	rl_records_free(&rec);
+	t_records_free(&rec);
 	free(err);
 	finish(&r);
 	t_sim_stop(&sim);
@@ -151,9 +151,9 @@ Test(reliability_interrupt, kill9_leaves_every_line_whole, .timeout = 60)
 	srand((unsigned)ls_now_ns() ^ 9u);
 	usleep((useconds_t)(rand() % 700) * 1000);
 	kill(r.p.pid, SIGKILL);
-	cr_assert_eq(rl_wait(&r.p, 10), 128 + SIGKILL);
-	struct rl_records rec;
-	rl_records_read(r.record, &rec);
+	cr_assert_eq(t_wait(&r.p, 10), 128 + SIGKILL);
+	struct t_records rec;
+	t_records_read(r.record, &rec);
 	cr_assert(!rec.torn, "kill -9 left a line cut short");
 	cr_assert(rec.header && !rec.run_end, "header, and no run_end: the run never ended");
 	cr_assert_eq(rec.dup_ids, 0);
@@ -161,21 +161,21 @@ Test(reliability_interrupt, kill9_leaves_every_line_whole, .timeout = 60)
 
 	/* The file reads back: the report counts exactly the requests in it. */
 	char out_json[192];
-	rl_tmp(out_json, sizeof(out_json), "kill9-report.json");
+	t_tmp(out_json, sizeof(out_json), "kill9-report.json");
 	const char *args[] = { "report", r.record, "--save-result", out_json, NULL };
-	struct rl_proc rp;
-	rl_spawn(&rp, t_bin(), args);
-	int rc = rl_wait(&rp, 20);
-	char *err = rl_stderr(&rp);
+	struct t_proc rp;
+	t_spawn(&rp, t_bin(), args);
+	int rc = t_wait(&rp, 20);
+	char *err = t_stderr(&rp);
 	cr_assert_eq(rc, 0, "latscope report on a killed run's file: exit %d (%.500s)", rc, err);
-	cJSON *res = rl_json_file(out_json);
+	cJSON *res = t_json_file(out_json);
 	cr_assert_not_null(res);
-	cr_expect_eq((size_t)(rl_json_count(res, "completed") + rl_json_count(res, "failed")), rec.requests);
+	cr_expect_eq((size_t)(t_json_count(res, "completed") + t_json_count(res, "failed")), rec.requests);
 	cJSON_Delete(res);
 	free(err);
-	rl_done(&rp);
+	t_done(&rp);
 	unlink(out_json);
-	rl_records_free(&rec);
+	t_records_free(&rec);
 	finish(&r);
 	t_sim_stop(&sim);
 }

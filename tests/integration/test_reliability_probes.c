@@ -75,7 +75,7 @@ static size_t progs_alive(const uint32_t *ids, size_t n)
 
 struct side {
 	struct t_sim sim;
-	struct rl_proc p;
+	struct t_proc p;
 	char record[128], attribution[160], pid[16];
 };
 
@@ -83,7 +83,7 @@ static void start_side(struct side *s, const char *tag, const char *n, const cha
 {
 	const char *extra[] = { "--step-ms", "4", "--quiet", NULL };
 	cr_assert_eq(t_sim_start(&s->sim, 0, extra), 0, "sim did not start");
-	rl_tmp(s->record, sizeof(s->record), tag);
+	t_tmp(s->record, sizeof(s->record), tag);
 	snprintf(s->attribution, sizeof(s->attribution), "%.*s.attribution.jsonl", (int)strlen(s->record) - 6,
 		 s->record);
 	snprintf(s->pid, sizeof(s->pid), "%d", (int)s->sim.pid);
@@ -92,7 +92,7 @@ static void start_side(struct side *s, const char *tag, const char *n, const cha
 			       "--random-output-len", "12", "--random-vocab-size", "300", "--ignore-eos",
 			       "--connection", "per-request", "--probes", "on", "--server-pid", s->pid,
 			       "--ready-check-timeout-sec", "10", "--disable-tqdm", "--record", s->record, NULL };
-	rl_spawn(&s->p, t_bin(), args);
+	t_spawn(&s->p, t_bin(), args);
 }
 
 static void wait_running(const struct side *s, uint32_t *ids, size_t *n_ids)
@@ -176,7 +176,7 @@ static double check_attribution(const struct side *s, size_t want)
 
 static void stop_side(struct side *s)
 {
-	rl_done(&s->p);
+	t_done(&s->p);
 	t_sim_stop(&s->sim);
 	if (!getenv("T_KEEP")) {
 		unlink(s->record);
@@ -193,8 +193,8 @@ Test(reliability_probes, two_benches_at_once_do_not_disturb_each_other, .timeout
 	start_side(&a, "probes-a.jsonl", "120", "60");
 	start_side(&b, "probes-b.jsonl", "120", "60");
 	wait_running(&a, ids_a, &n_ids_a);
-	int rc_a = rl_wait(&a.p, 40), rc_b = rl_wait(&b.p, 40);
-	char *err_a = rl_stderr(&a.p), *err_b = rl_stderr(&b.p);
+	int rc_a = t_wait(&a.p, 40), rc_b = t_wait(&b.p, 40);
+	char *err_a = t_stderr(&a.p), *err_b = t_stderr(&b.p);
 	cr_assert_eq(rc_a, 0, "bench A exited %d: %.800s", rc_a, err_a);
 	cr_assert_eq(rc_b, 0, "bench B exited %d: %.800s", rc_b, err_b);
 	cr_expect_eq(progs_alive(ids_a, n_ids_a), 0, "bench A's %zu BPF programs outlived it", n_ids_a);
@@ -229,7 +229,7 @@ Test(reliability_probes, programs_detached_after_kill9, .timeout = 60)
 	cr_assert_gt(n_ids, 5, "the bench holds its programs (%zu)", n_ids);
 	usleep(300000);
 	kill(c.p.pid, SIGKILL);
-	cr_assert_eq(rl_wait(&c.p, 10), 128 + SIGKILL);
+	cr_assert_eq(t_wait(&c.p, 10), 128 + SIGKILL);
 	cr_expect_eq(progs_alive(ids, n_ids), 0, "BPF programs outlived a kill -9");
 	stop_side(&c);
 }

@@ -14,7 +14,7 @@
 #include "t_helpers.h"
 #include "test_reliability.h"
 
-const char *rl_san_bin(void)
+const char *t_san_bin(void)
 {
 	const char *bin = getenv("LATSCOPE_SAN_BIN");
 	if (!bin)
@@ -23,12 +23,12 @@ const char *rl_san_bin(void)
 	return bin;
 }
 
-void rl_tmp(char *out, size_t len, const char *tag)
+void t_tmp(char *out, size_t len, const char *tag)
 {
 	snprintf(out, len, "/tmp/latscope-rel-%d-%s", (int)getpid(), tag);
 }
 
-void rl_spawn(struct rl_proc *p, const char *bin, const char *const *args)
+void t_spawn(struct t_proc *p, const char *bin, const char *const *args)
 {
 	static int seq;
 	const char *argv[128];
@@ -61,7 +61,7 @@ void rl_spawn(struct rl_proc *p, const char *bin, const char *const *args)
 	}
 }
 
-int rl_wait(struct rl_proc *p, double timeout_s)
+int t_wait(struct t_proc *p, double timeout_s)
 {
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -83,19 +83,19 @@ int rl_wait(struct rl_proc *p, double timeout_s)
 	}
 }
 
-char *rl_stderr(const struct rl_proc *p)
+char *t_stderr(const struct t_proc *p)
 {
 	char *s = t_read_file(p->err, NULL);
 	return s ? s : strdup("");
 }
 
-char *rl_stdout(const struct rl_proc *p)
+char *t_stdout(const struct t_proc *p)
 {
 	char *s = t_read_file(p->out, NULL);
 	return s ? s : strdup("");
 }
 
-void rl_done(struct rl_proc *p)
+void t_done(struct t_proc *p)
 {
 	if (p->pid > 0) {
 		kill(p->pid, SIGKILL);
@@ -108,7 +108,7 @@ void rl_done(struct rl_proc *p)
 	}
 }
 
-void rl_assert_clean(const char *err, const char *what)
+void t_assert_clean(const char *err, const char *what)
 {
 	static const char *const marks[] = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
 					     "SUMMARY: UndefinedBehaviorSanitizer" };
@@ -132,7 +132,7 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void rl_records_read(const char *path, struct rl_records *r)
+void t_records_read(const char *path, struct t_records *r)
 {
 	memset(r, 0, sizeof(*r));
 	size_t len;
@@ -194,7 +194,7 @@ void rl_records_read(const char *path, struct rl_records *r)
 	}
 }
 
-void rl_records_free(struct rl_records *r)
+void t_records_free(struct t_records *r)
 {
 	for (size_t i = 0; i < r->requests; i++)
 		free(r->fails[i]);
@@ -203,7 +203,7 @@ void rl_records_free(struct rl_records *r)
 	memset(r, 0, sizeof(*r));
 }
 
-cJSON *rl_json_file(const char *path)
+cJSON *t_json_file(const char *path)
 {
 	size_t len;
 	char *text = t_read_file(path, &len);
@@ -214,14 +214,14 @@ cJSON *rl_json_file(const char *path)
 	return o;
 }
 
-long rl_json_count(const cJSON *result, const char *key)
+long t_json_count(const cJSON *result, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItem(result, key);
 	cr_assert(cJSON_IsNumber(v), "result JSON has no number \"%s\"", key);
 	return (long)v->valuedouble;
 }
 
-long rl_json_failures(const cJSON *result, const char *reason)
+long t_json_failures(const cJSON *result, const char *reason)
 {
 	const cJSON *l = cJSON_GetObjectItem(result, "latscope");
 	const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(l, "failures"), reason);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "base/opts.h"
+#include "sim/sim.h"
 #include "t_helpers.h"
 #include "test_sim_client.h"
 
@@ -24,7 +26,7 @@ static void stop(void)
 	t_sim_stop(&sim);
 }
 
-static cJSON *event_json(const struct tsc_resp *r, size_t i)
+static cJSON *event_json(const struct t_resp *r, size_t i)
 {
 	cr_assert_lt(i, r->n_events);
 	cJSON *o = cJSON_Parse(r->events[i].data);
@@ -34,12 +36,12 @@ static cJSON *event_json(const struct tsc_resp *r, size_t i)
 
 static cJSON *post_json(const char *path, const char *body)
 {
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", path, NULL, body, &r, 5000);
+	struct t_resp r;
+	t_request(sim.port, "POST", path, NULL, body, &r, 5000);
 	cr_assert_eq(r.status, 200, "%s -> %d: %s", path, r.status, r.body ? r.body : "");
 	cJSON *o = cJSON_Parse(r.body);
 	cr_assert(o, "%s answered non-JSON: %s", path, r.body);
-	tsc_free(&r);
+	t_resp_free(&r);
 	return o;
 }
 
@@ -58,8 +60,8 @@ TestSuite(sim_api, .init = NULL, .fini = stop, .timeout = 60);
 Test(sim_api, completions_stream_shape_usage_and_done)
 {
 	start(NULL);
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/v1/completions", "X-Request-Id: shape-1\r\n",
+	struct t_resp r;
+	t_request(sim.port, "POST", "/v1/completions", "X-Request-Id: shape-1\r\n",
 		    "{\"model\":\"m\",\"prompt\":\"the quick brown fox\",\"max_tokens\":5,\"ignore_eos\":true,"
 		    "\"stream\":true,\"stream_options\":{\"include_usage\":true}}", &r, 5000);
 	cr_assert_eq(r.status, 200);
@@ -87,24 +89,24 @@ Test(sim_api, completions_stream_shape_usage_and_done)
 	cJSON_Delete(tok);
 	cJSON_Delete(u);
 	cr_expect_str_eq(r.events[6].data, "[DONE]");
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
 Test(sim_api, truth_line_matches_the_stream)
 {
 	const char *extra[] = { "--step-ms", "2", NULL };
 	start(extra);
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/v1/completions", "X-Request-Id: truth-1\r\n",
+	struct t_resp r;
+	t_request(sim.port, "POST", "/v1/completions", "X-Request-Id: truth-1\r\n",
 		    "{\"prompt\":\"hello\",\"max_tokens\":6,\"ignore_eos\":true,\"stream\":true}", &r, 5000);
 	cr_assert_eq(r.status, 200);
 	size_t frames = r.n_events;
-	tsc_free(&r);
+	t_resp_free(&r);
 	setenv("T_KEEP", "1", 1);
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
 	cJSON **lines;
-	int n = tsc_truth(sim.truth, &lines);
+	int n = t_truth_lines(sim.truth, &lines);
 	unlink(sim.truth);
 	cr_assert_eq(n, 1);
 	cJSON *l = lines[0];
@@ -132,14 +134,14 @@ Test(sim_api, truth_line_matches_the_stream)
 	cr_expect_gt(cJSON_GetObjectItem(f, "bytes")->valueint, 0);
 	cr_expect_eq(cJSON_GetObjectItem(f, "tokens")->valueint, 1);
 	cr_expect_gt(cJSON_GetObjectItem(f, "t")->valuedouble, admitted);
-	tsc_truth_free(lines, n);
+	t_truth_lines_free(lines, n);
 }
 
 Test(sim_api, chat_stream_shape)
 {
 	start(NULL);
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/v1/chat/completions", NULL,
+	struct t_resp r;
+	t_request(sim.port, "POST", "/v1/chat/completions", NULL,
 		    "{\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\"hi\"}],"
 		    "\"max_tokens\":4,\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}",
 		    &r, 5000);
@@ -162,13 +164,13 @@ Test(sim_api, chat_stream_shape)
 	cr_expect_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "usage"), "completion_tokens")->valueint, 4);
 	cJSON_Delete(o);
 	cr_expect_str_eq(r.events[6].data, "[DONE]");
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
 static void check_generate(const char *body, int want_tokens, int want_prompt)
 {
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/generate", NULL, body, &r, 5000);
+	struct t_resp r;
+	t_request(sim.port, "POST", "/generate", NULL, body, &r, 5000);
 	cr_assert_eq(r.status, 200, "%s", r.body ? r.body : "");
 	cr_assert_eq(r.n_events, (size_t)want_tokens + 1, "one frame per token + [DONE], got %zu", r.n_events);
 	char prev[4096] = "";
@@ -190,7 +192,7 @@ static void check_generate(const char *body, int want_tokens, int want_prompt)
 		cJSON_Delete(o);
 	}
 	cr_expect_str_eq(r.events[want_tokens].data, "[DONE]");
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
 Test(sim_api, generate_stream_shape_text_and_input_ids)
@@ -245,14 +247,14 @@ Test(sim_api, metrics_count_tokens_and_requests)
 {
 	const char *extra[] = { "--step-ms", "1", NULL };
 	start(extra);
-	struct tsc_resp r;
+	struct t_resp r;
 	for (int i = 0; i < 3; i++) {
-		tsc_request(sim.port, "POST", "/v1/completions", NULL,
+		t_request(sim.port, "POST", "/v1/completions", NULL,
 			    "{\"prompt\":[258,259,260,261,262],\"max_tokens\":4,\"ignore_eos\":true,\"stream\":true}", &r, 5000);
 		cr_assert_eq(r.status, 200);
-		tsc_free(&r);
+		t_resp_free(&r);
 	}
-	tsc_request(sim.port, "GET", "/metrics", NULL, NULL, &r, 5000);
+	t_request(sim.port, "GET", "/metrics", NULL, NULL, &r, 5000);
 	cr_assert_eq(r.status, 200);
 	cr_expect_eq(metric(r.body, "vllm:generation_tokens_total"), 12);
 	cr_expect_eq(metric(r.body, "vllm:prompt_tokens_total"), 15);
@@ -261,36 +263,36 @@ Test(sim_api, metrics_count_tokens_and_requests)
 	cr_expect_eq(metric(r.body, "vllm:spec_decode_num_drafts_total"), 0);
 	cr_expect_eq(metric(r.body, "vllm:spec_decode_num_draft_tokens_total"), 0);
 	cr_expect_eq(metric(r.body, "vllm:spec_decode_num_accepted_tokens_total"), 0);
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
 Test(sim_api, server_info_models_health)
 {
 	const char *extra[] = { "--model", "my-model", NULL };
 	start(extra);
-	struct tsc_resp r;
-	tsc_request(sim.port, "GET", "/server_info", NULL, NULL, &r, 5000);
+	struct t_resp r;
+	t_request(sim.port, "GET", "/server_info", NULL, NULL, &r, 5000);
 	cr_assert_eq(r.status, 200);
 	cJSON *o = cJSON_Parse(r.body);
 	cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "internal_states"), 0);
 	cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(st, "avg_spec_accept_length")));
 	cJSON_Delete(o);
-	tsc_free(&r);
-	tsc_request(sim.port, "GET", "/v1/models", NULL, NULL, &r, 5000);
+	t_resp_free(&r);
+	t_request(sim.port, "GET", "/v1/models", NULL, NULL, &r, 5000);
 	o = cJSON_Parse(r.body);
 	cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "data"), 0), "id")->valuestring,
 			 "my-model");
 	cJSON_Delete(o);
-	tsc_free(&r);
-	tsc_request(sim.port, "GET", "/health", NULL, NULL, &r, 5000);
+	t_resp_free(&r);
+	t_request(sim.port, "GET", "/health", NULL, NULL, &r, 5000);
 	cr_expect_eq(r.status, 200);
-	tsc_free(&r);
-	tsc_request(sim.port, "POST", "/flush_cache", NULL, "", &r, 5000);
+	t_resp_free(&r);
+	t_request(sim.port, "POST", "/flush_cache", NULL, "", &r, 5000);
 	cr_expect_eq(r.status, 200);
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
-static void expect_error(const struct tsc_resp *r, int status)
+static void expect_error(const struct t_resp *r, int status)
 {
 	cr_expect_eq(r->status, status, "want %d, got %d (%s)", status, r->status, r->head ? r->head : "no head");
 	cJSON *o = cJSON_Parse(r->body ? r->body : "");
@@ -302,80 +304,80 @@ Test(sim_api, errors_400_404_413_431)
 {
 	const char *extra[] = { "--max-body-bytes", "1000", NULL };
 	start(extra);
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/v1/completions", NULL, "{not json", &r, 5000);
+	struct t_resp r;
+	t_request(sim.port, "POST", "/v1/completions", NULL, "{not json", &r, 5000);
 	expect_error(&r, 400);
-	tsc_free(&r);
-	tsc_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":\"x\",\"max_tokens\":0}", &r, 5000);
+	t_resp_free(&r);
+	t_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":\"x\",\"max_tokens\":0}", &r, 5000);
 	expect_error(&r, 400);
-	tsc_free(&r);
-	tsc_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":[99999]}", &r, 5000);
+	t_resp_free(&r);
+	t_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":[99999]}", &r, 5000);
 	expect_error(&r, 400);
-	tsc_free(&r);
+	t_resp_free(&r);
 	/* numbers no integer holds: 400, not a cast out of range */
 	const char *huge[] = { "{\"prompt\":\"x\",\"max_tokens\":1e300}", "{\"prompt\":\"x\",\"max_tokens\":-1e300}",
 			       "{\"prompt\":\"x\",\"max_tokens\":1e999}", "{\"prompt\":[1e300]}" };
 	for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
-		tsc_request(sim.port, "POST", "/v1/completions", NULL, huge[i], &r, 5000);
+		t_request(sim.port, "POST", "/v1/completions", NULL, huge[i], &r, 5000);
 		expect_error(&r, 400);
-		tsc_free(&r);
+		t_resp_free(&r);
 	}
-	tsc_request(sim.port, "POST", "/detokenize", NULL, "{\"tokens\":[1e300,-1e999]}", &r, 5000);
+	t_request(sim.port, "POST", "/detokenize", NULL, "{\"tokens\":[1e300,-1e999]}", &r, 5000);
 	expect_error(&r, 400);
-	tsc_free(&r);
-	tsc_request(sim.port, "GET", "/nope", NULL, NULL, &r, 5000);
+	t_resp_free(&r);
+	t_request(sim.port, "GET", "/nope", NULL, NULL, &r, 5000);
 	expect_error(&r, 404);
-	tsc_free(&r);
+	t_resp_free(&r);
 	char *big = malloc(2001);
 	memset(big, 'a', 2000);
 	big[2000] = 0;
-	tsc_request(sim.port, "POST", "/v1/completions", NULL, big, &r, 5000);
+	t_request(sim.port, "POST", "/v1/completions", NULL, big, &r, 5000);
 	expect_error(&r, 413);
-	tsc_free(&r);
+	t_resp_free(&r);
 	free(big);
 	size_t hn = 20000;
 	char *hdr = malloc(hn + 32);
 	strcpy(hdr, "X-Big: ");
 	memset(hdr + 7, 'b', hn);
 	strcpy(hdr + 7 + hn, "\r\n");
-	tsc_request(sim.port, "GET", "/health", hdr, NULL, &r, 5000);
+	t_request(sim.port, "GET", "/health", hdr, NULL, &r, 5000);
 	expect_error(&r, 431);
-	tsc_free(&r);
+	t_resp_free(&r);
 	free(hdr);
 	const char bad_line[] = "GARBAGE\r\n\r\n";
-	tsc_raw(sim.port, bad_line, sizeof(bad_line) - 1, &r, 5000);
+	t_raw(sim.port, bad_line, sizeof(bad_line) - 1, &r, 5000);
 	expect_error(&r, 400);
-	tsc_free(&r);
+	t_resp_free(&r);
 	const char nul[] = "GET /he\0lth HTTP/1.1\r\n\r\n";
-	tsc_raw(sim.port, nul, sizeof(nul) - 1, &r, 5000);
+	t_raw(sim.port, nul, sizeof(nul) - 1, &r, 5000);
 	expect_error(&r, 400);
-	tsc_free(&r);
-	tsc_request(sim.port, "GET", "/health", NULL, NULL, &r, 5000);
+	t_resp_free(&r);
+	t_request(sim.port, "GET", "/health", NULL, NULL, &r, 5000);
 	cr_expect_eq(r.status, 200, "still serving after bad input");
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
 Test(sim_api, keep_alive_serves_requests_in_turn)
 {
 	const char *extra[] = { "--step-ms", "1", NULL };
 	start(extra);
-	int fd = tsc_connect(sim.port);
+	int fd = t_connect(sim.port);
 	cr_assert_geq(fd, 0);
-	struct tsc_resp r;
+	struct t_resp r;
 	const char *body = "{\"prompt\":\"a\",\"max_tokens\":3,\"ignore_eos\":true,\"stream\":true}";
 	for (int i = 0; i < 3; i++) {
-		tsc_exchange(fd, "POST", "/v1/completions", NULL, body, &r, 5000);
+		t_exchange(fd, "POST", "/v1/completions", NULL, body, &r, 5000);
 		cr_assert_eq(r.status, 200);
-		cr_expect_eq(r.end, TSC_COMPLETE, "the connection stays open");
+		cr_expect_eq(r.end, T_COMPLETE, "the connection stays open");
 		cr_expect_eq(r.n_events, 4);
-		tsc_free(&r);
+		t_resp_free(&r);
 	}
-	tsc_exchange(fd, "POST", "/tokenize", NULL, "{oops", &r, 5000);
+	t_exchange(fd, "POST", "/tokenize", NULL, "{oops", &r, 5000);
 	cr_expect_eq(r.status, 400);
-	tsc_free(&r);
-	tsc_exchange(fd, "GET", "/health", NULL, NULL, &r, 5000);
+	t_resp_free(&r);
+	t_exchange(fd, "GET", "/health", NULL, NULL, &r, 5000);
 	cr_expect_eq(r.status, 200, "a JSON error keeps the connection");
-	tsc_free(&r);
+	t_resp_free(&r);
 	close(fd);
 	/* pipelined: two requests in one write */
 	char raw[512];
@@ -383,33 +385,33 @@ Test(sim_api, keep_alive_serves_requests_in_turn)
 			 "POST /v1/completions HTTP/1.1\r\nContent-Length: %zu\r\n\r\n%s"
 			 "POST /v1/completions HTTP/1.1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
 			 strlen(body), body, strlen(body), body);
-	tsc_raw(sim.port, raw, (size_t)n, &r, 5000);
+	t_raw(sim.port, raw, (size_t)n, &r, 5000);
 	cr_expect_eq(r.status, 200);
-	tsc_free(&r);
+	t_resp_free(&r);
 	setenv("T_KEEP", "1", 1);
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
 	cJSON **lines;
-	int nl = tsc_truth(sim.truth, &lines);
+	int nl = t_truth_lines(sim.truth, &lines);
 	unlink(sim.truth);
 	cr_assert_eq(nl, 5, "3 kept-alive + 2 pipelined requests, got %d", nl);
 	int conn0 = cJSON_GetObjectItem(lines[0], "conn")->valueint;
 	cr_expect_eq(cJSON_GetObjectItem(lines[2], "conn")->valueint, conn0, "same connection id");
 	cr_expect_eq(cJSON_GetObjectItem(lines[3], "conn")->valueint, cJSON_GetObjectItem(lines[4], "conn")->valueint);
 	cr_expect_neq(cJSON_GetObjectItem(lines[3], "conn")->valueint, conn0);
-	tsc_truth_free(lines, nl);
+	t_truth_lines_free(lines, nl);
 }
 
 Test(sim_api, sigterm_exits_zero_with_truth_flushed)
 {
 	const char *extra[] = { "--fail-rate", "1", "--fail-kind", "stall", NULL };
 	start(extra);
-	int fd = tsc_connect(sim.port);
-	struct tsc_resp r;
-	tsc_exchange(fd, "POST", "/v1/completions", "X-Request-Id: stalled\r\n",
+	int fd = t_connect(sim.port);
+	struct t_resp r;
+	t_exchange(fd, "POST", "/v1/completions", "X-Request-Id: stalled\r\n",
 		     "{\"prompt\":\"a\",\"max_tokens\":50,\"ignore_eos\":true,\"stream\":true}", &r, 300);
-	cr_expect_eq(r.end, TSC_TIMEOUT);
-	tsc_free(&r);
+	cr_expect_eq(r.end, T_TIMEOUT);
+	t_resp_free(&r);
 	kill(sim.pid, SIGTERM);
 	int status = -1;
 	cr_assert_eq(waitpid(sim.pid, &status, 0), sim.pid);
@@ -417,12 +419,12 @@ Test(sim_api, sigterm_exits_zero_with_truth_flushed)
 	close(fd);
 	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit 0 on SIGTERM");
 	cJSON **lines;
-	int n = tsc_truth(sim.truth, &lines);
+	int n = t_truth_lines(sim.truth, &lines);
 	cr_assert_eq(n, 1);
 	cr_expect_str_eq(cJSON_GetObjectItem(lines[0], "id")->valuestring, "stalled");
 	cr_expect_str_eq(cJSON_GetObjectItem(lines[0], "reason")->valuestring, "stall");
 	cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(lines[0], "failed")));
-	tsc_truth_free(lines, n);
+	t_truth_lines_free(lines, n);
 }
 
 Test(sim_api, help_and_bad_flags)
@@ -435,8 +437,40 @@ Test(sim_api, help_and_bad_flags)
 				"--accept-len", "--num-spec-tokens", "--accept-dist", "--empty-frame-every", "--api-frame-us",
 				"--fail-rate", "--fail-kind", "--tls", "--tls-cert", "--tls-key", "--tls-max",
 				"--gpu", "--gpu-lib", "--max-header-bytes", "--max-body-bytes", NULL };
-	for (int i = 0; flags[i]; i++)
+	size_t n_opts = 0;
+	const struct ls_opt *opts = sim_opts(&n_opts);
+	cr_assert_gt(n_opts, 20);
+	for (int i = 0; flags[i]; i++) {
 		cr_expect(strstr(out, flags[i]), "--help lacks %s", flags[i]);
+		size_t k = 0;
+		while (k < n_opts && strcmp(opts[k].name, flags[i] + 2))
+			k++;
+		cr_expect_lt(k, n_opts, "the flag table lacks %s", flags[i]);
+	}
+	/* Every entry of the real table: "--name METAVAR" and the first line of its help in --help,
+	 * each name once, a short form only for a flag that has a long one. */
+	for (size_t k = 0; k < n_opts; k++) {
+		const struct ls_opt *o = &opts[k];
+		for (size_t j = k + 1; j < n_opts; j++)
+			cr_expect_neq(strcmp(o->name, opts[j].name), 0, "--%s is in the table twice", o->name);
+		if (strlen(o->name) == 1) {
+			size_t j = 0;
+			while (j < n_opts && (strlen(opts[j].name) == 1 || opts[j].id != o->id))
+				j++;
+			cr_expect_lt(j, n_opts, "-%s is the short form of no flag", o->name);
+			char shown[16];
+			snprintf(shown, sizeof(shown), "-%s, --", o->name);
+			cr_expect(strstr(out, shown), "--help lacks %s", shown);
+			continue;
+		}
+		char shown[96], first[256];
+		snprintf(shown, sizeof(shown), "--%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
+		const char *at = strstr(out, shown);
+		cr_expect(at && (at[strlen(shown)] == ' ' || at[strlen(shown)] == '\n'), "--help lacks \"%s\"", shown);
+		cr_assert(o->help && o->help[0], "--%s has no help text", o->name);
+		snprintf(first, sizeof(first), "%.*s", (int)strcspn(o->help, "\n"), o->help);
+		cr_expect(at && strstr(at, first), "--help lacks the help of --%s: %s", o->name, first);
+	}
 	free(out);
 	const char *bad[][4] = { { "sim", "--bogus", NULL }, { "sim", "--step-ms", "abc", NULL },
 				 { "sim", "--fail-kind", "explode", NULL }, { "sim", "--tls-max", "1.1", NULL },
@@ -467,13 +501,13 @@ Test(sim_api, http_1_0_stream_ends_at_close)
 	char raw[256];
 	int n = snprintf(raw, sizeof(raw), "POST /v1/completions HTTP/1.0\r\nContent-Length: %zu\r\n\r\n%s",
 			 strlen(body), body);
-	struct tsc_resp r;
-	tsc_raw(sim.port, raw, (size_t)n, &r, 5000);
+	struct t_resp r;
+	t_raw(sim.port, raw, (size_t)n, &r, 5000);
 	cr_expect_eq(r.status, 200);
 	cr_expect(!r.chunked, "no chunked encoding for HTTP/1.0");
-	cr_expect_eq(r.end, TSC_EOF);
+	cr_expect_eq(r.end, T_EOF);
 	cr_expect(r.body && strstr(r.body, "data: [DONE]\n\n"), "%s", r.body ? r.body : "");
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
 Test(sim_api, random_bytes_never_kill_the_server)
@@ -491,13 +525,13 @@ Test(sim_api, random_bytes_never_kill_the_server)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 			buf[len] = (char)(x >> 56);
 		}
-		struct tsc_resp r;
-		tsc_raw(sim.port, buf, len, &r, 20);
-		tsc_free(&r);
+		struct t_resp r;
+		t_raw(sim.port, buf, len, &r, 20);
+		t_resp_free(&r);
 	}
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":\"a\",\"max_tokens\":2,\"stream\":true}", &r, 5000);
+	struct t_resp r;
+	t_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":\"a\",\"max_tokens\":2,\"stream\":true}", &r, 5000);
 	cr_expect_eq(r.status, 200, "still serving");
-	tsc_free(&r);
+	t_resp_free(&r);
 	cr_expect_eq(kill(sim.pid, 0), 0, "the simulator is alive");
 }

@@ -15,7 +15,7 @@
 #include "base/clock.h"
 #include "test_sim_client.h"
 
-int tsc_connect(int port)
+int t_connect(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -58,7 +58,7 @@ static int grow(char **buf, size_t *cap, size_t need)
 	return 0;
 }
 
-static void body_add(struct reader *rd, struct tsc_resp *resp, const char *p, size_t n)
+static void body_add(struct reader *rd, struct t_resp *resp, const char *p, size_t n)
 {
 	if (grow(&resp->body, &rd->body_cap, resp->body_len + n + 1))
 		return;
@@ -67,7 +67,7 @@ static void body_add(struct reader *rd, struct tsc_resp *resp, const char *p, si
 	resp->body[resp->body_len] = 0;
 }
 
-static void add_events(struct reader *rd, struct tsc_resp *resp, uint64_t t)
+static void add_events(struct reader *rd, struct t_resp *resp, uint64_t t)
 {
 	while (resp->body && rd->sse_scan < resp->body_len) {
 		char *hit = memmem(resp->body + rd->sse_scan, resp->body_len - rd->sse_scan, "\n\n", 2);
@@ -81,7 +81,7 @@ static void add_events(struct reader *rd, struct tsc_resp *resp, uint64_t t)
 		const char *msg = resp->body + rd->sse_start;
 		size_t len = end - rd->sse_start;
 		if (len >= 6 && !strncmp(msg, "data: ", 6)) {
-			struct tsc_event *ev = realloc(resp->events, (resp->n_events + 1) * sizeof(*ev));
+			struct t_event *ev = realloc(resp->events, (resp->n_events + 1) * sizeof(*ev));
 			if (ev) {
 				resp->events = ev;
 				ev[resp->n_events].t_ns = t;
@@ -94,7 +94,7 @@ static void add_events(struct reader *rd, struct tsc_resp *resp, uint64_t t)
 }
 
 /* Parses what has arrived; 1 when the response is complete. */
-static int parse(struct reader *rd, struct tsc_resp *resp, uint64_t t)
+static int parse(struct reader *rd, struct t_resp *resp, uint64_t t)
 {
 	if (!rd->head_done) {
 		char *e = memmem(rd->raw, rd->raw_len, "\r\n\r\n", 4);
@@ -160,14 +160,14 @@ static int parse(struct reader *rd, struct tsc_resp *resp, uint64_t t)
 	return rd->ch == CH_DONE;
 }
 
-static int read_response(int fd, struct tsc_resp *resp, int timeout_ms)
+static int read_response(int fd, struct t_resp *resp, int timeout_ms)
 {
 	struct reader rd = { 0 };
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		int pr = poll(&pfd, 1, timeout_ms);
 		if (pr == 0) {
-			resp->end = TSC_TIMEOUT;
+			resp->end = T_TIMEOUT;
 			break;
 		}
 		if (pr < 0 && errno == EINTR)
@@ -179,18 +179,18 @@ static int read_response(int fd, struct tsc_resp *resp, int timeout_ms)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			resp->end = errno == ECONNRESET ? TSC_RESET : TSC_EOF;
+			resp->end = errno == ECONNRESET ? T_RESET : T_EOF;
 			break;
 		}
 		if (n == 0) {
-			resp->end = TSC_EOF;
+			resp->end = T_EOF;
 			if (rd.head_done && !resp->chunked && rd.content_length < 0)
 				parse(&rd, resp, t);
 			break;
 		}
 		rd.raw_len += (size_t)n;
 		if (parse(&rd, resp, t)) {
-			resp->end = TSC_COMPLETE;
+			resp->end = T_COMPLETE;
 			break;
 		}
 	}
@@ -218,8 +218,8 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-int tsc_exchange(int fd, const char *method, const char *path, const char *extra_headers,
-		 const char *body, struct tsc_resp *resp, int timeout_ms)
+int t_exchange(int fd, const char *method, const char *path, const char *extra_headers,
+		 const char *body, struct t_resp *resp, int timeout_ms)
 {
 	memset(resp, 0, sizeof(*resp));
 	size_t blen = body ? strlen(body) : 0;
@@ -236,44 +236,44 @@ int tsc_exchange(int fd, const char *method, const char *path, const char *extra
 	int rc = send_all(fd, req, (size_t)n + blen);
 	free(req);
 	if (rc) {
-		resp->end = TSC_RESET;
+		resp->end = T_RESET;
 		return 0;
 	}
 	return read_response(fd, resp, timeout_ms);
 }
 
-int tsc_request(int port, const char *method, const char *path, const char *extra_headers,
-		const char *body, struct tsc_resp *resp, int timeout_ms)
+int t_request(int port, const char *method, const char *path, const char *extra_headers,
+		const char *body, struct t_resp *resp, int timeout_ms)
 {
-	int fd = tsc_connect(port);
+	int fd = t_connect(port);
 	if (fd < 0) {
 		memset(resp, 0, sizeof(*resp));
-		resp->end = TSC_CONNECT_FAILED;
+		resp->end = T_CONNECT_FAILED;
 		return -1;
 	}
-	int rc = tsc_exchange(fd, method, path, extra_headers, body, resp, timeout_ms);
+	int rc = t_exchange(fd, method, path, extra_headers, body, resp, timeout_ms);
 	close(fd);
 	return rc;
 }
 
-int tsc_raw(int port, const char *raw, size_t len, struct tsc_resp *resp, int timeout_ms)
+int t_raw(int port, const char *raw, size_t len, struct t_resp *resp, int timeout_ms)
 {
 	memset(resp, 0, sizeof(*resp));
-	int fd = tsc_connect(port);
+	int fd = t_connect(port);
 	if (fd < 0) {
-		resp->end = TSC_CONNECT_FAILED;
+		resp->end = T_CONNECT_FAILED;
 		return -1;
 	}
 	resp->sent_ns = ls_now_ns();
 	if (send_all(fd, raw, len))
-		resp->end = TSC_RESET;
+		resp->end = T_RESET;
 	else
 		read_response(fd, resp, timeout_ms);
 	close(fd);
 	return 0;
 }
 
-void tsc_free(struct tsc_resp *resp)
+void t_resp_free(struct t_resp *resp)
 {
 	free(resp->head);
 	free(resp->body);
@@ -283,7 +283,7 @@ void tsc_free(struct tsc_resp *resp)
 	memset(resp, 0, sizeof(*resp));
 }
 
-int tsc_truth(const char *path, cJSON ***lines)
+int t_truth_lines(const char *path, cJSON ***lines)
 {
 	FILE *f = fopen(path, "r");
 	*lines = NULL;
@@ -309,7 +309,7 @@ int tsc_truth(const char *path, cJSON ***lines)
 	return n;
 }
 
-void tsc_truth_free(cJSON **lines, int n)
+void t_truth_lines_free(cJSON **lines, int n)
 {
 	for (int i = 0; i < n; i++)
 		cJSON_Delete(lines[i]);
@@ -322,7 +322,7 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-double tsc_median(double *v, size_t n)
+double t_median(double *v, size_t n)
 {
 	if (!n)
 		return 0;
@@ -330,7 +330,7 @@ double tsc_median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-double tsc_cpu_seconds(int pid)
+double t_cpu_seconds(int pid)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);

@@ -21,11 +21,11 @@ TestSuite(sim_fault, .fini = fini, .timeout = 60);
 static const char *BODY = "{\"prompt\":\"a\",\"max_tokens\":10,\"ignore_eos\":true,\"stream\":true}";
 
 /* Starts a sim that fails every request with kind, sends one streaming request. */
-static void one(const char *kind, struct tsc_resp *r, int timeout_ms)
+static void one(const char *kind, struct t_resp *r, int timeout_ms)
 {
 	const char *extra[] = { "--step-ms", "1", "--fail-rate", "1", "--fail-kind", kind, NULL };
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0);
-	tsc_request(sim.port, "POST", "/v1/completions", "X-Request-Id: f\r\n", BODY, r, timeout_ms);
+	t_request(sim.port, "POST", "/v1/completions", "X-Request-Id: f\r\n", BODY, r, timeout_ms);
 }
 
 /* The truth's reason for the one request, after the simulator stopped. */
@@ -35,78 +35,78 @@ static void expect_truth_reason(const char *kind)
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
 	cJSON **lines;
-	int n = tsc_truth(sim.truth, &lines);
+	int n = t_truth_lines(sim.truth, &lines);
 	unlink(sim.truth);
 	cr_assert_eq(n, 1, "one truth line, got %d", n);
 	cr_expect_str_eq(cJSON_GetObjectItem(lines[0], "reason")->valuestring, kind);
 	cr_expect_str_eq(cJSON_GetObjectItem(lines[0], "fault")->valuestring, kind);
 	cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(lines[0], "failed")));
-	tsc_truth_free(lines, n);
+	t_truth_lines_free(lines, n);
 }
 
-static int has_done(const struct tsc_resp *r)
+static int has_done(const struct t_resp *r)
 {
 	return r->n_events && !strcmp(r->events[r->n_events - 1].data, "[DONE]");
 }
 
 Test(sim_fault, http500)
 {
-	struct tsc_resp r;
+	struct t_resp r;
 	one("http500", &r, 5000);
 	cr_expect_eq(r.status, 500);
 	cr_expect(r.body && strstr(r.body, "\"message\""), "JSON error body");
-	tsc_free(&r);
+	t_resp_free(&r);
 	expect_truth_reason("http500");
 }
 
 Test(sim_fault, http429)
 {
-	struct tsc_resp r;
+	struct t_resp r;
 	one("http429", &r, 5000);
 	cr_expect_eq(r.status, 429);
 	cr_expect(r.head && strstr(r.head, "Retry-After"));
-	tsc_free(&r);
+	t_resp_free(&r);
 	expect_truth_reason("http429");
 }
 
 Test(sim_fault, reset_before_headers)
 {
-	struct tsc_resp r;
+	struct t_resp r;
 	one("reset-before-headers", &r, 5000);
-	cr_expect_eq(r.end, TSC_RESET, "connection reset (end %d)", r.end);
+	cr_expect_eq(r.end, T_RESET, "connection reset (end %d)", r.end);
 	cr_expect_eq(r.status, 0, "no status line");
-	tsc_free(&r);
+	t_resp_free(&r);
 	expect_truth_reason("reset-before-headers");
 }
 
 Test(sim_fault, reset_mid_stream)
 {
-	struct tsc_resp r;
+	struct t_resp r;
 	one("reset-mid-stream", &r, 5000);
 	cr_expect_eq(r.status, 200);
 	cr_expect_geq(r.n_events, 1, "frames before the reset");
 	cr_expect(!has_done(&r));
-	cr_expect_eq(r.end, TSC_RESET, "connection reset (end %d)", r.end);
-	tsc_free(&r);
+	cr_expect_eq(r.end, T_RESET, "connection reset (end %d)", r.end);
+	t_resp_free(&r);
 	expect_truth_reason("reset-mid-stream");
 }
 
 Test(sim_fault, stall)
 {
-	struct tsc_resp r;
+	struct t_resp r;
 	one("stall", &r, 300);
 	cr_expect_eq(r.status, 200);
 	cr_expect_geq(r.n_events, 1, "frames before the stall");
 	cr_expect(!has_done(&r));
-	cr_expect_eq(r.end, TSC_TIMEOUT, "silence until the client gives up (end %d)", r.end);
-	tsc_free(&r);
+	cr_expect_eq(r.end, T_TIMEOUT, "silence until the client gives up (end %d)", r.end);
+	t_resp_free(&r);
 	usleep(20000); /* the client closed: the truth line is written then */
 	expect_truth_reason("stall");
 }
 
 Test(sim_fault, malformed_frame)
 {
-	struct tsc_resp r;
+	struct t_resp r;
 	one("malformed-frame", &r, 5000);
 	cr_expect_eq(r.status, 200);
 	int bad = 0;
@@ -117,19 +117,19 @@ Test(sim_fault, malformed_frame)
 	}
 	cr_expect_eq(bad, 1, "exactly one frame is not JSON");
 	cr_expect(has_done(&r), "the stream goes on to [DONE]");
-	tsc_free(&r);
+	t_resp_free(&r);
 	expect_truth_reason("malformed-frame");
 }
 
 Test(sim_fault, truncated_chunk)
 {
-	struct tsc_resp r;
+	struct t_resp r;
 	one("truncated-chunk", &r, 5000);
 	cr_expect_eq(r.status, 200);
 	cr_expect(r.chunk_incomplete, "the connection ended inside a chunk");
-	cr_expect_eq(r.end, TSC_EOF);
+	cr_expect_eq(r.end, T_EOF);
 	cr_expect(!has_done(&r));
-	tsc_free(&r);
+	t_resp_free(&r);
 	expect_truth_reason("truncated-chunk");
 }
 
@@ -137,12 +137,12 @@ Test(sim_fault, non_streaming_truncated_body)
 {
 	const char *extra[] = { "--step-ms", "1", "--fail-rate", "1", "--fail-kind", "truncated-chunk", NULL };
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0);
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":\"a\",\"max_tokens\":5}", &r, 5000);
+	struct t_resp r;
+	t_request(sim.port, "POST", "/v1/completions", NULL, "{\"prompt\":\"a\",\"max_tokens\":5}", &r, 5000);
 	cr_expect_eq(r.status, 200);
-	cr_expect_eq(r.end, TSC_EOF, "closed before Content-Length bytes");
+	cr_expect_eq(r.end, T_EOF, "closed before Content-Length bytes");
 	cr_expect(!cJSON_Parse(r.body ? r.body : ""), "the body is cut");
-	tsc_free(&r);
+	t_resp_free(&r);
 }
 
 Test(sim_fault, mixed_storm_every_kind_and_survives)
@@ -154,25 +154,25 @@ Test(sim_fault, mixed_storm_every_kind_and_survives)
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0);
 	enum { N = 120 };
 	for (int i = 0; i < N; i++) {
-		struct tsc_resp r;
+		struct t_resp r;
 		char hdr[64];
 		snprintf(hdr, sizeof(hdr), "X-Request-Id: storm-%d\r\n", i);
-		tsc_request(sim.port, "POST", i % 2 ? "/generate" : "/v1/chat/completions", hdr,
+		t_request(sim.port, "POST", i % 2 ? "/generate" : "/v1/chat/completions", hdr,
 			    i % 2 ? "{\"text\":\"a\",\"sampling_params\":{\"max_new_tokens\":6},\"stream\":true}"
 				  : "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"max_tokens\":6,\"stream\":true}",
 			    &r, 150);
-		tsc_free(&r);
+		t_resp_free(&r);
 	}
-	struct tsc_resp r;
-	tsc_request(sim.port, "GET", "/health", NULL, NULL, &r, 5000);
+	struct t_resp r;
+	t_request(sim.port, "GET", "/health", NULL, NULL, &r, 5000);
 	cr_expect_eq(r.status, 200, "alive after the storm");
-	tsc_free(&r);
+	t_resp_free(&r);
 	usleep(20000);
 	setenv("T_KEEP", "1", 1);
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
 	cJSON **lines;
-	int n = tsc_truth(sim.truth, &lines);
+	int n = t_truth_lines(sim.truth, &lines);
 	unlink(sim.truth);
 	cr_expect_eq(n, N, "a truth line per request, got %d", n);
 	const char *kinds[] = { "http500", "http429", "reset-before-headers", "reset-mid-stream", "stall",
@@ -183,5 +183,5 @@ Test(sim_fault, mixed_storm_every_kind_and_survives)
 			seen += !strcmp(cJSON_GetObjectItem(lines[i], "fault")->valuestring, kinds[k]);
 		cr_expect_gt(seen, 0, "kind %s produced", kinds[k]);
 	}
-	tsc_truth_free(lines, n);
+	t_truth_lines_free(lines, n);
 }

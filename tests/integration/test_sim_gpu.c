@@ -57,17 +57,17 @@ Test(sim_gpu, steps_call_the_library_and_truth_brackets_them)
 	build_fake(lib, sizeof(lib));
 	const char *extra[] = { "--gpu", "--gpu-lib", lib, "--step-ms", "3", "--prefill-token-us", "0", NULL };
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim --gpu with the stand-in library did not start");
-	struct tsc_resp r;
-	tsc_request(sim.port, "POST", "/v1/completions", NULL,
+	struct t_resp r;
+	t_request(sim.port, "POST", "/v1/completions", NULL,
 		    "{\"prompt\":\"a\",\"max_tokens\":5,\"ignore_eos\":true,\"stream\":true}", &r, 5000);
 	cr_expect_eq(r.status, 200);
 	cr_expect_eq(r.n_events, 6);
-	tsc_free(&r);
+	t_resp_free(&r);
 	setenv("T_KEEP", "1", 1);
 	t_sim_stop(&sim);
 	unsetenv("T_KEEP");
 	cJSON **lines;
-	int n = tsc_truth(sim.truth, &lines);
+	int n = t_truth_lines(sim.truth, &lines);
 	unlink(sim.truth);
 	cr_assert_eq(n, 1);
 	cJSON *s;
@@ -82,7 +82,7 @@ Test(sim_gpu, steps_call_the_library_and_truth_brackets_them)
 		steps++;
 	}
 	cr_expect_eq(steps, 5);
-	tsc_truth_free(lines, n);
+	t_truth_lines_free(lines, n);
 }
 
 Test(sim_gpu, init_failure_is_one_line_exit_1)

@@ -261,4 +261,48 @@ Test(config, help_documents_every_flag, .init = cr_redirect_stdout)
 				"--random-range-semantics", "--test-loop-delay-us", "--warmup-shape", "--busy-poll", "--spin-us" };
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		cr_expect(strstr(out, flags[i]), "--help lacks %s", flags[i]);
+
+	/* The real table, as --help prints it ("  --name ..." or "  -X, --name ..."): the parser
+	 * knows every flag shown (a bare flag is taken, or wants its value; never "unknown"). */
+	static char shown[128][48];
+	size_t n_shown = 0;
+	for (const char *line = out; line && *line && n_shown < 128; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *f = NULL;
+		if (!strncmp(line, "  --", 4))
+			f = line + 2;
+		else if (!strncmp(line, "  -", 3) && line[4] == ',' && !strncmp(line + 5, " --", 3))
+			f = line + 6;
+		if (!f)
+			continue;
+		size_t len = strcspn(f, " \n=");
+		snprintf(shown[n_shown++], sizeof(shown[0]), "%.*s", (int)len, f);
+	}
+	cr_assert_geq(n_shown, sizeof(flags) / sizeof(flags[0]), "--help shows %zu flags", n_shown);
+	for (size_t i = 0; i < n_shown; i++)
+		for (size_t j = i + 1; j < n_shown; j++)
+			cr_expect_neq(strcmp(shown[i], shown[j]), 0, "--help shows %s twice", shown[i]);
+	for (size_t i = 0; i < n_shown; i++) {
+		if (!strcmp(shown[i], "--help"))
+			continue;
+		char err_path[] = "/tmp/latscope-cfgflag-XXXXXX";
+		int fd = mkstemp(err_path);
+		cr_assert_geq(fd, 0);
+		fflush(stderr);
+		int saved = dup(2);
+		dup2(fd, 2);
+		const char *one[] = { shown[i], NULL };
+		struct ls_config c1;
+		int rc = parse(&c1, one);
+		ls_config_free(&c1);
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+		char err[1024] = "";
+		ssize_t got = pread(fd, err, sizeof(err) - 1, 0);
+		err[got > 0 ? got : 0] = 0;
+		close(fd);
+		unlink(err_path);
+		cr_expect(!strstr(err, "unknown flag"), "--help shows %s, the parser does not know it: %s", shown[i], err);
+		cr_expect(rc == 0 || rc == 2, "%s alone: %d (%s)", shown[i], rc, err);
+	}
 }

@@ -322,3 +322,55 @@ Test(record_file, out_of_range_numbers_are_clamped)
 	ls_run_free(&run);
 	unlink(path);
 }
+
+/* Every failure reason is written by its name and read back as the same reason (the names are
+ * stable: they are the JSON and JSONL keys), and a name the reader does not know is "other". */
+Test(record_file, every_failure_name_round_trips)
+{
+	const char *path = tmp_path();
+	struct ls_record_meta meta = { .base_ns = BASE };
+	struct ls_record_writer *w = ls_record_open(path, &meta);
+	cr_assert_not_null(w);
+	for (int f = 0; f < LS_FAIL__COUNT; f++) {
+		struct ls_request r = { 0 };
+		ls_request_reset(&r, (uint64_t)f);
+		r.scheduled_ns = r.started_ns = BASE + 1000;
+		r.finished_ns = BASE + 2000;
+		r.fail = (enum ls_fail)f;
+		snprintf(r.error, sizeof(r.error), "reason %s", ls_fail_name(r.fail));
+		cr_assert_eq(ls_record_write(w, &r), 0);
+		ls_request_free(&r);
+	}
+	cr_assert_eq(ls_record_close(w, NULL), 0);
+	char *text = slurp(path);
+	for (int f = 0; f < LS_FAIL__COUNT; f++) {
+		char want[64];
+		snprintf(want, sizeof(want), "\"fail\":\"%s\"", ls_fail_name((enum ls_fail)f));
+		cr_expect(strstr(text, want), "no %s in the file", want);
+		for (int g = 0; g < f; g++)
+			cr_expect_neq(strcmp(ls_fail_name((enum ls_fail)f), ls_fail_name((enum ls_fail)g)), 0,
+				      "reasons %d and %d share the name %s", f, g, ls_fail_name((enum ls_fail)f));
+	}
+	/* A name from a newer latscope: read as "other", not refused. */
+	char *bumped = strstr(text, "\"fail\":\"timeout\"");
+	cr_assert_not_null(bumped);
+	FILE *out = fopen(path, "w");
+	cr_assert_not_null(out);
+	fprintf(out, "%.*s\"fail\":\"gremlins\"%s", (int)(bumped - text), text, bumped + strlen("\"fail\":\"timeout\""));
+	fclose(out);
+	free(text);
+	struct ls_run back;
+	cr_assert_eq(ls_record_load(path, &back, NULL), 0);
+	cr_assert_eq(back.n_requests, LS_FAIL__COUNT);
+	for (size_t i = 0; i < back.n_requests; i++) {
+		const struct ls_request *r = &back.requests[i];
+		enum ls_fail want = r->id == LS_FAIL_TIMEOUT ? LS_FAIL_OTHER : (enum ls_fail)r->id;
+		cr_expect_eq(r->fail, want, "request %llu: read %s, wrote %s", (unsigned long long)r->id,
+			     ls_fail_name(r->fail), ls_fail_name((enum ls_fail)r->id));
+		char msg[64];
+		snprintf(msg, sizeof(msg), "reason %s", ls_fail_name((enum ls_fail)r->id));
+		cr_expect_str_eq(r->error, msg);
+	}
+	ls_run_free(&back);
+	unlink(path);
+}

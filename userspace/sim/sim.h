@@ -325,6 +325,11 @@ struct sim_server {
 	uint64_t         start_ns;
 };
 int  sim_server_run(const struct sim_config *cfg);
+
+/* ---- flags (sim_main.c) ---- */
+struct ls_opt;
+/* The flag table --help prints and the walker reads (tests check every entry). */
+const struct ls_opt *sim_opts(size_t *n);
 int  sim_server_watch(struct sim_server *srv, struct sim_conn *c, uint32_t events);
 void sim_server_set_timer(struct sim_server *srv, uint64_t deadline_ns);
 

@@ -80,6 +80,12 @@ static const struct ls_opt opts[] = {
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
+const struct ls_opt *sim_opts(size_t *n)
+{
+	*n = N_OPTS;
+	return opts;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: latscope sim [flags]\n\n"
