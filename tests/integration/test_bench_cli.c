@@ -11,7 +11,7 @@
 #include "report/record_file.h"
 #include "t_helpers.h"
 
-Test(bench_cli, help_and_usage_errors)
+Test(bench_cli, help_and_usage_errors, .timeout = 10)
 {
 	char *out = NULL, *err = NULL;
 	const char *help[] = { "bench", "--help", NULL };
@@ -30,7 +30,7 @@ Test(bench_cli, help_and_usage_errors)
 	}
 }
 
-Test(bench_cli, no_server_is_a_clear_error)
+Test(bench_cli, no_server_is_a_clear_error, .timeout = 30)
 {
 	char url[64], *out = NULL, *err = NULL;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", t_free_port());

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "t_helpers.h"
 
-Test(cli, help_lists_every_command)
+Test(cli, help_lists_every_command, .timeout = 10)
 {
 	char *out = NULL;
 	const char *argv[] = { "--help", NULL };
@@ -13,7 +13,7 @@ Test(cli, help_lists_every_command)
 	free(out);
 }
 
-Test(cli, unknown_command_is_usage_error)
+Test(cli, unknown_command_is_usage_error, .timeout = 10)
 {
 	char *err = NULL;
 	const char *argv[] = { "frobnicate", NULL };

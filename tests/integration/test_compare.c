@@ -241,7 +241,7 @@ static double after(const char *text, const char *key)
  * --accept-len 3.5; vllm and honest on one run) holds together: what its command fixes, what
  * each profile's rules make of it, the arithmetic between rows, and the rules block under it.
  * A table pasted from another run, or edited by hand, fails. */
-Test(compare, readme_table_values_hold_together)
+Test(compare, readme_table_values_hold_together, .timeout = 10)
 {
 	char path[512];
 	const char *root = getenv("LATSCOPE_ROOT");
@@ -316,7 +316,7 @@ Test(compare, readme_table_values_hold_together)
 	free(readme);
 }
 
-Test(compare, usage_errors)
+Test(compare, usage_errors, .timeout = 10)
 {
 	const char *bad[][6] = {
 		{ "compare", "--profiles", "vllm,nosuch", NULL },

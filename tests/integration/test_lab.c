@@ -316,7 +316,7 @@ Test(lab, non_root_gets_one_clear_line_and_exit_2, .timeout = 30)
 	cr_expect(nl && nl[1] == 0, "more than one line: %s", err);
 }
 
-Test(lab, help_and_bad_flags)
+Test(lab, help_and_bad_flags, .timeout = 10)
 {
 	const char *help[] = { "lab", "--help", NULL };
 	char *out = NULL;

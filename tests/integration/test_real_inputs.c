@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include "t_helpers.h"
 
+TestSuite(real_inputs, .timeout = 60);
+
 static double now_s(void)
 {
 	struct timespec ts;
