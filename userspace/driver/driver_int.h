@@ -22,7 +22,7 @@
 
 /* Every object a ring operation points at starts with its kind (the CQE's user_data). */
 enum drv_op_kind {
-	DRV_OP_SOCK = 1, /* POLL_ADD (multishot) on a libcurl socket */
+	DRV_OP_SOCK = 1, /* POLL_ADD on a libcurl socket (multishot while it only reads) */
 	DRV_OP_SOCK_CTL, /* update (mask) or remove of that poll */
 	DRV_OP_TIMER,    /* the one absolute timeout: the earliest of every deadline */
 	DRV_OP_SIGNAL,   /* read on the signalfd */
@@ -44,8 +44,10 @@ struct loop_sock {
 	curl_socket_t fd;
 	int           want;     /* CURL_POLL_IN / OUT / INOUT */
 	unsigned      armed_mask, ctl_mask; /* POLLIN/POLLOUT in the kernel; asked by ctl_op */
-	int           live;     /* a (multishot) poll is armed in the kernel: its last CQE not seen */
+	int           live;     /* a poll is armed in the kernel: its last CQE not seen */
+	int           armed_oneshot; /* that poll is one-shot (it wants POLLOUT, or no multishot) */
 	int           ctl_pending;
+	int           ctl_switch; /* the control op removes the poll to re-arm it in the other mode */
 	int           poll_gone; /* a control op found no poll: it ended, its last CQE is due */
 	uint32_t      gen, ctl_gen; /* polls armed so far; the one the control op targeted */
 	int           removed;  /* curl said CURL_POLL_REMOVE */
