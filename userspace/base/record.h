@@ -25,6 +25,8 @@ enum ls_fail {
 	LS_FAIL_SERVER_ERROR_FRAME,   /* server sent an error object inside the stream */
 	LS_FAIL_CANCELLED,            /* run interrupted (SIGINT/SIGTERM) before it finished */
 	LS_FAIL_OTHER,
+	LS_FAIL_PROTOCOL,             /* answered, but not as asked: a 2xx that is not an event stream,
+				       * or no HTTP/2 where --http2 asked for it over cleartext */
 	LS_FAIL__COUNT
 };
 

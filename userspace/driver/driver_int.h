@@ -71,6 +71,7 @@ struct xfer {
 	int                  saw_done;    /* [DONE] (or SGLang's final frame) arrived */
 	int                  saw_finish;  /* a finish_reason arrived */
 	int                  attempts;    /* PREREQFUNCTION calls: > 1 is libcurl retrying */
+	char                 content_type[64]; /* of the latest header block, "" when none came */
 	char                 errbuf[CURL_ERROR_SIZE];
 	struct xfer         *next_free;
 };
@@ -103,6 +104,7 @@ struct drv {
 	uint64_t next_deadline_ns;      /* its deadline */
 	size_t   next_admit;            /* next job to get a slot (< next_arrive) */
 	size_t   in_flight, n_started, n_done, n_failed;
+	int      h2c_answered;          /* a response came over --http2 cleartext: the server speaks it */
 
 	uint64_t curl_deadline_ns;      /* libcurl's timer, 0 = none */
 	struct drv_op timer_op;
