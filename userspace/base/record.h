@@ -103,6 +103,11 @@ struct ls_run {
 		uint64_t n, max_ns, sum_ns;
 	} spin_stalls;
 	char     run_tag[32];        /* prefix of X-Request-Id */
+	/* The server went away mid-run: after it had answered, requests in a row failed to connect.
+	 * When the first of them started (0 = it did not happen), and how many failed to connect
+	 * from then on. */
+	uint64_t server_gone_ns;
+	size_t   n_connect_failed_gone;
 };
 
 /* Appends a frame, growing the array; returns the new frame or NULL on ENOMEM. */

@@ -424,6 +424,33 @@ static void classify(struct xfer *x, CURLcode code)
 	copy_error(rec, x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
 }
 
+/* A server that dies mid-run leaves every later request failing to connect, which reads as
+ * a run of fast failures and exit 0. Say so once, when LS_DRIVER_GONE_AFTER of them in a row
+ * follow an answer, and keep count for the report (ls_run.server_gone_ns). */
+static void watch_server(struct drv *d, const struct ls_request *rec)
+{
+	struct ls_run *run = d->run;
+	if (rec->headers_ns || rec->fail == LS_FAIL_RESET_MID_STREAM || rec->fail == LS_FAIL_RESET_BEFORE_HEADERS) {
+		d->server_answered = 1; /* there was a server (a reset needs a connection) */
+		if (rec->headers_ns)
+			d->connect_fail_streak = 0;
+		return;
+	}
+	if (rec->fail != LS_FAIL_CONNECT || !d->server_answered)
+		return;
+	if (d->connect_fail_streak++ == 0)
+		d->streak_start_ns = rec->started_ns;
+	if (run->server_gone_ns) {
+		run->n_connect_failed_gone++;
+	} else if (d->connect_fail_streak == LS_DRIVER_GONE_AFTER) {
+		run->server_gone_ns = d->streak_start_ns;
+		run->n_connect_failed_gone = d->connect_fail_streak;
+		fprintf(stderr, "%slatscope: the server at %s stopped accepting connections at t=%.1f s; %zu "
+			"requests failed to connect since\n", d->progress_tty ? "\n" : "", d->opts->url,
+			(double)(run->server_gone_ns - d->run_start_ns) / 1e9, run->n_connect_failed_gone);
+	}
+}
+
 static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t now)
 {
 	struct ls_request *rec = x->rec;
@@ -459,6 +486,7 @@ static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t n
 	d->n_done++;
 	if (rec->fail)
 		d->n_failed++;
+	watch_server(d, rec);
 	if (!rec->warmup && (!d->run->end_ns || now > d->run->end_ns))
 		d->run->end_ns = now;
 	if (d->opts->on_finish)

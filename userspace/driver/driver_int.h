@@ -19,6 +19,8 @@
 #define LS_DRIVER_FRAMES_MIN   1024u                   /* frames allowed: 4 per max token + this */
 #define LS_DRIVER_FRAMES_UNKNOWN 65536u                /* frames allowed when max_tokens is 0 */
 #define LS_DRIVER_FRAMES_CAP   (1u << 22)              /* and never more (160 MiB of frames) */
+/* Connect failures in a row, after the server had answered, that say it went away. */
+#define LS_DRIVER_GONE_AFTER   3u
 
 /* Every object a ring operation points at starts with its kind (the CQE's user_data). */
 enum drv_op_kind {
@@ -105,6 +107,9 @@ struct drv {
 	size_t   next_admit;            /* next job to get a slot (< next_arrive) */
 	size_t   in_flight, n_started, n_done, n_failed;
 	int      h2c_answered;          /* a response came over --http2 cleartext: the server speaks it */
+	int      server_answered;       /* a request got a response (or a connection that later broke) */
+	size_t   connect_fail_streak;   /* connect failures since the last answer */
+	uint64_t streak_start_ns;       /* when the first of them started */
 
 	uint64_t curl_deadline_ns;      /* libcurl's timer, 0 = none */
 	struct drv_op timer_op;
@@ -127,6 +132,8 @@ struct drv {
 	size_t n_hooks;
 
 	uint64_t progress_next_ns;
+	uint64_t progress_period_ns;
+	int      progress_tty;          /* stderr is a terminal: the line redrawn in place */
 
 	struct xfer  *free_xfers;
 	struct xfer **xfers;            /* every xfer allocated, for teardown */
