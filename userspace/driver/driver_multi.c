@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include "base/auth.h"
 #include "base/clock.h"
 #include "driver/driver_int.h"
 
@@ -334,10 +335,13 @@ int drv_multi_setup(struct drv *d)
 			return -ENOMEM;
 		d->base_headers = grown;
 	}
-	const char *api_key = getenv("OPENAI_API_KEY");
-	if (api_key && *api_key) {
-		char auth[512];
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", api_key);
+	char auth[1024];
+	int has_auth = ls_auth_header(auth, sizeof(auth));
+	if (has_auth < 0) {
+		fprintf(stderr, "latscope: OPENAI_API_KEY is longer than %zu bytes\n", sizeof(auth) - 23);
+		return has_auth;
+	}
+	if (has_auth) {
 		struct curl_slist *grown = curl_slist_append(d->base_headers, auth);
 		if (!grown)
 			return -ENOMEM;
