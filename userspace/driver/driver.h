@@ -43,6 +43,11 @@ enum ls_progress {
 	LS_PROGRESS_PLAIN = 2,
 };
 
+/* What a request says when --http2 meets an http:// server without h2c (one copy, for any
+ * other place that finds the same). */
+#define LS_DRIVER_H2C_REFUSED "server does not speak HTTP/2 over cleartext (h2c prior knowledge): " \
+			      "drop --http2 or use https:// (ALPN)"
+
 #define LS_SPIN_FOREVER UINT64_MAX
 #define LS_SPIN_STALL_NS 500000ull /* a spin iteration later than this: the loop was not running */
 

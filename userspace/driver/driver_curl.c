@@ -361,8 +361,7 @@ static void classify(struct xfer *x, CURLcode code)
 	int headers = rec->headers_ns != 0;
 	if ((!rec->fail || rec->fail == LS_FAIL_RESET_BEFORE_HEADERS) && h2c_refused(x, code)) {
 		rec->fail = LS_FAIL_PROTOCOL;
-		snprintf(rec->error, sizeof(rec->error), "server does not speak HTTP/2 over cleartext (h2c prior "
-			 "knowledge): drop --http2 or use https:// (ALPN) [%.40s]",
+		snprintf(rec->error, sizeof(rec->error), LS_DRIVER_H2C_REFUSED " [%.40s]",
 			 x->errbuf[0] ? x->errbuf : "closed before a status line");
 		return;
 	}
