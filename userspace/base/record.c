@@ -19,6 +19,7 @@ static const char *const fail_names[LS_FAIL__COUNT] = {
 	[LS_FAIL_SERVER_ERROR_FRAME] = "server_error_frame",
 	[LS_FAIL_CANCELLED] = "cancelled",
 	[LS_FAIL_OTHER] = "other",
+	[LS_FAIL_PROTOCOL] = "protocol",
 };
 
 const char *ls_fail_name(enum ls_fail fail)

@@ -25,6 +25,8 @@ enum ls_fail {
 	LS_FAIL_SERVER_ERROR_FRAME,   /* server sent an error object inside the stream */
 	LS_FAIL_CANCELLED,            /* run interrupted (SIGINT/SIGTERM) before it finished */
 	LS_FAIL_OTHER,
+	LS_FAIL_PROTOCOL,             /* answered, but not as asked: a 2xx that is not an event stream,
+				       * or no HTTP/2 where --http2 asked for it over cleartext */
 	LS_FAIL__COUNT
 };
 
@@ -101,6 +103,11 @@ struct ls_run {
 		uint64_t n, max_ns, sum_ns;
 	} spin_stalls;
 	char     run_tag[32];        /* prefix of X-Request-Id */
+	/* The server went away mid-run: after it had answered, requests in a row failed to connect.
+	 * When the first of them started (0 = it did not happen), and how many failed to connect
+	 * from then on. */
+	uint64_t server_gone_ns;
+	size_t   n_connect_failed_gone;
 };
 
 /* Appends a frame, growing the array; returns the new frame or NULL on ENOMEM. */

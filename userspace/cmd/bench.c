@@ -161,7 +161,8 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	o->max_concurrency = c->max_concurrency;
 	o->arrival = measured ? (struct ls_arrival *)&b->arrival : NULL;
 	o->run_tag = b->run_tag;
-	o->progress = measured && !c->disable_tqdm && isatty(STDERR_FILENO);
+	o->progress = !measured || c->disable_tqdm ? LS_PROGRESS_OFF
+		      : isatty(STDERR_FILENO) ? LS_PROGRESS_TERMINAL : LS_PROGRESS_PLAIN;
 	o->spin_ns = c->busy_poll ? LS_SPIN_FOREVER : (uint64_t)c->spin_us * 1000;
 	if (b->record) {
 		o->on_finish = ls_record_on_finish;
@@ -330,6 +331,8 @@ static int drive(struct bench *b)
 	b->run.end_ns = main_run.end_ns;
 	b->run.interrupted = main_run.interrupted || rc == 1;
 	b->run.spin_stalls = main_run.spin_stalls;
+	b->run.server_gone_ns = main_run.server_gone_ns;
+	b->run.n_connect_failed_gone = main_run.n_connect_failed_gone;
 	if (b->run.interrupted)
 		drop_unsent(b);
 	if (rc >= 0)

@@ -26,6 +26,11 @@ int ls_run_report_print(FILE *out, const struct ls_run_report *rr, const struct 
 
 	c.num_prompts = rr->metrics.n_measured; /* the run's non-warmup records: what was sent */
 	c.checks = &rr->checks;
+	if (run && run->server_gone_ns) {
+		c.server_gone = 1;
+		c.server_gone_at_s = run->server_gone_ns > run->start_ns ? (double)(run->server_gone_ns - run->start_ns) / 1e9 : 0;
+		c.n_connect_failed_gone = run->n_connect_failed_gone;
+	}
 	ls_report_text(out, &rr->metrics, &c);
 	fflush(out);
 	return save_path ? ls_report_json_write(save_path, &rr->metrics, run, &c) : 0;

@@ -16,11 +16,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include "base/clock.h"
+#include "base/opts.h"
 #include "driver/driver_int.h"
 
 #define RING_SQ_ENTRIES    4096
 #define RING_CQ_ENTRIES    16384
-#define PROGRESS_PERIOD_NS 250000000ull /* at most 4 progress lines a second */
+#define PROGRESS_PERIOD_NS 250000000ull /* on a terminal: the line redrawn at most 4 times a second */
+/* Without a terminal (CI logs) a plain line this often; LATSCOPE_PROGRESS_INTERVAL_MS sets it
+ * (tests). */
+#define PROGRESS_PLAIN_PERIOD_NS 10000000000ull
 /* Timer wake-ups come late (30-90 us on these VMs, shared/notes/delay-line.md): for an arrival
  * that can start at once the loop wakes early by how late wake-ups have been (a running p90,
  * plus a margin, at most ARRIVAL_SPIN_MAX_NS), then takes completions without sleeping until
@@ -163,13 +167,43 @@ static void pace(struct drv *d, uint64_t now)
 
 /* ---- the loop ---- */
 
+/* On a terminal one line redrawn in place, with a share done and an ETA at the rate so far;
+ * else a plain line per period (none at the end: the report follows). */
 static void progress_line(struct drv *d, uint64_t now, int final)
 {
 	double elapsed = (double)(now - d->run_start_ns) / 1e9;
-	fprintf(stderr, "\r  sent %zu/%zu  done %zu  failed %zu  %.1f req/s  %.1f s   ", d->n_started,
-		d->n_jobs, d->n_done, d->n_failed, elapsed > 0 ? (double)d->n_done / elapsed : 0.0, elapsed);
+	double rate = elapsed > 0 ? (double)d->n_done / elapsed : 0.0;
+	if (!d->progress_tty) {
+		if (!final)
+			fprintf(stderr, "latscope: progress: %zu/%zu requests done, %zu failed, %.1f s elapsed\n",
+				d->n_done, d->n_jobs, d->n_failed, elapsed);
+		return;
+	}
+	char eta[32] = "";
+	if (!final && rate > 0)
+		snprintf(eta, sizeof(eta), "  ETA %.0f s", (double)(d->n_jobs - d->n_done) / rate);
+	fprintf(stderr, "\r  sent %zu/%zu  done %zu  failed %zu  %.0f%%  %.1f req/s  %.1f s%s   ", d->n_started,
+		d->n_jobs, d->n_done, d->n_failed, d->n_jobs ? 100.0 * (double)d->n_done / (double)d->n_jobs : 100.0,
+		rate, elapsed, eta);
 	if (final)
 		fputc('\n', stderr);
+}
+
+/* Terminal or plain lines (the caller knows which stderr is), and how often. */
+static void progress_setup(struct drv *d, uint64_t start)
+{
+	d->progress_tty = d->opts->progress == LS_PROGRESS_TERMINAL;
+	d->progress_period_ns = d->progress_tty ? PROGRESS_PERIOD_NS : PROGRESS_PLAIN_PERIOD_NS;
+	const char *env = getenv("LATSCOPE_PROGRESS_INTERVAL_MS");
+	uint64_t ns;
+	if (env && *env) {
+		if (ls_opt_parse_duration_ns(env, 1e6, 86400e3, &ns) == 0 && ns)
+			d->progress_period_ns = ns;
+		else
+			fprintf(stderr, "latscope: LATSCOPE_PROGRESS_INTERVAL_MS '%s' is not a positive number of "
+				"milliseconds; ignored\n", env);
+	}
+	d->progress_next_ns = d->progress_tty ? start : start + d->progress_period_ns;
 }
 
 static void on_signal(struct drv *d, int res, uint64_t now)
@@ -441,7 +475,7 @@ static int loop(struct drv *d)
 		run_hooks(d, now);
 		if (d->opts->progress && d->progress_next_ns <= now) {
 			progress_line(d, now, 0);
-			d->progress_next_ns = now + PROGRESS_PERIOD_NS;
+			d->progress_next_ns = now + d->progress_period_ns;
 		}
 		if (run_ends(d, now, &rc))
 			return rc;
@@ -532,6 +566,8 @@ static void drv_init(struct drv *d, const struct ls_driver_opts *opts, struct ls
 		snprintf(run->run_tag, sizeof(run->run_tag), "ls%d", (int)getpid());
 	run->interrupted = 0;
 	run->spin_stalls = (struct ls_spin_stalls){ 0 };
+	run->server_gone_ns = 0;
+	run->n_connect_failed_gone = 0;
 	run->max_concurrency = opts->max_concurrency;
 }
 
@@ -561,7 +597,8 @@ static int drv_start(struct drv *d)
 		if (h->hook->fd >= 0)
 			arm_hook(d, h);
 	}
-	d->progress_next_ns = start;
+	if (opts->progress)
+		progress_setup(d, start);
 	if (d->n_jobs)
 		d->next_deadline_ns = deadline_of(d, 0, start);
 	arm_signal_read(d);

@@ -23,7 +23,7 @@ struct ls_driver_opts {
 	uint32_t    max_concurrency;    /* 0 = unlimited */
 	struct ls_arrival *arrival;     /* schedule of measured requests */
 	const char *run_tag;            /* X-Request-Id prefix */
-	int         progress;           /* print a progress line to stderr (tty) */
+	int         progress;           /* enum ls_progress: on stderr, or none */
 	/* After the last event, spin on the ring this long before sleeping in io_uring_enter: an
 	 * event within it needs no wake-up. 0 = sleep at once; LS_SPIN_FOREVER = never sleep. */
 	uint64_t    spin_ns;
@@ -34,6 +34,19 @@ struct ls_driver_opts {
 	void       *on_finish_ctx;
 	uint64_t    grace_ns;           /* after SIGINT/SIGTERM: wait this long for streams in flight */
 };
+
+/* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a
+ * plain line every 10 s (LATSCOPE_PROGRESS_INTERVAL_MS sets the period). */
+enum ls_progress {
+	LS_PROGRESS_OFF = 0,
+	LS_PROGRESS_TERMINAL = 1,
+	LS_PROGRESS_PLAIN = 2,
+};
+
+/* What a request says when --http2 meets an http:// server without h2c (one copy, for any
+ * other place that finds the same). */
+#define LS_DRIVER_H2C_REFUSED "server does not speak HTTP/2 over cleartext (h2c prior knowledge): " \
+			      "drop --http2 or use https:// (ALPN)"
 
 #define LS_SPIN_FOREVER UINT64_MAX
 #define LS_SPIN_STALL_NS 500000ull /* a spin iteration later than this: the loop was not running */

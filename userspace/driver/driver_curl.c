@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "base/clock.h"
 #include "driver/driver_int.h"
 
@@ -52,7 +53,16 @@ static void fail(struct ls_request *rec, enum ls_fail why, const char *msg)
 		snprintf(rec->error, sizeof(rec->error), "%s", msg);
 }
 
-/* CURLOPT_HEADERFUNCTION: the status line, and the blank line that ends the headers. */
+/* "text/event-stream", any case, alone or before parameters ("; charset=utf-8"). */
+static int is_event_stream(const char *content_type)
+{
+	size_t n = strlen("text/event-stream");
+	return !strncasecmp(content_type, "text/event-stream", n) &&
+	       (!content_type[n] || content_type[n] == ';' || content_type[n] == ' ');
+}
+
+/* CURLOPT_HEADERFUNCTION: the status line, Content-Type, and the blank line that ends the
+ * headers (where an error status or a 2xx that is not an event stream fails the request). */
 static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
 {
 	struct xfer *x = userdata;
@@ -66,15 +76,31 @@ static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
 	if (len > 9 && !memcmp(buf, "HTTP/", 5)) {
 		const char *sp = memchr(buf, ' ', len);
 		x->status = sp ? atoi(sp + 1) : 0;
+		x->content_type[0] = 0;
+		return len;
+	}
+	if (len > 13 && !strncasecmp(buf, "Content-Type:", 13)) {
+		size_t at = 13, end = len;
+		while (at < end && (buf[at] == ' ' || buf[at] == '\t'))
+			at++;
+		while (end > at && (buf[end - 1] == '\r' || buf[end - 1] == '\n' || buf[end - 1] == ' '))
+			end--;
+		snprintf(x->content_type, sizeof(x->content_type), "%.*s", (int)(end - at), buf + at);
 		return len;
 	}
 	if ((len == 2 && buf[0] == '\r') || (len == 1 && buf[0] == '\n')) {
 		if (x->status >= 200 || x->status == 0) {
 			rec->headers_ns = ls_now_ns();
 			rec->http_status = x->status;
+			if (x->drv->opts->http2)
+				x->drv->h2c_answered = 1;
 			if (x->status >= 400 && !rec->fail) {
 				rec->fail = LS_FAIL_HTTP_STATUS;
 				snprintf(rec->error, sizeof(rec->error), "HTTP %d: ", x->status);
+			} else if (x->status < 300 && !rec->fail && x->content_type[0] && !is_event_stream(x->content_type)) {
+				rec->fail = LS_FAIL_PROTOCOL;
+				snprintf(rec->error, sizeof(rec->error), "not an event stream (Content-Type: %.60s): ",
+					 x->content_type);
 			}
 		}
 	}
@@ -129,8 +155,8 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *userdata)
 	struct ls_request *rec = x->rec;
 	size_t len = size * n;
 	rec->body_bytes += len;
-	if (rec->fail == LS_FAIL_HTTP_STATUS) {
-		/* Keep the first bytes of an error body in the error text. */
+	if (rec->fail == LS_FAIL_HTTP_STATUS || rec->fail == LS_FAIL_PROTOCOL) {
+		/* Keep the first bytes of an error body (or of a page that is no stream) in the error text. */
 		size_t have = strlen(rec->error);
 		for (size_t i = 0; i < len && have + 1 < sizeof(rec->error); i++)
 			rec->error[have++] = (ptr[i] >= 32 && ptr[i] < 127) ? ptr[i] : ' ';
@@ -294,11 +320,51 @@ static void copy_error(struct ls_request *rec, const char *msg)
 	rec->error[n] = 0;
 }
 
+/* --http2 against http:// sends the HTTP/2 preface at once (h2c prior knowledge). A server that
+ * does not speak it closes or answers in HTTP/1.1, which libcurl reports as a send, receive or
+ * framing error before any header: 1 for such an end, unless this server has answered h2c. */
+static int h2c_refused(const struct xfer *x, CURLcode code)
+{
+	const struct drv *d = x->drv;
+	if (!d->opts->http2 || d->h2c_answered || x->rec->headers_ns || strncasecmp(d->opts->url, "http:", 5))
+		return 0;
+	if (x->attempts > 1)
+		return 1; /* libcurl retried it: the first attempt died before a header */
+	return code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR || code == CURLE_HTTP2 ||
+	       code == CURLE_HTTP2_STREAM || code == CURLE_GOT_NOTHING || code == CURLE_WEIRD_SERVER_REPLY;
+}
+
+/* A transfer libcurl ended cleanly. A clean end after the last token counts, [DONE] or not
+ * (Python clients read to EOF and do not ask for it either). */
+static void classify_clean_end(struct xfer *x)
+{
+	struct ls_request *rec = x->rec;
+	if (x->saw_done || x->saw_finish)
+		return;
+	if (!x->content_type[0] && !rec->n_frames && rec->body_bytes) {
+		/* No Content-Type to go by, and not one data: frame in the whole body. */
+		rec->fail = LS_FAIL_PROTOCOL;
+		snprintf(rec->error, sizeof(rec->error), "not an event stream (no Content-Type, no data: "
+			 "frame in %llu bytes)", (unsigned long long)rec->body_bytes);
+		return;
+	}
+	rec->fail = ls_sse_pending(&x->sse) ? LS_FAIL_TRUNCATED : LS_FAIL_NO_DONE;
+	snprintf(rec->error, sizeof(rec->error), "%s",
+		 rec->fail == LS_FAIL_TRUNCATED ? "stream ended inside a frame"
+						: "stream ended without [DONE] or a finish_reason");
+}
+
 /* Classifies a finished transfer (code: libcurl's result) when no callback already did. */
 static void classify(struct xfer *x, CURLcode code)
 {
 	struct ls_request *rec = x->rec;
 	int headers = rec->headers_ns != 0;
+	if ((!rec->fail || rec->fail == LS_FAIL_RESET_BEFORE_HEADERS) && h2c_refused(x, code)) {
+		rec->fail = LS_FAIL_PROTOCOL;
+		snprintf(rec->error, sizeof(rec->error), LS_DRIVER_H2C_REFUSED " [%.40s]",
+			 x->errbuf[0] ? x->errbuf : "closed before a status line");
+		return;
+	}
 	if (rec->fail) {
 		/* A callback decided (HTTP status, malformed, oversize, error frame, reused reset,
 		 * cancel): its reason stands, whatever libcurl made of the abort. */
@@ -309,15 +375,7 @@ static void classify(struct xfer *x, CURLcode code)
 	enum ls_fail why = LS_FAIL_OTHER;
 	switch (code) {
 	case CURLE_OK:
-		/* A clean end after the last token counts, [DONE] or not (Python clients read to
-		 * EOF and do not ask for it either). */
-		if (x->saw_done || x->saw_finish)
-			return;
-		why = ls_sse_pending(&x->sse) ? LS_FAIL_TRUNCATED : LS_FAIL_NO_DONE;
-		snprintf(rec->error, sizeof(rec->error), "%s",
-			 why == LS_FAIL_TRUNCATED ? "stream ended inside a frame"
-						  : "stream ended without [DONE] or a finish_reason");
-		rec->fail = why;
+		classify_clean_end(x);
 		return;
 	case CURLE_OPERATION_TIMEDOUT: why = LS_FAIL_TIMEOUT; break;
 	case CURLE_COULDNT_CONNECT:
@@ -365,6 +423,33 @@ static void classify(struct xfer *x, CURLcode code)
 	copy_error(rec, x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
 }
 
+/* A server that dies mid-run leaves every later request failing to connect, which reads as
+ * a run of fast failures and exit 0. Say so once, when LS_DRIVER_GONE_AFTER of them in a row
+ * follow an answer, and keep count for the report (ls_run.server_gone_ns). */
+static void watch_server(struct drv *d, const struct ls_request *rec)
+{
+	struct ls_run *run = d->run;
+	if (rec->headers_ns || rec->fail == LS_FAIL_RESET_MID_STREAM || rec->fail == LS_FAIL_RESET_BEFORE_HEADERS) {
+		d->server_answered = 1; /* there was a server (a reset needs a connection) */
+		if (rec->headers_ns)
+			d->connect_fail_streak = 0;
+		return;
+	}
+	if (rec->fail != LS_FAIL_CONNECT || !d->server_answered)
+		return;
+	if (d->connect_fail_streak++ == 0)
+		d->streak_start_ns = rec->started_ns;
+	if (run->server_gone_ns) {
+		run->n_connect_failed_gone++;
+	} else if (d->connect_fail_streak == LS_DRIVER_GONE_AFTER) {
+		run->server_gone_ns = d->streak_start_ns;
+		run->n_connect_failed_gone = d->connect_fail_streak;
+		fprintf(stderr, "%slatscope: the server at %s stopped accepting connections at t=%.1f s; %zu "
+			"requests failed to connect since\n", d->progress_tty ? "\n" : "", d->opts->url,
+			(double)(run->server_gone_ns - d->run_start_ns) / 1e9, run->n_connect_failed_gone);
+	}
+}
+
 static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t now)
 {
 	struct ls_request *rec = x->rec;
@@ -400,6 +485,7 @@ static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t n
 	d->n_done++;
 	if (rec->fail)
 		d->n_failed++;
+	watch_server(d, rec);
 	if (!rec->warmup && (!d->run->end_ns || now > d->run->end_ns))
 		d->run->end_ns = now;
 	if (d->opts->on_finish)
@@ -469,6 +555,7 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	x->saw_done = 0;
 	x->saw_finish = 0;
 	x->attempts = 0;
+	x->content_type[0] = 0;
 	x->errbuf[0] = 0;
 	ls_sse_reset(&x->sse);
 	ls_decode_state_init(&x->dec);

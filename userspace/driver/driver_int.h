@@ -19,10 +19,12 @@
 #define LS_DRIVER_FRAMES_MIN   1024u                   /* frames allowed: 4 per max token + this */
 #define LS_DRIVER_FRAMES_UNKNOWN 65536u                /* frames allowed when max_tokens is 0 */
 #define LS_DRIVER_FRAMES_CAP   (1u << 22)              /* and never more (160 MiB of frames) */
+/* Connect failures in a row, after the server had answered, that say it went away. */
+#define LS_DRIVER_GONE_AFTER   3u
 
 /* Every object a ring operation points at starts with its kind (the CQE's user_data). */
 enum drv_op_kind {
-	DRV_OP_SOCK = 1, /* POLL_ADD (multishot) on a libcurl socket */
+	DRV_OP_SOCK = 1, /* POLL_ADD on a libcurl socket (multishot while it only reads) */
 	DRV_OP_SOCK_CTL, /* update (mask) or remove of that poll */
 	DRV_OP_TIMER,    /* the one absolute timeout: the earliest of every deadline */
 	DRV_OP_SIGNAL,   /* read on the signalfd */
@@ -44,8 +46,10 @@ struct loop_sock {
 	curl_socket_t fd;
 	int           want;     /* CURL_POLL_IN / OUT / INOUT */
 	unsigned      armed_mask, ctl_mask; /* POLLIN/POLLOUT in the kernel; asked by ctl_op */
-	int           live;     /* a (multishot) poll is armed in the kernel: its last CQE not seen */
+	int           live;     /* a poll is armed in the kernel: its last CQE not seen */
+	int           armed_oneshot; /* that poll is one-shot (it wants POLLOUT, or no multishot) */
 	int           ctl_pending;
+	int           ctl_switch; /* the control op removes the poll to re-arm it in the other mode */
 	int           poll_gone; /* a control op found no poll: it ended, its last CQE is due */
 	uint32_t      gen, ctl_gen; /* polls armed so far; the one the control op targeted */
 	int           removed;  /* curl said CURL_POLL_REMOVE */
@@ -69,6 +73,7 @@ struct xfer {
 	int                  saw_done;    /* [DONE] (or SGLang's final frame) arrived */
 	int                  saw_finish;  /* a finish_reason arrived */
 	int                  attempts;    /* PREREQFUNCTION calls: > 1 is libcurl retrying */
+	char                 content_type[64]; /* of the latest header block, "" when none came */
 	char                 errbuf[CURL_ERROR_SIZE];
 	struct xfer         *next_free;
 };
@@ -101,6 +106,10 @@ struct drv {
 	uint64_t next_deadline_ns;      /* its deadline */
 	size_t   next_admit;            /* next job to get a slot (< next_arrive) */
 	size_t   in_flight, n_started, n_done, n_failed;
+	int      h2c_answered;          /* a response came over --http2 cleartext: the server speaks it */
+	int      server_answered;       /* a request got a response (or a connection that later broke) */
+	size_t   connect_fail_streak;   /* connect failures since the last answer */
+	uint64_t streak_start_ns;       /* when the first of them started */
 
 	uint64_t curl_deadline_ns;      /* libcurl's timer, 0 = none */
 	struct drv_op timer_op;
@@ -123,6 +132,8 @@ struct drv {
 	size_t n_hooks;
 
 	uint64_t progress_next_ns;
+	uint64_t progress_period_ns;
+	int      progress_tty;          /* stderr is a terminal: the line redrawn in place */
 
 	struct xfer  *free_xfers;
 	struct xfer **xfers;            /* every xfer allocated, for teardown */

@@ -1,5 +1,5 @@
 /* driver_multi.c — the libcurl multi handle's side of the driver: its socket callback (which
- * sockets to watch and for what, as multishot io_uring polls), its timer callback, the
+ * sockets to watch and for what, as io_uring polls), its timer callback, the
  * per-socket state's life, the pool options, and connection numbers by SO_COOKIE.
  * Per-transfer callbacks are in driver_curl.c, the loop in driver.c. */
 #include <errno.h>
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include "base/auth.h"
 #include "base/clock.h"
 #include "driver/driver_int.h"
 
@@ -93,13 +94,25 @@ static unsigned poll_mask(int want)
 	return (want & CURL_POLL_IN ? POLLIN : 0) | (want & CURL_POLL_OUT ? POLLOUT : 0);
 }
 
+/* libcurl expects level-triggered readiness; a multishot poll posts only on a new wakeup of the
+ * socket. Reading is fine that way (every arriving segment wakes it). Writing is not: a send that
+ * does not fill the socket buffer causes no write-space wakeup, so once libcurl has written a
+ * chunk without EAGAIN a multishot POLLOUT never fires again (a request body over a few 64 KiB
+ * chunks never finished sending). A wanted POLLOUT therefore gets a one-shot poll, and arming
+ * one checks readiness first. */
+static int wants_oneshot(const struct drv *d, unsigned mask)
+{
+	return d->poll_oneshot || (mask & POLLOUT);
+}
+
 void drv_sock_arm(struct drv *d, struct loop_sock *s)
 {
 	struct io_uring_sqe *sqe = drv_sqe(d);
 	if (!sqe)
 		return;
 	s->armed_mask = poll_mask(s->want);
-	if (d->poll_oneshot)
+	s->armed_oneshot = wants_oneshot(d, s->armed_mask);
+	if (s->armed_oneshot)
 		io_uring_prep_poll_add(sqe, s->fd, s->armed_mask);
 	else
 		io_uring_prep_poll_multishot(sqe, s->fd, s->armed_mask);
@@ -111,26 +124,30 @@ void drv_sock_arm(struct drv *d, struct loop_sock *s)
 
 /* Brings the kernel's poll in line with what curl wants: removed, or a new mask. One control
  * operation at a time; the kernel answers -EALREADY while the poll is busy posting an event
- * (the control CQE then retries), -ENOENT when the poll already ended (its last CQE re-arms). */
+ * (the control CQE then retries), -ENOENT when the poll already ended (its last CQE re-arms).
+ * An update changes only the poll's events, never one-shot vs multishot (the kernel keeps
+ * those flags): a change of mode is a remove, whose last CQE re-arms in the new mode. */
 static void sock_sync(struct drv *d, struct loop_sock *s)
 {
 	if (!s->live || s->ctl_pending || s->poll_gone)
 		return;
 	unsigned mask = poll_mask(s->want);
-	if (!s->removed && mask == s->armed_mask)
+	int mode_change = !s->removed && wants_oneshot(d, mask) != s->armed_oneshot;
+	if (!s->removed && !mode_change && mask == s->armed_mask)
 		return;
 	struct io_uring_sqe *sqe = drv_sqe(d);
 	if (!sqe)
 		return;
-	if (s->removed)
+	if (s->removed || mode_change)
 		io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&s->op);
 	else
 		io_uring_prep_poll_update(sqe, (uint64_t)(uintptr_t)&s->op, 0, mask,
-					  IORING_POLL_UPDATE_EVENTS | (d->poll_oneshot ? 0 : IORING_POLL_ADD_MULTI));
+					  IORING_POLL_UPDATE_EVENTS | (s->armed_oneshot ? 0 : IORING_POLL_ADD_MULTI));
 	io_uring_sqe_set_data(sqe, &s->ctl_op);
 	s->ctl_mask = mask;
 	s->ctl_gen = s->gen;
 	s->ctl_pending = 1;
+	s->ctl_switch = mode_change;
 }
 
 static void sock_maybe_free(struct drv *d, struct loop_sock *s)
@@ -209,14 +226,17 @@ void drv_sock_cqe(struct drv *d, struct loop_sock *s, int res, int more)
 		}
 		int running;
 		d->stats.socket_actions++;
-		/* s->live stays set through the call: a REMOVE inside it must not free s. */
+		/* s->live stays set through the call: a REMOVE inside it must not free s. The poll's
+		 * last CQE means no poll is left to update: the re-arm below takes curl's new wish. */
+		if (!more)
+			s->poll_gone = 1;
 		curl_multi_socket_action(d->multi, s->fd, ev, &running);
 	}
 	if (more)
 		return;
 	s->live = 0;
 	if (!s->removed)
-		drv_sock_arm(d, s); /* the multishot poll ended (or was one-shot): arm again */
+		drv_sock_arm(d, s); /* the poll ended (one-shot, removed to switch mode, or multishot ended) */
 	sock_maybe_free(d, s);
 }
 
@@ -225,7 +245,9 @@ void drv_sock_ctl_cqe(struct drv *d, struct loop_sock *s, int res)
 	s->ctl_pending = 0;
 	/* A result about an earlier poll (ended and re-armed since) says nothing of this one. */
 	int current = s->ctl_gen == s->gen;
-	if (res == 0 && !s->removed && current)
+	if (res == 0 && !s->removed && current && s->ctl_switch)
+		s->poll_gone = 1; /* removed to switch mode: its last CQE re-arms */
+	else if (res == 0 && !s->removed && current)
 		s->armed_mask = s->ctl_mask;
 	else if (res == -ENOENT && current)
 		s->poll_gone = 1; /* it ended; its last CQE is due and re-arms or frees */
@@ -313,10 +335,13 @@ int drv_multi_setup(struct drv *d)
 			return -ENOMEM;
 		d->base_headers = grown;
 	}
-	const char *api_key = getenv("OPENAI_API_KEY");
-	if (api_key && *api_key) {
-		char auth[512];
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", api_key);
+	char auth[1024];
+	int has_auth = ls_auth_header(auth, sizeof(auth));
+	if (has_auth < 0) {
+		fprintf(stderr, "latscope: OPENAI_API_KEY is longer than %zu bytes\n", sizeof(auth) - 23);
+		return has_auth;
+	}
+	if (has_auth) {
 		struct curl_slist *grown = curl_slist_append(d->base_headers, auth);
 		if (!grown)
 			return -ENOMEM;

@@ -35,6 +35,11 @@ struct ls_report_ctx {
 	unsigned    percentile_metrics; /* LS_PM_* (metrics/metrics.h) */
 	int         show_client_queue;  /* vLLM's client queue blocks (when max_concurrency) */
 	int         interrupted;
+	/* The server stopped accepting connections mid-run (ls_run.server_gone_ns): when, from the
+	 * run's start, and how many requests failed to connect from then on. */
+	int         server_gone;
+	double      server_gone_at_s;
+	size_t      n_connect_failed_gone;
 	const struct ls_spec_stats *spec; /* NULL or !has: no spec-decode block */
 	const struct ls_checks *checks;   /* NULL: none; the JSON carries them, the text caller prints them last */
 	enum ls_report_layout layout;     /* whose result block the text copies */

@@ -98,6 +98,11 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 	cJSON_AddNumberToObject(o, "littles_law_concurrency", m->littles_concurrency);
 	cJSON_AddNumberToObject(o, "peak_concurrency", m->peak_concurrency);
 	cJSON_AddBoolToObject(o, "interrupted", ctx->interrupted);
+	if (ctx->server_gone) {
+		cJSON *gone = cJSON_AddObjectToObject(o, "server_gone");
+		cJSON_AddNumberToObject(gone, "at_s", ctx->server_gone_at_s);
+		cJSON_AddNumberToObject(gone, "connect_failures_since", (double)ctx->n_connect_failed_gone);
+	}
 	cJSON_AddItemToObject(o, "slot_wait", stat_obj(&m->slot_wait, r));
 	cJSON_AddItemToObject(o, "dispatch", stat_obj(&m->dispatch, r));
 	cJSON_AddItemToObject(o, "client_queue", stat_obj(&m->queue, r));

@@ -204,6 +204,17 @@ static void spec_block(FILE *out, const struct ls_spec_stats *s)
 	}
 }
 
+/* A server that stopped accepting connections mid-run (ls_run.server_gone_ns). */
+static void server_gone(FILE *out, const struct ls_report_ctx *ctx)
+{
+	if (!ctx->server_gone)
+		return;
+	char gone[96];
+	snprintf(gone, sizeof(gone), "at t=%.1f s; %zu requests failed to connect since", ctx->server_gone_at_s,
+		 ctx->n_connect_failed_gone);
+	line_s(out, "Server stopped accepting connections:", gone);
+}
+
 void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
 {
 	const struct ls_read_rules *rules = &m->rules;
@@ -287,6 +298,7 @@ latscope:
 		line_s(out, "Per-request records:", ctx->record_path);
 	if (ctx->interrupted)
 		line_s(out, "Interrupted:", "yes: the numbers cover the requests that finished");
+	server_gone(out, ctx);
 	rule(out, NULL, '=');
 }
 
