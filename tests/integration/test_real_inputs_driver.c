@@ -17,10 +17,10 @@
 
 #define SEC_NS 1000000000ull
 
-TestSuite(real_inputs_driver, .fini = td_fini);
+TestSuite(real_inputs_driver, .fini = t_sim_fini);
 
 /* A body of about body_bytes: a prompt of token ids 10..99 ("12," is 3 bytes each). */
-static void big_job(struct td_batch *b, size_t i, size_t body_bytes, uint32_t max_tokens)
+static void big_job(struct t_batch *b, size_t i, size_t body_bytes, uint32_t max_tokens)
 {
 	uint32_t n = (uint32_t)(body_bytes / 3);
 	uint32_t *ids = malloc((size_t)n * sizeof(*ids));
@@ -66,33 +66,33 @@ static void big_bodies(int tls)
 	struct t_sim sim;
 	const char *extra[] = { "--max-model-len", "2000000", "--max-batch-tokens", "2000000", "--prefill-token-us", "0",
 				"--quiet", tls ? "--tls" : NULL, NULL };
-	td_sim_start(&sim, tls, extra);
+	t_sim_start_checked(&sim, tls, extra);
 	static const size_t sizes[] = { 200u * 1024, 1024u * 1024, 4096u * 1024 };
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 3, 4);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 3, 4);
 	for (size_t i = 0; i < b.n; i++)
 		big_job(&b, i, sizes[i], 4);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.insecure = tls;
 	uint64_t t0 = ls_now_ns();
-	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
 	cr_assert_lt(ls_now_ns() - t0, 15 * SEC_NS, "no stall");
 	for (size_t i = 0; i < b.n; i++)
 		cr_assert_eq(b.recs[i].fail, LS_OK, "%zu-byte body: %s (%s)", b.jobs[i].body_len,
 			     ls_fail_name(b.recs[i].fail), b.recs[i].error);
-	struct td_truth t;
-	cr_assert_eq(td_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0, "the sim saw every request");
+	struct t_truth t;
+	cr_assert_eq(t_truth_load(sim.truth, b.run.run_tag, b.n, &t), 0, "the sim saw every request");
 	for (size_t i = 0; i < b.n; i++) {
 		const struct ls_request *r = &b.recs[i];
 		cr_expect_eq(r->usage_prompt_tokens, (int32_t)r->prompt_len, "usage prompt tokens %d, sent %u",
 			     r->usage_prompt_tokens, r->prompt_len);
 		cr_expect_eq(truth_prompt_tokens(&sim, b.run.run_tag, i), (long)r->prompt_len, "the sim's count");
 	}
-	td_truth_free(&t);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	t_truth_free(&t);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 Test(real_inputs_driver, bodies_of_megabytes_finish, .timeout = 60) { big_bodies(0); }
@@ -105,19 +105,19 @@ Test(real_inputs_driver, many_big_bodies_through_few_slots, .timeout = 60)
 	struct t_sim sim;
 	const char *extra[] = { "--max-model-len", "300000", "--max-batch-tokens", "300000", "--prefill-token-us", "0",
 				"--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
+	t_sim_start_checked(&sim, 0, extra);
 	for (int fresh = 0; fresh <= 1; fresh++) {
-		struct td_batch b;
-		td_batch_init(&b, LS_BACKEND_OPENAI, 12, 2);
+		struct t_batch b;
+		t_batch_init(&b, LS_BACKEND_OPENAI, 12, 2);
 		for (size_t i = 0; i < b.n; i++)
 			big_job(&b, i, 600u * 1024, 2);
 		struct ls_driver_opts o;
 		char url[256];
-		td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+		t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 		o.max_concurrency = 4;
 		o.per_request_conn = fresh;
 		uint64_t t0 = ls_now_ns();
-		cr_assert_eq(td_run(&o, &b), 0);
+		cr_assert_eq(t_driver_run(&o, &b), 0);
 		cr_assert_lt(ls_now_ns() - t0, 20 * SEC_NS, "no stall");
 		cr_assert_eq(b.finished, b.n);
 		for (size_t i = 0; i < b.n; i++)
@@ -125,9 +125,9 @@ Test(real_inputs_driver, many_big_bodies_through_few_slots, .timeout = 60)
 				     i, ls_fail_name(b.recs[i].fail), b.recs[i].error);
 		for (size_t i = 0; i < b.n; i++)
 			cr_expect_eq(b.recs[i].usage_prompt_tokens, (int32_t)b.recs[i].prompt_len);
-		td_batch_free(&b);
+		t_batch_free(&b);
 	}
-	td_sim_stop(&sim);
+	t_sim_stop_checked(&sim);
 }
 
 static char *scratch_dir(void)
@@ -143,7 +143,7 @@ Test(real_inputs_driver, prompt_of_128k_tokens, .timeout = 90)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
+	t_sim_start_checked(&sim, 0, extra);
 	const char *argv[] = { "bench", "--base-url", sim.url, "--dataset-name", "random", "--random-input-len", "128000",
 			       "--random-output-len", "4", "--num-prompts", "1", "--disable-tqdm", NULL };
 	char *out = NULL, *err = NULL;
@@ -156,37 +156,37 @@ Test(real_inputs_driver, prompt_of_128k_tokens, .timeout = 90)
 	free(truth);
 	free(out);
 	free(err);
-	td_sim_stop(&sim);
+	t_sim_stop_checked(&sim);
 }
 
 /* Two requests against a canned reply; the records in *b. */
-static void against_canned(const char *resp, struct td_batch *b)
+static void against_canned(const char *resp, struct t_batch *b)
 {
-	struct td_canned srv;
-	cr_assert_eq(td_canned_start(&srv, resp, strlen(resp), 0), 0);
-	td_batch_init(b, LS_BACKEND_OPENAI, 2, 4);
+	struct t_canned srv;
+	cr_assert_eq(t_canned_start(&srv, resp, strlen(resp), 0), 0);
+	t_batch_init(b, LS_BACKEND_OPENAI, 2, 4);
 	struct t_sim fake = { .port = srv.port };
 	snprintf(fake.url, sizeof(fake.url), "%s", srv.url);
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, b, &fake, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, b, &fake, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.per_request_conn = 1;
 	o.max_concurrency = 1;
-	cr_assert_eq(td_run(&o, b), 0);
+	cr_assert_eq(t_driver_run(&o, b), 0);
 	cr_assert_eq(b->finished, b->n);
-	td_canned_stop(&srv);
+	t_canned_stop(&srv);
 }
 
 static void expect_protocol(const char *resp, const char *text)
 {
-	struct td_batch b;
+	struct t_batch b;
 	against_canned(resp, &b);
 	for (size_t i = 0; i < b.n; i++) {
 		cr_expect_eq(b.recs[i].fail, LS_FAIL_PROTOCOL, "got %s (%s)", ls_fail_name(b.recs[i].fail),
 			     b.recs[i].error);
 		cr_expect(strstr(b.recs[i].error, text), "error '%s' lacks '%s'", b.recs[i].error, text);
 	}
-	td_batch_free(&b);
+	t_batch_free(&b);
 }
 
 Test(real_inputs_driver, html_page_is_not_an_event_stream, .timeout = 30)
@@ -212,11 +212,11 @@ Test(real_inputs_driver, body_without_content_type_or_frames, .timeout = 30)
 /* A stream with a parameter on its Content-Type is a stream. */
 Test(real_inputs_driver, event_stream_with_charset_is_a_stream, .timeout = 30)
 {
-	struct td_batch b;
+	struct t_batch b;
 	against_canned("HTTP/1.1 200 OK\r\nContent-Type: Text/Event-Stream; charset=utf-8\r\nConnection: close\r\n\r\n"
 		       "data: {\"choices\":[{\"text\":\"x\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n", &b);
-	cr_expect_eq(td_count_fail(&b, LS_OK), b.n, "first: %s (%s)", ls_fail_name(b.recs[0].fail), b.recs[0].error);
-	td_batch_free(&b);
+	cr_expect_eq(t_count_fail(&b, LS_OK), b.n, "first: %s (%s)", ls_fail_name(b.recs[0].fail), b.recs[0].error);
+	t_batch_free(&b);
 }
 
 /* --http2 against http:// is h2c prior knowledge, which the sim (like most Python servers)
@@ -225,16 +225,16 @@ Test(real_inputs_driver, http2_without_h2c_says_so, .timeout = 30)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
+	t_sim_start_checked(&sim, 0, extra);
 	for (int fresh = 0; fresh <= 1; fresh++) {
-		struct td_batch b;
-		td_batch_init(&b, LS_BACKEND_OPENAI, 3, 4);
+		struct t_batch b;
+		t_batch_init(&b, LS_BACKEND_OPENAI, 3, 4);
 		struct ls_driver_opts o;
 		char url[256];
-		td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+		t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 		o.http2 = 1;
 		o.per_request_conn = fresh;
-		cr_assert_eq(td_run(&o, &b), 0);
+		cr_assert_eq(t_driver_run(&o, &b), 0);
 		for (size_t i = 0; i < b.n; i++) {
 			cr_expect_eq(b.recs[i].fail, LS_FAIL_PROTOCOL, "got %s (%s)", ls_fail_name(b.recs[i].fail),
 				     b.recs[i].error);
@@ -242,9 +242,9 @@ Test(real_inputs_driver, http2_without_h2c_says_so, .timeout = 30)
 							  "knowledge): drop --http2 or use https:// (ALPN)"),
 				  "error: %s", b.recs[i].error);
 		}
-		td_batch_free(&b);
+		t_batch_free(&b);
 	}
-	td_sim_stop(&sim);
+	t_sim_stop_checked(&sim);
 }
 
 /* A child that SIGKILLs pid once path has min_lines lines (the sim's truth: requests served). */
@@ -281,24 +281,24 @@ Test(real_inputs_driver, server_gone_is_counted_in_the_run, .timeout = 60)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
-	struct td_batch b;
-	td_batch_init(&b, LS_BACKEND_OPENAI, 30, 8); /* 8 steps of 10 ms each, one at a time */
+	t_sim_start_checked(&sim, 0, extra);
+	struct t_batch b;
+	t_batch_init(&b, LS_BACKEND_OPENAI, 30, 8); /* 8 steps of 10 ms each, one at a time */
 	struct ls_driver_opts o;
 	char url[256];
-	td_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
+	t_opts(&o, &b, &sim, LS_BACKEND_OPENAI, url, sizeof(url));
 	o.max_concurrency = 1;
 	o.per_request_conn = 1;
 	pid_t killer = kill_after_lines(sim.pid, sim.truth, 5);
-	cr_assert_eq(td_run(&o, &b), 0);
+	cr_assert_eq(t_driver_run(&o, &b), 0);
 	waitpid(killer, NULL, 0);
-	size_t connect = td_count_fail(&b, LS_FAIL_CONNECT);
+	size_t connect = t_count_fail(&b, LS_FAIL_CONNECT);
 	cr_assert_geq(connect, 3, "the rest failed to connect (%zu)", connect);
 	cr_expect_neq(b.run.server_gone_ns, 0, "the run says the server went away");
 	cr_expect_eq(b.run.n_connect_failed_gone, connect, "every connect failure counted");
 	cr_expect(b.run.server_gone_ns >= b.run.start_ns && b.run.server_gone_ns <= b.run.end_ns);
-	td_batch_free(&b);
-	td_sim_stop(&sim);
+	t_batch_free(&b);
+	t_sim_stop_checked(&sim);
 }
 
 /* bench: the message once on stderr, and the note in the text report and the JSON result. */
@@ -306,7 +306,7 @@ Test(real_inputs_driver, server_gone_is_said_once_and_reported, .timeout = 90)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
+	t_sim_start_checked(&sim, 0, extra);
 	char *dir = scratch_dir();
 	const char *argv[] = { "bench", "--base-url", sim.url, "--dataset-name", "random", "--random-input-len", "16",
 			       "--random-output-len", "4", "--num-prompts", "80", "--request-rate", "40", "--save-result",
@@ -335,7 +335,7 @@ Test(real_inputs_driver, server_gone_is_said_once_and_reported, .timeout = 90)
 	free(err);
 	t_remove_tree(dir);
 	free(dir);
-	td_sim_stop(&sim);
+	t_sim_stop_checked(&sim);
 }
 
 /* Without a terminal (t_run's stderr is a pipe) a plain progress line every interval; none
@@ -344,7 +344,7 @@ Test(real_inputs_driver, plain_progress_lines_without_a_terminal, .timeout = 60)
 {
 	struct t_sim sim;
 	const char *extra[] = { "--quiet", NULL };
-	td_sim_start(&sim, 0, extra);
+	t_sim_start_checked(&sim, 0, extra);
 	setenv("LATSCOPE_PROGRESS_INTERVAL_MS", "200", 1);
 	for (int quiet = 0; quiet <= 1; quiet++) {
 		const char *argv[] = { "bench", "--base-url", sim.url, "--dataset-name", "random", "--random-input-len", "16",
@@ -364,5 +364,5 @@ Test(real_inputs_driver, plain_progress_lines_without_a_terminal, .timeout = 60)
 		free(err);
 	}
 	unsetenv("LATSCOPE_PROGRESS_INTERVAL_MS");
-	td_sim_stop(&sim);
+	t_sim_stop_checked(&sim);
 }

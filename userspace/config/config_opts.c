@@ -60,7 +60,7 @@ const struct ls_opt ls_config_opts[] = {
 	{ "skip-initial-test", O_SKIP_INITIAL_TEST, LS_ARG_NONE, NULL,
 	  "do not send the one test request (the first prompt) that checks the setup before the run", NULL },
 	{ "disable-tqdm", O_DISABLE_TQDM, LS_ARG_NONE, NULL,
-	  "no progress line (it is shown only when stderr is a terminal)", NULL },
+	  "no progress (a line that redraws on a terminal, else a plain line every 10 s)", NULL },
 	{ "spin-us", O_SPIN_US, LS_ARG_ONE, "US",
 	  "spin up to US for the next event before sleeping: a frame within US needs no wake-up "
 	  "(20-80 us on a VM), for up to US of CPU per idle gap; keep the server off this core [0]", NULL },
