@@ -309,3 +309,37 @@ Test(real_inputs, full_disk_keeps_the_report_whole_and_leaves_no_partial_file)
 	umount2(dir, MNT_DETACH);
 	t_remove_tree(dir);
 }
+
+Test(real_inputs, backend_is_saved_as_given_and_its_error_lists_every_name)
+{
+	struct t_sim sim;
+	cr_assert_eq(t_sim_start(&sim, 0, NULL), 0);
+	char dir[] = "/tmp/latscope-backend-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	const char *extra[] = { "--backend", "vllm", "--save-result", "--result-dir", dir, NULL };
+	char *out = NULL, *err = NULL;
+	int rc = bench(sim.url, extra, &out, &err, NULL);
+	cr_expect_eq(rc, 0, "exit %d: %s", rc, err);
+	const char *saved = err ? strstr(err, "result written to ") : NULL;
+	cr_assert(saved, "%s", err);
+	char path[512];
+	cr_assert_eq(sscanf(saved, "result written to %511s", path), 1);
+	cr_expect(strstr(path, "/vllm-"), "the file name keeps the backend given: %s", path);
+	char *json = t_read_file(path, NULL);
+	cr_expect(json && (strstr(json, "\"backend\":\"vllm\"") || strstr(json, "\"backend\":\t\"vllm\"")),
+		  "%.300s", json ? json : "");
+	free(json);
+	free(out);
+	free(err);
+	const char *bad[] = { "bench", "--backend", "nope", NULL };
+	rc = t_run(bad, &out, &err, 10);
+	cr_expect_eq(rc, 2);
+	const char *all[] = { "openai", "vllm", "sglang-oai", "openai-chat", "vllm-chat", "sglang-oai-chat",
+			      "sglang", "sglang-native" };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		cr_expect(err && strstr(err, all[i]), "the error lists %s: %s", all[i], err);
+	free(out);
+	free(err);
+	t_remove_tree(dir);
+	t_sim_stop(&sim);
+}

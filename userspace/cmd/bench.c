@@ -341,6 +341,12 @@ static int drive(struct bench *b)
 	return rc;
 }
 
+/* The backend as the user named it (vLLM's result file says "vllm" for --backend vllm). */
+static const char *backend_label(const struct ls_config *c)
+{
+	return c->backend_name ? c->backend_name : ls_backend_name(c->profile.send.backend);
+}
+
 static char *result_path(const struct bench *b)
 {
 	const struct ls_config *c = &b->cfg;
@@ -357,7 +363,7 @@ static char *result_path(const struct bench *b)
 		char conc[32] = "";
 		if (c->max_concurrency)
 			snprintf(conc, sizeof(conc), "-concurrency%u", c->max_concurrency);
-		snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", ls_backend_name(c->profile.send.backend), rate, conc,
+		snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", backend_label(c), rate, conc,
 			 model, b->date);
 	}
 	char *path = NULL;
@@ -401,7 +407,7 @@ static int results(struct bench *b)
 		print_failures(b);
 	struct ls_report_ctx ctx = {
 		.profile = c->profile.name, .profile_source = c->profile.source,
-		.backend = ls_backend_name(c->profile.send.backend), .model = b->model, .base_url = b->base,
+		.backend = backend_label(c), .model = b->model, .base_url = b->base,
 		.endpoint = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->profile.send.backend),
 		.dataset = ls_dataset_kind_name(c->dataset), .arrival = b->arrival_desc, .date = b->date,
 		.run_tag = b->run.run_tag, .record_path = c->record_path, .request_rate = c->request_rate,
@@ -500,7 +506,7 @@ int cmd_bench(int argc, char **argv)
 		snprintf(meta.run_tag, sizeof(meta.run_tag), "%s", b.run_tag);
 		snprintf(meta.arrival, sizeof(meta.arrival), "%s", ls_arrival_kind_name(b.arrival.kind));
 		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
-		snprintf(meta.backend, sizeof(meta.backend), "%s", ls_backend_name(c->profile.send.backend));
+		snprintf(meta.backend, sizeof(meta.backend), "%s", backend_label(c));
 		if (!(b.record = ls_record_open(c->record_path, &meta)))
 			goto out;
 	}

@@ -24,6 +24,7 @@ enum ls_probes_mode {
 #define LS_MAX_SERVER_PIDS 16
 
 struct ls_config {
+	char    *backend_name;     /* --backend as the user gave it ("vllm"); NULL: the profile's */
 	/* server (the backend is a send rule: profile.send) */
 	char    *base_url;          /* NULL: http://host:port */
 	char    *host;

@@ -192,7 +192,13 @@ static const char *apply_server(struct ls_config *c, enum opt_id id, const char 
 	uint64_t u;
 	switch (id) {
 	case O_BACKEND:
-		return ls_backend_parse(v, &c->profile.send.backend) ? "must be openai, vllm, openai-chat or sglang" : NULL;
+		if (ls_backend_parse(v, &c->profile.send.backend)) {
+			static char why[320];
+			snprintf(why, sizeof(why), "must be one of %s", ls_backend_names());
+			return why;
+		}
+		/* kept as given: the result file says "vllm" when the user said so */
+		return ls_config_set_str(&c->backend_name, v) ? "out of memory" : NULL;
 	case O_PORT:
 		if (parse_u64(v, 65535, &u) || !u)
 			return "must be a port number 1..65535";

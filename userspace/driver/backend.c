@@ -10,18 +10,30 @@
 #include <cjson/cJSON.h>
 #include "driver/backend.h"
 
+/* Every name vLLM's and SGLang's benchmarks accept for these APIs, and what it means here. */
+static const struct {
+	const char *name;
+	enum ls_backend backend;
+} names[] = {
+	{ "openai", LS_BACKEND_OPENAI },         { "vllm", LS_BACKEND_OPENAI },
+	{ "sglang-oai", LS_BACKEND_OPENAI },     { "openai-chat", LS_BACKEND_OPENAI_CHAT },
+	{ "vllm-chat", LS_BACKEND_OPENAI_CHAT }, { "sglang-oai-chat", LS_BACKEND_OPENAI_CHAT },
+	{ "sglang", LS_BACKEND_SGLANG },         { "sglang-native", LS_BACKEND_SGLANG },
+};
+#define N_NAMES (sizeof(names) / sizeof(names[0]))
+
+const char *ls_backend_names(void)
+{
+	static char list[256];
+	if (!list[0])
+		for (size_t i = 0, len = 0; i < N_NAMES; i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", names[i].name);
+	return list;
+}
+
 int ls_backend_parse(const char *name, enum ls_backend *out)
 {
-	static const struct {
-		const char *name;
-		enum ls_backend backend;
-	} names[] = {
-		{ "openai", LS_BACKEND_OPENAI },         { "vllm", LS_BACKEND_OPENAI },
-		{ "sglang-oai", LS_BACKEND_OPENAI },     { "openai-chat", LS_BACKEND_OPENAI_CHAT },
-		{ "vllm-chat", LS_BACKEND_OPENAI_CHAT }, { "sglang-oai-chat", LS_BACKEND_OPENAI_CHAT },
-		{ "sglang", LS_BACKEND_SGLANG },         { "sglang-native", LS_BACKEND_SGLANG },
-	};
-	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+	for (size_t i = 0; name && i < N_NAMES; i++)
 		if (!strcmp(name, names[i].name)) {
 			*out = names[i].backend;
 			return 0;

@@ -14,8 +14,10 @@ enum ls_backend {
 	LS_BACKEND_SGLANG,      /* SGLang native /generate: cumulative text + meta_info */
 };
 
-/* "openai" | "openai-chat" | "sglang" (also vLLM's "vllm" = openai). 0 or -EINVAL. */
+/* "openai" | "openai-chat" | "sglang" and the other names vLLM and SGLang use for them
+ * (ls_backend_names lists every one). 0 or -EINVAL. */
 int ls_backend_parse(const char *name, enum ls_backend *out);
+const char *ls_backend_names(void); /* "openai, vllm, ..., sglang-native" */
 const char *ls_backend_name(enum ls_backend backend);
 const char *ls_backend_default_endpoint(enum ls_backend backend);
 
