@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/numconv.h"
+#include "base/stats.h"
 #include "common/step_ring.h"
 
 static int step_by_end(const void *a, const void *b)
@@ -218,23 +220,11 @@ const struct ls_gpu_step *ls_gpu_step_before(const struct ls_gpu_step *steps, si
 	return i ? &steps[i - 1] : NULL;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted v. */
+/* Percentile p of sorted v (base/stats.h: numpy's linear rule, as every other figure in the
+ * report), rounded to the nearest ns. */
 static uint64_t pct(const uint64_t *v, size_t n, double p)
 {
-	if (!n)
-		return 0;
-	size_t rank = (size_t)(p / 100.0 * (double)n + 0.999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return v[rank - 1];
+	return ls_d2u64(ls_percentile_u64(v, n, p) + 0.5);
 }
 
 static int step_by_stream(const void *a, const void *b)
@@ -303,12 +293,12 @@ int ls_gpu_summarize(const struct ls_gpu_steps *gs, uint64_t from_ns, uint64_t t
 		to_ns = n_in ? span_hi : 0;
 	}
 	sum->window_ns = to_ns > from_ns ? to_ns - from_ns : 0;
-	qsort(dur_all, n_in, sizeof(uint64_t), u64_cmp);
+	ls_sort_u64(dur_all, n_in);
 	sum->step_p50_ns = pct(dur_all, n_in, 50);
 	sum->step_p99_ns = pct(dur_all, n_in, 99);
 	if (n_pre) {
-		qsort(dur_pre, n_pre, sizeof(uint64_t), u64_cmp);
-		qsort(dur_dec, n_dec, sizeof(uint64_t), u64_cmp);
+		ls_sort_u64(dur_pre, n_pre);
+		ls_sort_u64(dur_dec, n_dec);
 		sum->prefill_steps = n_pre;
 		sum->decode_steps = n_dec;
 		sum->prefill_p50_ns = pct(dur_pre, n_pre, 50);
@@ -334,7 +324,7 @@ int ls_gpu_summarize(const struct ls_gpu_steps *gs, uint64_t from_ns, uint64_t t
 	}
 	if (sum->window_ns && sum->n_streams)
 		sum->busy_fraction = busy / ((double)sum->window_ns * (double)sum->n_streams);
-	qsort(gaps, n_gaps, sizeof(uint64_t), u64_cmp);
+	ls_sort_u64(gaps, n_gaps);
 	sum->idle_gaps = n_gaps;
 	sum->idle_p50_ns = pct(gaps, n_gaps, 50);
 	sum->idle_p99_ns = pct(gaps, n_gaps, 99);

@@ -163,8 +163,9 @@ struct lab_rtt {
 };
 /* n TCP connects client -> server through the delay line; each is one RTT. */
 int lab_ping(const struct lab_ns *ns, int n, struct lab_rtt *out);
-double lab_pct_u64(uint64_t *v, size_t n, double pct); /* sorts v; linear interpolation */
-double lab_pct_dbl(double *v, size_t n, double pct);   /* sorts v */
+/* Sort v, then its percentile pct (0..100) by base/stats.h's one rule (numpy's linear). */
+double lab_pct_u64(uint64_t *v, size_t n, double pct);
+double lab_pct_dbl(double *v, size_t n, double pct);
 
 /* ---- lab_proc.c: children in the namespaces, TIME_WAIT ------------------------------- */
 

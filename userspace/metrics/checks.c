@@ -30,19 +30,13 @@ static void add(struct ls_check *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* min / median / max of n values (sorted in place). */
 static void spread(double *v, size_t n, double *lo, double *mid, double *hi)
 {
 	*lo = *mid = *hi = 0;
 	if (!n)
 		return;
-	qsort(v, n, sizeof(*v), cmp_d);
+	ls_sort_doubles(v, n);
 	*lo = v[0];
 	*mid = ls_percentile(v, n, 50);
 	*hi = v[n - 1];

@@ -104,28 +104,6 @@ int ls_goodput_parse(const char *s, struct ls_goodput *g)
 	return 0;
 }
 
-double ls_percentile(const double *sorted, size_t n, double p)
-{
-	if (!n)
-		return 0.0;
-	if (n == 1 || p <= 0.0)
-		return sorted[0];
-	if (p >= 100.0)
-		return sorted[n - 1];
-	double rank = p / 100.0 * (double)(n - 1);
-	size_t lo = (size_t)floor(rank);
-	double frac = rank - (double)lo;
-	if (lo + 1 >= n)
-		return sorted[n - 1];
-	return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 void ls_stat_compute(double *values, size_t n, const struct ls_read_rules *rules, struct ls_stat *out)
 {
 	ls_stat_compute_at(values, n, rules->percentiles, rules->n_percentiles, out);
@@ -139,7 +117,7 @@ void ls_stat_compute_at(double *values, size_t n, const double *pcts, size_t n_p
 	memcpy(out->pcts, pcts, out->n_pcts * sizeof(*pcts));
 	if (!n)
 		return;
-	qsort(values, n, sizeof(*values), cmp_double);
+	ls_sort_doubles(values, n);
 	double sum = 0.0;
 	for (size_t i = 0; i < n; i++)
 		sum += values[i];
