@@ -97,10 +97,10 @@ struct lab_pkt *lab_fifo_tail(struct lab_fifo *q);
 void lab_fifo_push(struct lab_fifo *q, const struct lab_shape *shape, uint64_t *rng);
 struct lab_pkt *lab_fifo_head(struct lab_fifo *q);  /* NULL when empty */
 void lab_fifo_pop(struct lab_fifo *q);
-/* Due time for a packet sent at sent_ns; updates q's order/link state. */
+/* Due time for a packet sent at sent_ns; updates q's order/link state. Jitter is drawn from
+ * rng, a splitmix64 state (base/rng.h): one seed, the same delays. */
 uint64_t lab_due_ns(struct lab_fifo *q, const struct lab_shape *shape, uint64_t sent_ns,
 		    uint32_t len, uint64_t *rng);
-uint64_t lab_rng_next(uint64_t *state);  /* splitmix64: seeded, reproducible jitter */
 
 /* ---- lab_delay.c: the forwarder thread ------------------------------------------------ */
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <openssl/ssl.h>
+#include "base/rng.h"
 #include "sim/sim_http.h"
 
 /* ---- growable byte buffer (sim_buf.c) ---- */
@@ -27,17 +28,14 @@ int  sim_buf_json_str(struct sim_buf *b, const char *s, size_t n); /* "escaped" 
 void sim_buf_consume(struct sim_buf *b, size_t n);                  /* drop n leading bytes */
 void sim_buf_free(struct sim_buf *b);
 
-/* ---- seeded randomness: splitmix64 (small, fast, good enough for a model) ---- */
+/* ---- seeded randomness: base's splitmix64 (small, fast, good enough for a model) ---- */
 static inline uint64_t sim_rng_next(uint64_t *state)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return ls_splitmix64(state);
 }
 static inline double sim_rng_unit(uint64_t *state) /* [0, 1) */
 {
-	return (double)(sim_rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+	return ls_rng_to_unit(ls_splitmix64(state));
 }
 uint64_t sim_hash64(const void *p, size_t n, uint64_t seed); /* FNV-1a folded through splitmix */
 

@@ -119,5 +119,5 @@ uint64_t sim_hash64(const void *p, size_t n, uint64_t seed)
 		h ^= s[i];
 		h *= 0x100000001b3ull;
 	}
-	return sim_rng_next(&h);
+	return ls_splitmix64(&h);
 }
