@@ -154,25 +154,9 @@ struct ls_record_writer *ls_record_open(const char *path, const struct ls_record
  * 3 u64, 7 int-sized fields and a fail name. */
 #define LINE_CHARS 1024
 
-int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
+/* The nine stamps, each as ns after base. */
+static void put_stamps(struct ls_strbuf *b, const struct ls_request *r, uint64_t base)
 {
-	if (!w)
-		return -EINVAL;
-	struct ls_strbuf *b = &w->line;
-	uint64_t base = w->base_ns;
-	b->len = 0;
-	/* Room for the whole line at once: the appends below do not check. */
-	if (ls_strbuf_reserve(b, LINE_CHARS + 6 * strnlen(r->error, sizeof(r->error)) +
-				      (size_t)r->n_frames * FRAME_CHARS))
-		return -ENOMEM;
-	sb_lit(b, "{\"id\":");
-	sb_u64(b, r->id);
-	sb_lit(b, ",\"warmup\":");
-	sb_i64(b, r->warmup);
-	sb_lit(b, ",\"prompt_len\":");
-	sb_u64(b, r->prompt_len);
-	sb_lit(b, ",\"output_len\":");
-	sb_u64(b, r->output_len);
 	sb_lit(b, ",\"scheduled_ns\":");
 	sb_i64(b, rel(r->scheduled_ns, base));
 	sb_lit(b, ",\"admitted_ns\":");
@@ -191,6 +175,54 @@ int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
 	sb_i64(b, rel(r->done_frame_ns, base));
 	sb_lit(b, ",\"finished_ns\":");
 	sb_i64(b, rel(r->finished_ns, base));
+}
+
+/* ,"frames":[[arrived_ns,stream_off,bytes,text_len,tokens,cum_tokens,flags],...] */
+static void put_frames(struct ls_strbuf *b, const struct ls_request *r, uint64_t base)
+{
+	sb_lit(b, ",\"frames\":[");
+	for (uint32_t i = 0; i < r->n_frames; i++) {
+		const struct ls_frame *f = &r->frames[i];
+		if (i)
+			b->data[b->len++] = ',';
+		b->data[b->len++] = '[';
+		sb_i64(b, rel(f->arrived_ns, base));
+		b->data[b->len++] = ',';
+		sb_u64(b, f->stream_off);
+		b->data[b->len++] = ',';
+		sb_u64(b, f->bytes);
+		b->data[b->len++] = ',';
+		sb_u64(b, f->text_len);
+		b->data[b->len++] = ',';
+		sb_i64(b, f->tokens);
+		b->data[b->len++] = ',';
+		sb_i64(b, f->cum_tokens);
+		b->data[b->len++] = ',';
+		sb_u64(b, f->flags);
+		b->data[b->len++] = ']';
+	}
+	b->data[b->len++] = ']';
+}
+
+int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
+{
+	if (!w)
+		return -EINVAL;
+	struct ls_strbuf *b = &w->line;
+	b->len = 0;
+	/* Room for the whole line at once: the appends below do not check. */
+	if (ls_strbuf_reserve(b, LINE_CHARS + 6 * strnlen(r->error, sizeof(r->error)) +
+				      (size_t)r->n_frames * FRAME_CHARS))
+		return -ENOMEM;
+	sb_lit(b, "{\"id\":");
+	sb_u64(b, r->id);
+	sb_lit(b, ",\"warmup\":");
+	sb_i64(b, r->warmup);
+	sb_lit(b, ",\"prompt_len\":");
+	sb_u64(b, r->prompt_len);
+	sb_lit(b, ",\"output_len\":");
+	sb_u64(b, r->output_len);
+	put_stamps(b, r, w->base_ns);
 	sb_lit(b, ",\"new_connection\":");
 	sb_i64(b, r->new_connection);
 	sb_lit(b, ",\"fd\":");
@@ -214,28 +246,8 @@ int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
 	sb_u64(b, r->body_bytes);
 	sb_lit(b, ",\"text_bytes\":");
 	sb_u64(b, r->text_bytes);
-	sb_lit(b, ",\"frames\":[");
-	for (uint32_t i = 0; i < r->n_frames; i++) {
-		const struct ls_frame *f = &r->frames[i];
-		if (i)
-			b->data[b->len++] = ',';
-		b->data[b->len++] = '[';
-		sb_i64(b, rel(f->arrived_ns, base));
-		b->data[b->len++] = ',';
-		sb_u64(b, f->stream_off);
-		b->data[b->len++] = ',';
-		sb_u64(b, f->bytes);
-		b->data[b->len++] = ',';
-		sb_u64(b, f->text_len);
-		b->data[b->len++] = ',';
-		sb_i64(b, f->tokens);
-		b->data[b->len++] = ',';
-		sb_i64(b, f->cum_tokens);
-		b->data[b->len++] = ',';
-		sb_u64(b, f->flags);
-		b->data[b->len++] = ']';
-	}
-	sb_lit(b, "]}");
+	put_frames(b, r, w->base_ns);
+	b->data[b->len++] = '}';
 	return emit(w, b, 0);
 }
 
@@ -381,102 +393,145 @@ static int cmp_run_order(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* A record file being read, line by line. */
+struct loader {
+	const char           *path;
+	size_t                lineno;
+	size_t                n_cap;       /* room in run->requests */
+	int                   have_header;
+	struct ls_record_meta m;           /* m.complete: the run_end line was read */
+	struct ls_run        *run;
+};
+
+static int read_header(struct loader *ld, const cJSON *o)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(o, "latscope_record")) {
+		fprintf(stderr, "latscope: %s:%zu: no latscope_record header: not a latscope --record file\n",
+			ld->path, ld->lineno);
+		return -EINVAL;
+	}
+	struct ls_record_meta *m = &ld->m;
+	ld->have_header = 1;
+	m->base_ns = u64_str(o, "base_ns");
+	str_of(o, "run_tag", m->run_tag, sizeof(m->run_tag));
+	str_of(o, "arrival", m->arrival, sizeof(m->arrival));
+	str_of(o, "profile", m->profile, sizeof(m->profile));
+	str_of(o, "backend", m->backend, sizeof(m->backend));
+	m->target_rate = num_of(o, "target_rate", 0);
+	m->max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
+	return 0;
+}
+
+static void read_run_end(struct loader *ld, const cJSON *o)
+{
+	ld->m.complete = 1;
+	ld->run->start_ns = abs_of(o, "start_ns", ld->m.base_ns);
+	ld->run->end_ns = abs_of(o, "end_ns", ld->m.base_ns);
+	ld->run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
+}
+
+static int add_request(struct loader *ld, const cJSON *o)
+{
+	struct ls_run *run = ld->run;
+	if (run->n_requests == ld->n_cap) {
+		size_t ncap = ld->n_cap ? ld->n_cap * 2 : 256;
+		struct ls_request *grown = realloc(run->requests, ncap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		memset(grown + ld->n_cap, 0, (ncap - ld->n_cap) * sizeof(*grown));
+		run->requests = grown;
+		ld->n_cap = ncap;
+	}
+	struct ls_request *r = &run->requests[run->n_requests++];
+	int err = parse_request(o, ld->m.base_ns, r);
+	if (err == -ENOMEM)
+		fprintf(stderr, "latscope: %s:%zu: out of memory for the request's frames\n", ld->path, ld->lineno);
+	else if (err)
+		fprintf(stderr, "latscope: %s:%zu: malformed request record (\"frames\" must be a list of "
+				"7-number lists)\n", ld->path, ld->lineno);
+	else
+		run->n_warmup += r->warmup != 0;
+	return err;
+}
+
+/* One line as getline read it. 0 to go on, 1 to stop at a last line cut short, or -errno. */
+static int load_line(struct loader *ld, char *line, size_t len)
+{
+	int complete_line = len > 0 && line[len - 1] == '\n';
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		line[--len] = 0;
+	if (!len)
+		return 0;
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	if (!o || !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		if (!complete_line && ld->have_header) { /* the run died mid-write: keep what is whole */
+			fprintf(stderr, "latscope: %s:%zu: last line is cut short; ignoring it\n", ld->path, ld->lineno);
+			return 1;
+		}
+		fprintf(stderr, "latscope: %s:%zu: not a JSON object (is this a latscope --record file?)\n",
+			ld->path, ld->lineno);
+		return -EINVAL;
+	}
+	int err = 0;
+	if (!ld->have_header)
+		err = read_header(ld, o);
+	else if (cJSON_GetObjectItemCaseSensitive(o, "latscope_run_end"))
+		read_run_end(ld, o);
+	else
+		err = add_request(ld, o);
+	cJSON_Delete(o);
+	return err;
+}
+
+static int load_lines(struct loader *ld, FILE *f)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc = 0;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		ld->lineno++;
+		if ((rc = load_line(ld, line, (size_t)len)))
+			break;
+	}
+	if (rc == 1)
+		rc = 0;
+	if (!rc && (ferror(f) || !feof(f))) { /* getline failed before the end of the file */
+		fprintf(stderr, "latscope: cannot read record file %s past line %zu: %s\n", ld->path, ld->lineno,
+			strerror(errno));
+		rc = -EIO;
+	}
+	free(line);
+	return rc;
+}
+
+/* No run_end line: the run was killed. Bound it by its own stamps. */
+static void bound_killed_run(struct ls_run *run)
+{
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		if (r->scheduled_ns && (!run->start_ns || r->scheduled_ns < run->start_ns))
+			run->start_ns = r->scheduled_ns;
+	}
+	run->interrupted = 1;
+}
+
 int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *meta)
 {
 	memset(run, 0, sizeof(*run));
-	struct ls_record_meta m = { 0 };
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		int open_errno = errno;
 		fprintf(stderr, "latscope: cannot open record file %s: %s\n", path, strerror(open_errno));
 		return -open_errno;
 	}
-	char *line = NULL;
-	size_t cap = 0, n_cap = 0, lineno = 0;
-	ssize_t len;
-	int err = 0, have_header = 0;
-	uint64_t start_rel_set = 0;
-	while ((len = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		int complete_line = len > 0 && line[len - 1] == '\n';
-		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-			line[--len] = 0;
-		if (!len)
-			continue;
-		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
-		if (!o || !cJSON_IsObject(o)) {
-			cJSON_Delete(o);
-			if (!complete_line && have_header) { /* the run died mid-write: keep what is whole */
-				fprintf(stderr, "latscope: %s:%zu: last line is cut short; ignoring it\n", path, lineno);
-				break;
-			}
-			fprintf(stderr, "latscope: %s:%zu: not a JSON object (is this a latscope --record file?)\n",
-				path, lineno);
-			err = -EINVAL;
-			break;
-		}
-		if (!have_header) {
-			if (!cJSON_GetObjectItemCaseSensitive(o, "latscope_record")) {
-				fprintf(stderr, "latscope: %s:%zu: no latscope_record header: not a latscope --record file\n",
-					path, lineno);
-				cJSON_Delete(o);
-				err = -EINVAL;
-				break;
-			}
-			have_header = 1;
-			m.base_ns = u64_str(o, "base_ns");
-			str_of(o, "run_tag", m.run_tag, sizeof(m.run_tag));
-			str_of(o, "arrival", m.arrival, sizeof(m.arrival));
-			str_of(o, "profile", m.profile, sizeof(m.profile));
-			str_of(o, "backend", m.backend, sizeof(m.backend));
-			m.target_rate = num_of(o, "target_rate", 0);
-			m.max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
-			cJSON_Delete(o);
-			continue;
-		}
-		if (cJSON_GetObjectItemCaseSensitive(o, "latscope_run_end")) {
-			m.complete = 1;
-			run->start_ns = abs_of(o, "start_ns", m.base_ns);
-			run->end_ns = abs_of(o, "end_ns", m.base_ns);
-			run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
-			start_rel_set = 1;
-			cJSON_Delete(o);
-			continue;
-		}
-		if (run->n_requests == n_cap) {
-			size_t ncap = n_cap ? n_cap * 2 : 256;
-			struct ls_request *grown = realloc(run->requests, ncap * sizeof(*grown));
-			if (!grown) {
-				cJSON_Delete(o);
-				err = -ENOMEM;
-				break;
-			}
-			memset(grown + n_cap, 0, (ncap - n_cap) * sizeof(*grown));
-			run->requests = grown;
-			n_cap = ncap;
-		}
-		struct ls_request *r = &run->requests[run->n_requests++];
-		err = parse_request(o, m.base_ns, r);
-		cJSON_Delete(o);
-		if (err == -ENOMEM) {
-			fprintf(stderr, "latscope: %s:%zu: out of memory for the request's frames\n", path, lineno);
-			break;
-		}
-		if (err) {
-			fprintf(stderr, "latscope: %s:%zu: malformed request record (\"frames\" must be a list of "
-					"7-number lists)\n", path, lineno);
-			break;
-		}
-		run->n_warmup += r->warmup != 0;
-	}
-	if (!err && (ferror(f) || !feof(f))) { /* getline failed before the end of the file */
-		fprintf(stderr, "latscope: cannot read record file %s past line %zu: %s\n", path, lineno,
-			strerror(errno));
-		err = -EIO;
-	}
-	free(line);
+	struct loader ld = { .path = path, .run = run };
+	int err = load_lines(&ld, f);
 	fclose(f);
-	if (!err && !have_header) {
+	if (!err && !ld.have_header) {
 		fprintf(stderr, "latscope: %s: empty record file\n", path);
 		err = -EINVAL;
 	}
@@ -484,23 +539,14 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 		ls_run_free(run);
 		return err;
 	}
-	if (!start_rel_set) {
-		/* No run_end line: the run was killed. Bound it by its own stamps. */
-		for (size_t i = 0; i < run->n_requests; i++) {
-			const struct ls_request *r = &run->requests[i];
-			if (r->warmup)
-				continue;
-			if (r->scheduled_ns && (!run->start_ns || r->scheduled_ns < run->start_ns))
-				run->start_ns = r->scheduled_ns;
-		}
-		run->interrupted = 1;
-	}
+	if (!ld.m.complete)
+		bound_killed_run(run);
 	if (run->n_requests)
 		qsort(run->requests, run->n_requests, sizeof(*run->requests), cmp_run_order);
-	run->target_rate = m.target_rate;
-	run->max_concurrency = m.max_concurrency;
-	snprintf(run->run_tag, sizeof(run->run_tag), "%s", m.run_tag);
+	run->target_rate = ld.m.target_rate;
+	run->max_concurrency = ld.m.max_concurrency;
+	snprintf(run->run_tag, sizeof(run->run_tag), "%s", ld.m.run_tag);
 	if (meta)
-		*meta = m;
+		*meta = ld.m;
 	return 0;
 }
