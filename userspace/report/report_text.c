@@ -204,14 +204,10 @@ static void spec_block(FILE *out, const struct ls_spec_stats *s)
 	}
 }
 
-void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
+/* `vllm bench serve`'s result block. */
+static void vllm_block(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
 {
 	const struct ls_read_rules *rules = &m->rules;
-	char buf[256];
-	if (ctx->layout == LS_LAYOUT_SGLANG) {
-		sglang_block(out, m, ctx);
-		goto latscope;
-	}
 	rule(out, " Serving Benchmark Result ", '=');
 	line_u(out, "Successful requests:", m->completed);
 	if (rules->failures_in_headline)
@@ -247,8 +243,13 @@ void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_repor
 	if (ctx->spec)
 		spec_block(out, ctx->spec);
 	rule(out, NULL, '=');
+}
 
-latscope:
+/* latscope's own lines: the rules the block above was read under, then every clock. */
+static void latscope_block(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
+{
+	const struct ls_read_rules *rules = &m->rules;
+	char buf[256];
 	rule(out, " latscope ", '-');
 	snprintf(buf, sizeof(buf), "%s (%s)", ctx->profile ? ctx->profile : "?",
 		 ctx->profile_source ? ctx->profile_source : "built-in");
@@ -288,6 +289,15 @@ latscope:
 	if (ctx->interrupted)
 		line_s(out, "Interrupted:", "yes: the numbers cover the requests that finished");
 	rule(out, NULL, '=');
+}
+
+void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
+{
+	if (ctx->layout == LS_LAYOUT_SGLANG)
+		sglang_block(out, m, ctx);
+	else
+		vllm_block(out, m, ctx);
+	latscope_block(out, m, ctx);
 }
 
 void ls_checks_print(FILE *out, const struct ls_checks *c)
