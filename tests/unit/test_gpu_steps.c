@@ -208,6 +208,29 @@ Test(gpu_steps, summary_splits_prefill_and_measures_busy_and_gaps)
 	ls_gpu_steps_free(&gs);
 }
 
+/* Step percentiles are numpy's linear ones (base/stats.h), as every other figure in the report:
+ * steps of 10, 20, 30 and 40 ms have a P50 of 25 ms and a P99 of 39.7 ms (nearest rank, used
+ * here before, said 20 and 40). */
+Test(gpu_steps, summary_percentiles_interpolate_as_numpy)
+{
+	struct ls_gpu_step st[4];
+	uint64_t t = T0;
+	for (int i = 0; i < 4; i++) {
+		uint64_t dur = (uint64_t)(i + 1) * 10 * MS;
+		st[i] = mk(6, 0, t, t + dur, dur / 2, 0);
+		t += dur + 1 * MS;
+	}
+	make_ring(6, st, 4, LS_RING_TRACING, "tracing");
+	struct ls_gpu_steps gs;
+	cr_assert_eq(ls_gpu_steps_load(dir, 0, 0, &gs), 0);
+	struct ls_gpu_summary sum;
+	cr_assert_eq(ls_gpu_summarize(&gs, 0, 0, &sum), 0);
+	cr_expect_eq(sum.step_p50_ns, 25 * MS);
+	cr_expect_eq(sum.step_p99_ns, 39700 * US);
+	cr_expect_eq(sum.idle_p50_ns, 1 * MS);
+	ls_gpu_steps_free(&gs);
+}
+
 Test(gpu_steps, report_says_why_a_process_was_not_traced_and_when_nothing_was_found)
 {
 	make_ring(77, NULL, 0, LS_RING_DISABLED, "another CUPTI client holds the process");

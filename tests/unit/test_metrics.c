@@ -148,6 +148,21 @@ Test(metrics, percentiles_are_numpy_linear)
 	cr_expect(s.mean_ms == 0 && s.pct_ms[1] == 0, "empty: zeros, as np.mean(x or 0)");
 }
 
+/* The integer form (GPU steps, the lab) reads the same positions as the double one. */
+Test(metrics, percentiles_of_integers_match_doubles)
+{
+	uint64_t u[] = { 3, 10, 10, 250, 1000000007 };
+	double d[] = { 3, 10, 10, 250, 1000000007 };
+	const double ps[] = { 0, 1, 25, 50, 62.5, 90, 99, 99.9, 100 };
+	for (size_t i = 0; i < sizeof(ps) / sizeof(ps[0]); i++)
+		for (size_t n = 0; n <= 5; n++)
+			cr_expect(ls_percentile_u64(u, n, ps[i]) == ls_percentile(d, n, ps[i]), "n %zu, P%g", n, ps[i]);
+	uint64_t v[] = { 40, 10, 30, 20 };
+	ls_sort_u64(v, 4);
+	cr_expect(v[0] == 10 && v[3] == 40);
+	cr_expect(NEAR(ls_percentile_u64(v, 4, 50), 25));
+}
+
 /* Four measured requests and a warmup: A at 0 ms, A at 50 ms, one HTTP failure, one that
  * finished without any token frame. */
 static void build_run(struct ls_run *run)

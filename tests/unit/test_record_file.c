@@ -225,8 +225,8 @@ Test(record_file, many_frames_round_trip_exactly)
 	unlink(path);
 }
 
-/* Every byte of an error message stays valid JSON and reads back (non-ASCII as \u00XX, so
- * only ASCII text round-trips as is); extreme integers are written exactly. */
+/* Every byte of an error message stays valid JSON and reads back (base/strbuf.h's escaper);
+ * extreme integers are written exactly. */
 Test(record_file, escapes_and_extremes)
 {
 	const char *path = tmp_path();
@@ -276,6 +276,45 @@ Test(record_file, escapes_and_extremes)
 	cr_expect_str_eq(back.requests[0].error, r.error);
 	ls_run_free(&back);
 	ls_request_free(&r);
+	unlink(path);
+}
+
+/* A server's error message in UTF-8 is kept as it is, so it reads back unchanged; a byte
+ * that is not UTF-8 (a message cut mid-character) is written \u00XX and the line still
+ * parses. */
+Test(record_file, utf8_errors_round_trip_and_cut_ones_stay_valid)
+{
+	const char *path = tmp_path();
+	struct ls_record_meta meta = { .base_ns = BASE };
+	snprintf(meta.run_tag, sizeof(meta.run_tag), "caf\xc3\xa9");
+	struct ls_record_writer *w = ls_record_open(path, &meta);
+	cr_assert_not_null(w);
+	struct ls_request r[2] = { 0 };
+	ls_request_reset(&r[0], 1);
+	ls_request_reset(&r[1], 2);
+	r[0].scheduled_ns = r[1].scheduled_ns = BASE + 1;
+	snprintf(r[0].error, sizeof(r[0].error), "HTTP 400: mod\xc3\xa8le inconnu \xe2\x82\xac \xf0\x9f\x98\x80");
+	snprintf(r[1].error, sizeof(r[1].error), "cut here: \xe2\x82");
+	cr_assert_eq(ls_record_write(w, &r[0]), 0);
+	cr_assert_eq(ls_record_write(w, &r[1]), 0);
+	cr_assert_eq(ls_record_close(w, NULL), 0);
+	char *text = slurp(path), *line = line_of(text, 2);
+	cr_expect(strstr(line, "\"error\":\"cut here: \\u00e2\\u0082\""), "%s", line);
+	free(line);
+	line = line_of(text, 0);
+	cr_expect(strstr(line, "\"run_tag\":\"caf\xc3\xa9\""), "%s", line);
+	free(line);
+	free(text);
+	struct ls_run back;
+	struct ls_record_meta mback;
+	cr_assert_eq(ls_record_load(path, &back, &mback), 0);
+	cr_assert_eq(back.n_requests, 2);
+	cr_expect_str_eq(back.requests[0].error, r[0].error);
+	cr_expect_str_eq(back.requests[1].error, "cut here: \xc3\xa2\xc2\x82", "each stray byte reads back as its Latin-1 character");
+	cr_expect_str_eq(mback.run_tag, "caf\xc3\xa9");
+	ls_run_free(&back);
+	ls_request_free(&r[0]);
+	ls_request_free(&r[1]);
 	unlink(path);
 }
 

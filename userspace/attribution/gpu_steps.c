@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/numconv.h"
+#include "base/stats.h"
 #include "common/step_ring.h"
 
 static int step_by_end(const void *a, const void *b)
@@ -218,23 +220,11 @@ const struct ls_gpu_step *ls_gpu_step_before(const struct ls_gpu_step *steps, si
 	return i ? &steps[i - 1] : NULL;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of sorted v. */
+/* Percentile p of sorted v (base/stats.h: numpy's linear rule, as every other figure in the
+ * report), rounded to the nearest ns. */
 static uint64_t pct(const uint64_t *v, size_t n, double p)
 {
-	if (!n)
-		return 0;
-	size_t rank = (size_t)(p / 100.0 * (double)n + 0.999999);
-	if (rank < 1)
-		rank = 1;
-	if (rank > n)
-		rank = n;
-	return v[rank - 1];
+	return ls_d2u64(ls_percentile_u64(v, n, p) + 0.5);
 }
 
 static int step_by_stream(const void *a, const void *b)
@@ -249,10 +239,9 @@ static int step_by_stream(const void *a, const void *b)
 	return 0;
 }
 
-int ls_gpu_summarize(const struct ls_gpu_steps *gs, uint64_t from_ns, uint64_t to_ns,
-		     struct ls_gpu_summary *sum)
+/* The sources' counters: how many traced, what was lost, which clocks. */
+static void sum_sources(const struct ls_gpu_steps *gs, struct ls_gpu_summary *sum)
 {
-	memset(sum, 0, sizeof(*sum));
 	sum->n_sources = gs->n_sources;
 	sum->too_long = gs->too_long;
 	for (size_t i = 0; i < gs->n_sources; i++) {
@@ -270,56 +259,78 @@ int ls_gpu_summarize(const struct ls_gpu_steps *gs, uint64_t from_ns, uint64_t t
 		if (src->clock == 2 && src->clock_error_ns > sum->max_clock_error_ns)
 			sum->max_clock_error_ns = src->clock_error_ns;
 	}
+}
+
+/* The steps in the window and their durations: every step, prefill-bearing, decode-only. */
+struct window_steps {
+	struct ls_gpu_step *in;
+	size_t    n_in, n_pre, n_dec;
+	uint64_t *dur_all, *dur_pre, *dur_dec;
+	uint64_t *gaps;                    /* room for n_in: between consecutive steps of a stream */
+	uint64_t  span_lo, span_hi;        /* earliest start, latest end */
+};
+
+/* Collects the steps overlapping [from_ns, to_ns] (all when both are 0). 0 or -ENOMEM. */
+static int collect_window(const struct ls_gpu_steps *gs, uint64_t from_ns, uint64_t to_ns,
+			  struct window_steps *w, struct ls_gpu_summary *sum)
+{
 	int all = !from_ns && !to_ns;
-	struct ls_gpu_step *in = malloc((gs->n ? gs->n : 1) * sizeof(*in));
-	uint64_t *dur_all = malloc((gs->n ? gs->n : 1) * sizeof(uint64_t) * 4);
-	if (!in || !dur_all) {
-		free(in);
-		free(dur_all);
+	memset(w, 0, sizeof(*w));
+	w->span_lo = UINT64_MAX;
+	w->in = malloc((gs->n ? gs->n : 1) * sizeof(*w->in));
+	w->dur_all = malloc((gs->n ? gs->n : 1) * sizeof(uint64_t) * 4); /* and pre, dec, gaps */
+	if (!w->in || !w->dur_all)
 		return -ENOMEM;
-	}
-	uint64_t *dur_pre = dur_all + gs->n, *dur_dec = dur_pre + gs->n, *gaps = dur_dec + gs->n;
-	size_t n_in = 0, n_pre = 0, n_dec = 0, n_gaps = 0;
-	uint64_t span_lo = UINT64_MAX, span_hi = 0;
+	w->dur_pre = w->dur_all + gs->n;
+	w->dur_dec = w->dur_pre + gs->n;
+	w->gaps = w->dur_dec + gs->n;
 	for (size_t i = 0; i < gs->n; i++) {
 		const struct ls_gpu_step *s = &gs->steps[i];
 		if (!all && !(s->end_ns > from_ns && s->start_ns < to_ns))
 			continue;
-		in[n_in] = *s;
-		dur_all[n_in++] = s->end_ns - s->start_ns;
+		w->in[w->n_in] = *s;
+		w->dur_all[w->n_in++] = s->end_ns - s->start_ns;
 		if (s->flags & LS_GPU_STEP_PREFILL)
-			dur_pre[n_pre++] = s->end_ns - s->start_ns;
+			w->dur_pre[w->n_pre++] = s->end_ns - s->start_ns;
 		else
-			dur_dec[n_dec++] = s->end_ns - s->start_ns;
+			w->dur_dec[w->n_dec++] = s->end_ns - s->start_ns;
 		sum->fallback_steps += (s->flags & LS_GPU_STEP_FALLBACK) != 0;
-		if (s->start_ns < span_lo)
-			span_lo = s->start_ns;
-		if (s->end_ns > span_hi)
-			span_hi = s->end_ns;
+		if (s->start_ns < w->span_lo)
+			w->span_lo = s->start_ns;
+		if (s->end_ns > w->span_hi)
+			w->span_hi = s->end_ns;
 	}
-	sum->steps = n_in;
-	if (all) {
-		from_ns = n_in ? span_lo : 0;
-		to_ns = n_in ? span_hi : 0;
-	}
-	sum->window_ns = to_ns > from_ns ? to_ns - from_ns : 0;
-	qsort(dur_all, n_in, sizeof(uint64_t), u64_cmp);
-	sum->step_p50_ns = pct(dur_all, n_in, 50);
-	sum->step_p99_ns = pct(dur_all, n_in, 99);
-	if (n_pre) {
-		qsort(dur_pre, n_pre, sizeof(uint64_t), u64_cmp);
-		qsort(dur_dec, n_dec, sizeof(uint64_t), u64_cmp);
-		sum->prefill_steps = n_pre;
-		sum->decode_steps = n_dec;
-		sum->prefill_p50_ns = pct(dur_pre, n_pre, 50);
-		sum->prefill_p99_ns = pct(dur_pre, n_pre, 99);
-		sum->decode_p50_ns = pct(dur_dec, n_dec, 50);
-		sum->decode_p99_ns = pct(dur_dec, n_dec, 99);
-	}
-	/* Per stream: busy time inside the window and the gaps between its steps. */
-	qsort(in, n_in, sizeof(*in), step_by_stream);
+	return 0;
+}
+
+/* Step time percentiles; prefill and decode apart only when some steps were told apart. */
+static void step_percentiles(struct window_steps *w, struct ls_gpu_summary *sum)
+{
+	ls_sort_u64(w->dur_all, w->n_in);
+	sum->step_p50_ns = pct(w->dur_all, w->n_in, 50);
+	sum->step_p99_ns = pct(w->dur_all, w->n_in, 99);
+	if (!w->n_pre)
+		return;
+	ls_sort_u64(w->dur_pre, w->n_pre);
+	ls_sort_u64(w->dur_dec, w->n_dec);
+	sum->prefill_steps = w->n_pre;
+	sum->decode_steps = w->n_dec;
+	sum->prefill_p50_ns = pct(w->dur_pre, w->n_pre, 50);
+	sum->prefill_p99_ns = pct(w->dur_pre, w->n_pre, 99);
+	sum->decode_p50_ns = pct(w->dur_dec, w->n_dec, 50);
+	sum->decode_p99_ns = pct(w->dur_dec, w->n_dec, 99);
+}
+
+/* Per stream: busy time inside [from_ns, to_ns] and the gaps between its steps (the steps
+ * are re-sorted by stream). */
+static void busy_and_gaps(struct window_steps *w, uint64_t from_ns, uint64_t to_ns, struct ls_gpu_summary *sum)
+{
+	struct ls_gpu_step *in = w->in;
+	uint64_t *gaps = w->gaps;
+	size_t n_gaps = 0;
+	qsort(in, w->n_in, sizeof(*in), step_by_stream);
 	double busy = 0;
-	for (size_t i = 0; i < n_in; i++) {
+	for (size_t i = 0; i < w->n_in; i++) {
 		const struct ls_gpu_step *s = &in[i];
 		int new_stream = !i || in[i - 1].pid != s->pid || in[i - 1].device != s->device;
 		sum->n_streams += new_stream;
@@ -334,11 +345,32 @@ int ls_gpu_summarize(const struct ls_gpu_steps *gs, uint64_t from_ns, uint64_t t
 	}
 	if (sum->window_ns && sum->n_streams)
 		sum->busy_fraction = busy / ((double)sum->window_ns * (double)sum->n_streams);
-	qsort(gaps, n_gaps, sizeof(uint64_t), u64_cmp);
+	ls_sort_u64(gaps, n_gaps);
 	sum->idle_gaps = n_gaps;
 	sum->idle_p50_ns = pct(gaps, n_gaps, 50);
 	sum->idle_p99_ns = pct(gaps, n_gaps, 99);
-	free(in);
-	free(dur_all);
+}
+
+int ls_gpu_summarize(const struct ls_gpu_steps *gs, uint64_t from_ns, uint64_t to_ns,
+		     struct ls_gpu_summary *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	sum_sources(gs, sum);
+	struct window_steps w;
+	if (collect_window(gs, from_ns, to_ns, &w, sum)) {
+		free(w.in);
+		free(w.dur_all);
+		return -ENOMEM;
+	}
+	sum->steps = w.n_in;
+	if (!from_ns && !to_ns) { /* the whole trace: its own span is the window */
+		from_ns = w.n_in ? w.span_lo : 0;
+		to_ns = w.n_in ? w.span_hi : 0;
+	}
+	sum->window_ns = to_ns > from_ns ? to_ns - from_ns : 0;
+	step_percentiles(&w, sum);
+	busy_and_gaps(&w, from_ns, to_ns, sum);
+	free(w.in);
+	free(w.dur_all);
 	return 0;
 }

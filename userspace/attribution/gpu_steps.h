@@ -67,7 +67,7 @@ struct ls_gpu_summary {
 	size_t   n_streams;                 /* (pid, device) pairs with steps in the window */
 	uint64_t window_ns;                 /* [from, to], or the steps' span when both are 0 */
 	uint64_t steps, prefill_steps, decode_steps, fallback_steps;
-	uint64_t step_p50_ns, step_p99_ns;  /* every step */
+	uint64_t step_p50_ns, step_p99_ns;  /* every step; numpy-linear percentiles (base/stats.h) */
 	uint64_t prefill_p50_ns, prefill_p99_ns; /* prefill-bearing steps (0 when none) */
 	uint64_t decode_p50_ns, decode_p99_ns;   /* the others, when prefill ones were told apart */
 	double   busy_fraction;             /* busy time / (window x streams) */

@@ -2,14 +2,6 @@
 #include <math.h>
 #include "base/rng.h"
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static inline uint64_t rotl(uint64_t x, int k)
 {
 	return (x << k) | (x >> (64 - k));
@@ -18,8 +10,8 @@ static inline uint64_t rotl(uint64_t x, int k)
 void ls_rng_seed(uint64_t s[2], uint64_t seed)
 {
 	uint64_t x = seed;
-	s[0] = splitmix64(&x);
-	s[1] = splitmix64(&x);
+	s[0] = ls_splitmix64(&x);
+	s[1] = ls_splitmix64(&x);
 	if (!s[0] && !s[1])
 		s[1] = 1;
 }
@@ -36,7 +28,7 @@ uint64_t ls_rng_next(uint64_t s[2])
 
 double ls_rng_uniform(uint64_t s[2])
 {
-	return (double)(ls_rng_next(s) >> 11) * 0x1.0p-53;
+	return ls_rng_to_unit(ls_rng_next(s));
 }
 
 uint64_t ls_rng_below(uint64_t s[2], uint64_t n)

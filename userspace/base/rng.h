@@ -6,6 +6,23 @@
 
 #include <stdint.h>
 
+/* splitmix64: one 64-bit word of state, a well-mixed draw per step. It seeds the generator
+ * below and is the whole generator where a stream per object must be cheap (the simulator's
+ * per-request fates, the lab's jitter): inline, as those draw per token and per packet. */
+static inline uint64_t ls_splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A draw's top 53 bits as a double in [0, 1). */
+static inline double ls_rng_to_unit(uint64_t draw)
+{
+	return (double)(draw >> 11) * 0x1.0p-53;
+}
+
 /* s[2] is the whole state; any seed (0 included) gives a valid non-zero state. */
 void     ls_rng_seed(uint64_t s[2], uint64_t seed);
 uint64_t ls_rng_next(uint64_t s[2]);

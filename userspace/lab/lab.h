@@ -97,10 +97,10 @@ struct lab_pkt *lab_fifo_tail(struct lab_fifo *q);
 void lab_fifo_push(struct lab_fifo *q, const struct lab_shape *shape, uint64_t *rng);
 struct lab_pkt *lab_fifo_head(struct lab_fifo *q);  /* NULL when empty */
 void lab_fifo_pop(struct lab_fifo *q);
-/* Due time for a packet sent at sent_ns; updates q's order/link state. */
+/* Due time for a packet sent at sent_ns; updates q's order/link state. Jitter is drawn from
+ * rng, a splitmix64 state (base/rng.h): one seed, the same delays. */
 uint64_t lab_due_ns(struct lab_fifo *q, const struct lab_shape *shape, uint64_t sent_ns,
 		    uint32_t len, uint64_t *rng);
-uint64_t lab_rng_next(uint64_t *state);  /* splitmix64: seeded, reproducible jitter */
 
 /* ---- lab_delay.c: the forwarder thread ------------------------------------------------ */
 
@@ -163,8 +163,9 @@ struct lab_rtt {
 };
 /* n TCP connects client -> server through the delay line; each is one RTT. */
 int lab_ping(const struct lab_ns *ns, int n, struct lab_rtt *out);
-double lab_pct_u64(uint64_t *v, size_t n, double pct); /* sorts v; linear interpolation */
-double lab_pct_dbl(double *v, size_t n, double pct);   /* sorts v */
+/* Sort v, then its percentile pct (0..100) by base/stats.h's one rule (numpy's linear). */
+double lab_pct_u64(uint64_t *v, size_t n, double pct);
+double lab_pct_dbl(double *v, size_t n, double pct);
 
 /* ---- lab_proc.c: children in the namespaces, TIME_WAIT ------------------------------- */
 

@@ -5,15 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/rng.h"
 #include "lab/lab.h"
-
-uint64_t lab_rng_next(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 int lab_fifo_init(struct lab_fifo *q, uint32_t cap)
 {
@@ -48,7 +41,7 @@ uint64_t lab_due_ns(struct lab_fifo *q, const struct lab_shape *shape, uint64_t 
 	int64_t delay = (int64_t)shape->one_way_ns;
 	if (shape->jitter_ns) {
 		uint64_t span = 2 * shape->jitter_ns + 1;
-		delay += (int64_t)(lab_rng_next(rng) % span) - (int64_t)shape->jitter_ns;
+		delay += (int64_t)(ls_splitmix64(rng) % span) - (int64_t)shape->jitter_ns;
 		if (delay < 0)
 			delay = 0;
 	}

@@ -13,47 +13,19 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include "base/clock.h"
+#include "base/stats.h"
 #include "lab/lab.h"
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double interp(double lo, double hi, double frac)
-{
-	return lo + (hi - lo) * frac;
-}
 
 double lab_pct_u64(uint64_t *v, size_t n, double pct)
 {
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_u64);
-	double pos = pct / 100.0 * (double)(n - 1);
-	size_t i = (size_t)pos;
-	if (i + 1 >= n)
-		return (double)v[n - 1];
-	return interp((double)v[i], (double)v[i + 1], pos - (double)i);
+	ls_sort_u64(v, n);
+	return ls_percentile_u64(v, n, pct);
 }
 
 double lab_pct_dbl(double *v, size_t n, double pct)
 {
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_dbl);
-	double pos = pct / 100.0 * (double)(n - 1);
-	size_t i = (size_t)pos;
-	if (i + 1 >= n)
-		return v[n - 1];
-	return interp(v[i], v[i + 1], pos - (double)i);
+	ls_sort_doubles(v, n);
+	return ls_percentile(v, n, pct);
 }
 
 static void drain_accepts(int lfd)

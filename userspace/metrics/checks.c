@@ -30,19 +30,13 @@ static void add(struct ls_check *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* min / median / max of n values (sorted in place). */
 static void spread(double *v, size_t n, double *lo, double *mid, double *hi)
 {
 	*lo = *mid = *hi = 0;
 	if (!n)
 		return;
-	qsort(v, n, sizeof(*v), cmp_d);
+	ls_sort_doubles(v, n);
 	*lo = v[0];
 	*mid = ls_percentile(v, n, 50);
 	*hi = v[n - 1];
@@ -102,95 +96,121 @@ static void check_failures(const struct ls_run *run, const struct ls_metrics *m,
 
 /* ---- token counts ---- */
 
-static void check_tokens(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
+/* The four counts of a run's output tokens, over its ok requests. */
+struct token_counts {
+	uint64_t requested, usage, cumulative, counted;
+	size_t   n_ok;
+	size_t   n_usage;    /* requests with a usage frame */
+	size_t   n_cum;      /* with cumulative counts in the stream */
+	size_t   n_counted;  /* with a known count on every choices frame */
+	size_t   n_short;    /* usage below the requested length */
+};
+
+/* One ok request's stream counts: the last cumulative count (not a usage-only frame's), and
+ * the per-frame counts when every choices frame had one. */
+static void count_stream(const struct ls_request *r, struct token_counts *t)
 {
-	uint64_t requested = 0, usage = 0, cumulative = 0, counted = 0;
-	size_t n_ok = 0, n_usage = 0, n_cum = 0, n_counted = 0, n_short = 0;
+	int64_t last_cum = -1;
+	uint64_t sum = 0;
+	int all_known = 1, any = 0;
+	for (uint32_t f = 0; f < r->n_frames; f++) {
+		const struct ls_frame *fr = &r->frames[f];
+		if (fr->cum_tokens >= 0 && !(fr->flags & LS_FRAME_USAGE && !(fr->flags & LS_FRAME_CHOICES)))
+			last_cum = fr->cum_tokens;
+		if (!(fr->flags & LS_FRAME_CHOICES))
+			continue;
+		any = 1;
+		if (fr->tokens < 0)
+			all_known = 0;
+		else
+			sum += (uint64_t)fr->tokens;
+	}
+	if (last_cum >= 0) {
+		t->cumulative += (uint64_t)last_cum;
+		t->n_cum++;
+	}
+	if (any && all_known) {
+		t->counted += sum;
+		t->n_counted++;
+	}
+}
+
+static void count_tokens(const struct ls_run *run, const struct ls_metrics *m, struct token_counts *t)
+{
+	memset(t, 0, sizeof(*t));
 	for (size_t i = 0; i < run->n_requests; i++) {
 		const struct ls_request *r = &run->requests[i];
 		struct ls_req_view v;
 		if (r->warmup || !ls_request_view(r, &m->rules, &v))
 			continue;
-		n_ok++;
-		requested += r->output_len;
+		t->n_ok++;
+		t->requested += r->output_len;
 		if (r->usage_completion_tokens >= 0) {
-			usage += (uint64_t)r->usage_completion_tokens;
-			n_usage++;
-			n_short += (uint32_t)r->usage_completion_tokens < r->output_len;
+			t->usage += (uint64_t)r->usage_completion_tokens;
+			t->n_usage++;
+			t->n_short += (uint32_t)r->usage_completion_tokens < r->output_len;
 		}
-		int64_t last_cum = -1;
-		uint64_t sum = 0;
-		int all_known = 1, any = 0;
-		for (uint32_t f = 0; f < r->n_frames; f++) {
-			const struct ls_frame *fr = &r->frames[f];
-			if (fr->cum_tokens >= 0 && !(fr->flags & LS_FRAME_USAGE && !(fr->flags & LS_FRAME_CHOICES)))
-				last_cum = fr->cum_tokens;
-			if (!(fr->flags & LS_FRAME_CHOICES))
-				continue;
-			any = 1;
-			if (fr->tokens < 0)
-				all_known = 0;
-			else
-				sum += (uint64_t)fr->tokens;
-		}
-		if (last_cum >= 0) {
-			cumulative += (uint64_t)last_cum;
-			n_cum++;
-		}
-		if (any && all_known) {
-			counted += sum;
-			n_counted++;
-		}
+		count_stream(r, t);
 	}
-	if (!n_ok) {
+}
+
+/* a is off b by more than the tolerance (any a is off a b of 0, but 0). */
+static int tokens_off(uint64_t a, uint64_t b)
+{
+	return b ? fabs((double)a / (double)b - 1.0) > LS_CHECK_TOKENS_TOLERANCE : a != 0;
+}
+
+static void check_tokens(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
+{
+	struct token_counts t;
+	count_tokens(run, m, &t);
+	if (!t.n_ok) {
 		c->ok = 1;
 		add(c, "ok: no successful request to count");
 		return;
 	}
-#define OFF(a, b) ((b) ? fabs((double)(a) / (double)(b) - 1.0) > LS_CHECK_TOKENS_TOLERANCE : (a) != 0)
-	int usage_all = n_usage == n_ok, cum_all = n_cum == n_ok, count_all = n_counted == n_ok;
-	int bad_req = usage_all && OFF(usage, requested);
-	int bad_cum = usage_all && cum_all && OFF(cumulative, usage);
-	int bad_count = usage_all && count_all && !cum_all && OFF(counted, usage);
-	int bad_used = OFF(m->total_output, usage_all ? usage : requested);
+	int usage_all = t.n_usage == t.n_ok, cum_all = t.n_cum == t.n_ok, count_all = t.n_counted == t.n_ok;
+	int bad_req = usage_all && tokens_off(t.usage, t.requested);
+	int bad_cum = usage_all && cum_all && tokens_off(t.cumulative, t.usage);
+	int bad_count = usage_all && count_all && !cum_all && tokens_off(t.counted, t.usage);
+	int bad_used = tokens_off(m->total_output, usage_all ? t.usage : t.requested);
 	c->ok = usage_all && !bad_req && !bad_cum && !bad_count && !bad_used;
 	if (c->ok) {
 		add(c, "ok: the usage frame, %s and the requested length agree: %llu tokens in %zu requests",
 		    cum_all ? "the cumulative counts" : count_all ? "the per-frame counts" : "the headline count",
-		    (unsigned long long)usage, n_ok);
+		    (unsigned long long)t.usage, t.n_ok);
 		return;
 	}
 	const char *sep = "";
 	if (!usage_all) {
-		add(c, "%zu of %zu requests had no usage frame: output tokens come from %s", n_ok - n_usage, n_ok,
-		    m->rules.out_tokens == LS_OUT_USAGE ? "counted frames" : "the rule's source");
+		add(c, "%zu of %zu requests had no usage frame: output tokens come from %s", t.n_ok - t.n_usage,
+		    t.n_ok, m->rules.out_tokens == LS_OUT_USAGE ? "counted frames" : "the rule's source");
 		sep = "; ";
 	}
 	if (bad_req) {
 		add(c, "%susage says %llu tokens, the requests asked for %llu (ratio %.3f)", sep,
-		    (unsigned long long)usage, (unsigned long long)requested, (double)usage / (double)requested);
-		if (n_short)
+		    (unsigned long long)t.usage, (unsigned long long)t.requested, (double)t.usage / (double)t.requested);
+		if (t.n_short)
 			add(c, ": %zu of %zu requests stopped before max_tokens (EOS or a stop string; "
-			       "--ignore-eos asks the server to go on)", n_short, n_ok);
+			       "--ignore-eos asks the server to go on)", t.n_short, t.n_ok);
 		sep = "; ";
 	}
 	if (bad_cum) {
 		add(c, "%sthe stream's cumulative counts say %llu, the usage frame %llu (ratio %.3f): "
-		       "the server's two counts disagree", sep, (unsigned long long)cumulative,
-		    (unsigned long long)usage, (double)cumulative / (double)usage);
+		       "the server's two counts disagree", sep, (unsigned long long)t.cumulative,
+		    (unsigned long long)t.usage, (double)t.cumulative / (double)t.usage);
 		sep = "; ";
 	}
 	if (bad_count) {
 		add(c, "%sthe per-frame counts add to %llu, the usage frame says %llu (ratio %.3f): a tokenizer "
-		       "or counting mismatch", sep, (unsigned long long)counted, (unsigned long long)usage,
-		    (double)counted / (double)usage);
+		       "or counting mismatch", sep, (unsigned long long)t.counted, (unsigned long long)t.usage,
+		    (double)t.counted / (double)t.usage);
 		sep = "; ";
 	}
 	if (bad_used && usage_all)
 		add(c, "%sthese rules take %s (%llu tokens, ratio %.3f to usage): TPOT and output throughput move "
-		       "by that ratio", sep, ls_out_tokens_name(m->rules.out_tokens) , (unsigned long long)m->total_output,
-		    (double)m->total_output / (double)usage);
-#undef OFF
+		       "by that ratio", sep, ls_out_tokens_name(m->rules.out_tokens), (unsigned long long)m->total_output,
+		    (double)m->total_output / (double)t.usage);
 }
 
 /* ---- mean ITL / mean TPOT ---- */

@@ -104,28 +104,6 @@ int ls_goodput_parse(const char *s, struct ls_goodput *g)
 	return 0;
 }
 
-double ls_percentile(const double *sorted, size_t n, double p)
-{
-	if (!n)
-		return 0.0;
-	if (n == 1 || p <= 0.0)
-		return sorted[0];
-	if (p >= 100.0)
-		return sorted[n - 1];
-	double rank = p / 100.0 * (double)(n - 1);
-	size_t lo = (size_t)floor(rank);
-	double frac = rank - (double)lo;
-	if (lo + 1 >= n)
-		return sorted[n - 1];
-	return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 void ls_stat_compute(double *values, size_t n, const struct ls_read_rules *rules, struct ls_stat *out)
 {
 	ls_stat_compute_at(values, n, rules->percentiles, rules->n_percentiles, out);
@@ -139,7 +117,7 @@ void ls_stat_compute_at(double *values, size_t n, const double *pcts, size_t n_p
 	memcpy(out->pcts, pcts, out->n_pcts * sizeof(*pcts));
 	if (!n)
 		return;
-	qsort(values, n, sizeof(*values), cmp_double);
+	ls_sort_doubles(values, n);
 	double sum = 0.0;
 	for (size_t i = 0; i < n; i++)
 		sum += values[i];
@@ -214,7 +192,8 @@ size_t ls_peak_in_flight(struct ls_conc_event *ev, size_t n)
 /* Scratch arrays freed together. */
 struct scratch {
 	struct ls_req_view *views;
-	double *buf;
+	double *buf;                  /* room for the largest series (buf_n values) */
+	size_t buf_n;
 	struct ls_conc_event *events;
 	double *buckets;
 };
@@ -321,46 +300,40 @@ static int alloc_per_request(struct ls_metrics *m, size_t n)
 	return 0;
 }
 
-/* Collects one value per ok request (or per measured request for slot waits) into buf. */
-static size_t gather(const struct scratch *s, size_t n, int which, int clock, double *buf)
+/* The per-request series the summaries read, each over the ok requests. */
+enum series {
+	SERIES_TTFT,      /* at a clock */
+	SERIES_E2EL,      /* at a clock */
+	SERIES_TPOT,      /* requests with more than one output token */
+	SERIES_SLOT_WAIT,
+	SERIES_DISPATCH,
+	SERIES_QUEUE,
+};
+
+/* Collects series `which` (at clock, for TTFT and E2EL) of the ok requests into buf. */
+static size_t gather(const struct scratch *s, size_t n, enum series which, enum ls_origin clock, double *buf)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct ls_req_view *v = &s->views[i];
+		if (!v->ok)
+			continue;
 		switch (which) {
-		case 0: if (v->ok) buf[k++] = v->ttft_s[clock]; break;
-		case 1: if (v->ok) buf[k++] = v->e2el_s[clock]; break;
-		case 2: if (v->ok && v->has_tpot) buf[k++] = v->tpot_s; break;
-		case 3: if (v->ok) buf[k++] = v->slot_wait_s; break;
-		case 4: if (v->ok) buf[k++] = v->dispatch_s; break;
-		case 5: if (v->ok) buf[k++] = v->queue_s; break;
+		case SERIES_TTFT: buf[k++] = v->ttft_s[clock]; break;
+		case SERIES_E2EL: buf[k++] = v->e2el_s[clock]; break;
+		case SERIES_TPOT: if (v->has_tpot) buf[k++] = v->tpot_s; break;
+		case SERIES_SLOT_WAIT: buf[k++] = v->slot_wait_s; break;
+		case SERIES_DISPATCH: buf[k++] = v->dispatch_s; break;
+		case SERIES_QUEUE: buf[k++] = v->queue_s; break;
 		}
 	}
 	return k;
 }
 
-int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rules,
-		       const struct ls_goodput *goodput, struct ls_metrics *m)
+/* Run bounds: start as the driver stamped it, end at the last measured finish when unset.
+ * Sets the duration and the realised rate; returns the start. */
+static uint64_t run_bounds(const struct ls_run *run, struct ls_metrics *m)
 {
-	memset(m, 0, sizeof(*m));
-	m->rules = *rules;
-	if (goodput)
-		m->goodput = *goodput;
-	m->target_rate = run->target_rate;
-	struct scratch s = { 0 };
-	int err = -ENOMEM;
-
-	size_t n = 0;
-	for (size_t i = 0; i < run->n_requests; i++)
-		n += !run->requests[i].warmup;
-	m->n_measured = m->n = n;
-	if (alloc_per_request(m, n))
-		goto fail;
-	s.views = calloc(n ? n : 1, sizeof(*s.views));
-	if (!s.views)
-		goto fail;
-
-	/* Run bounds: start as the driver stamped it, end at the last measured finish when unset. */
 	uint64_t start = run->start_ns, end = run->end_ns, last_started = 0;
 	size_t n_started = 0;
 	for (size_t i = 0; i < run->n_requests; i++) {
@@ -381,142 +354,211 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 	m->duration_s = end > start ? (double)(end - start) / NS : 0.0;
 	if (n_started && last_started > start)
 		m->realised_rate = (double)n_started / ((double)(last_started - start) / NS);
+	return start;
+}
 
-	/* Per request, and the ITL pool sized in one pass. */
-	size_t n_itl = 0, n_itl_frame = 0, n_itl_token = 0;
-	uint64_t usage_tokens = 0, usage_frames = 0;
-	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
-		const struct ls_request *r = &run->requests[i];
-		if (r->warmup)
+/* What reading the requests counted, for the passes after it. */
+struct tally {
+	size_t   n_itl_frame, n_itl_token;    /* ITL samples of the ok requests, in each mode */
+	uint64_t usage_tokens, usage_frames;  /* ok requests with usage: its tokens, their token frames */
+};
+
+/* Tokens per gated frame of one ok request, into the histogram. */
+static void count_tokens_per_frame(const struct ls_request *r, const struct ls_read_rules *rules,
+				   struct ls_metrics *m)
+{
+	uint64_t cum = 0;
+	for (uint32_t f = 0; f < r->n_frames; f++) {
+		const struct ls_frame *fr = &r->frames[f];
+		if (!ls_gate_pass(fr, rules->ttft_gate, &cum))
 			continue;
-		struct ls_req_view *v = &s.views[k];
-		ls_request_view(r, rules, v);
-		m->input_lens[k] = v->input_tokens;
-		m->slot_waits_s[k] = v->slot_wait_s;
-		m->queue_times_s[k] = v->queue_s;
-		m->start_times_s[k] = r->started_ns && start ? span_s(start, r->started_ns) : 0.0;
-		m->itl_off[k] = n_itl;
-		if (v->ok) {
-			m->ok[k] = 1;
-			m->completed++;
-			m->total_input += v->input_tokens;
-			m->total_output += v->output_tokens;
-			m->output_lens[k] = v->output_tokens;
-			if (r->usage_completion_tokens >= 0) {
-				usage_tokens += (uint64_t)r->usage_completion_tokens;
-				usage_frames += v->token_frames;
-			}
-			m->ttfts_s[k] = v->ttft_s[rules->origin];
-			m->e2els_s[k] = v->e2el_s[rules->origin];
-			size_t nf = ls_request_itls(r, rules, LS_ITL_FRAME, NULL, 0);
-			size_t nt = ls_request_itls(r, rules, LS_ITL_TOKEN, NULL, 0);
-			n_itl_frame += nf;
-			n_itl_token += nt;
-			n_itl += rules->itl_mode == LS_ITL_FRAME ? nf : nt;
-			uint64_t cum = 0;
-			for (uint32_t f = 0; f < r->n_frames; f++) {
-				const struct ls_frame *fr = &r->frames[f];
-				if (!ls_gate_pass(fr, rules->ttft_gate, &cum))
-					continue;
-				if (fr->tokens < 0)
-					m->tpf_unknown++;
-				else
-					m->tpf_hist[fr->tokens > LS_TPF_MAX ? LS_TPF_MAX : fr->tokens]++;
-			}
-		} else {
-			m->failed++;
-			if (r->fail != LS_OK)
-				m->fail_counts[(unsigned)r->fail < LS_FAIL__COUNT ? r->fail : LS_FAIL_OTHER]++;
-			else
-				m->no_first_token++;
-		}
-		k++;
+		if (fr->tokens < 0)
+			m->tpf_unknown++;
+		else
+			m->tpf_hist[fr->tokens > LS_TPF_MAX ? LS_TPF_MAX : fr->tokens]++;
 	}
-	m->itl_off[n] = n_itl;
+}
 
-	size_t buf_n = n_itl_frame > n_itl_token ? n_itl_frame : n_itl_token;
-	if (buf_n < n)
-		buf_n = n;
+/* The k-th measured request r read under the rules: its view, vLLM's per-request arrays, the
+ * ok/failed counts, and where its ITLs go in the pool (itl_off). */
+static void read_request(const struct ls_request *r, const struct ls_read_rules *rules, uint64_t start,
+			 size_t k, struct ls_req_view *v, struct ls_metrics *m, struct tally *t)
+{
+	ls_request_view(r, rules, v);
+	m->input_lens[k] = v->input_tokens;
+	m->slot_waits_s[k] = v->slot_wait_s;
+	m->queue_times_s[k] = v->queue_s;
+	m->start_times_s[k] = r->started_ns && start ? span_s(start, r->started_ns) : 0.0;
+	if (!v->ok) {
+		m->failed++;
+		if (r->fail != LS_OK)
+			m->fail_counts[(unsigned)r->fail < LS_FAIL__COUNT ? r->fail : LS_FAIL_OTHER]++;
+		else
+			m->no_first_token++;
+		m->itl_off[k + 1] = m->itl_off[k];
+		return;
+	}
+	m->ok[k] = 1;
+	m->completed++;
+	m->total_input += v->input_tokens;
+	m->total_output += v->output_tokens;
+	m->output_lens[k] = v->output_tokens;
+	if (r->usage_completion_tokens >= 0) {
+		t->usage_tokens += (uint64_t)r->usage_completion_tokens;
+		t->usage_frames += v->token_frames;
+	}
+	m->ttfts_s[k] = v->ttft_s[rules->origin];
+	m->e2els_s[k] = v->e2el_s[rules->origin];
+	size_t nf = ls_request_itls(r, rules, LS_ITL_FRAME, NULL, 0);
+	size_t nt = ls_request_itls(r, rules, LS_ITL_TOKEN, NULL, 0);
+	t->n_itl_frame += nf;
+	t->n_itl_token += nt;
+	m->itl_off[k + 1] = m->itl_off[k] + (rules->itl_mode == LS_ITL_FRAME ? nf : nt);
+	count_tokens_per_frame(r, rules, m);
+}
+
+/* Every measured request read (views, per-request arrays, counts, the ITL pool sized), then
+ * the headline-mode ITL pool filled and the scratch buffer sized for the largest series. */
+static int read_requests(const struct ls_run *run, const struct ls_read_rules *rules, uint64_t start,
+			 struct scratch *s, struct ls_metrics *m, struct tally *t)
+{
+	for (size_t i = 0, k = 0; i < run->n_requests; i++)
+		if (!run->requests[i].warmup) {
+			read_request(&run->requests[i], rules, start, k, &s->views[k], m, t);
+			k++;
+		}
+	size_t n = m->n, n_itl = m->itl_off[n];
+	s->buf_n = t->n_itl_frame > t->n_itl_token ? t->n_itl_frame : t->n_itl_token;
+	if (s->buf_n < n)
+		s->buf_n = n;
 	m->itl_pool = malloc((n_itl ? n_itl : 1) * sizeof(double));
-	s.buf = malloc((buf_n ? buf_n : 1) * sizeof(double));
-	if (!m->itl_pool || !s.buf)
-		goto fail;
+	s->buf = malloc((s->buf_n ? s->buf_n : 1) * sizeof(double));
+	if (!m->itl_pool || !s->buf)
+		return -ENOMEM;
 	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
 		const struct ls_request *r = &run->requests[i];
 		if (r->warmup)
 			continue;
-		if (s.views[k].ok)
+		if (s->views[k].ok)
 			ls_request_itls(r, rules, rules->itl_mode, m->itl_pool + m->itl_off[k],
 					m->itl_off[k + 1] - m->itl_off[k]);
 		k++;
 	}
+	return 0;
+}
 
-	/* Summaries: each gather overwrites the scratch buffer, which the stat sorts. */
-	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
-		ls_stat_compute(s.buf, gather(&s, n, 0, c, s.buf), rules, &m->ttft_by_clock[c]);
-		ls_stat_compute(s.buf, gather(&s, n, 1, c, s.buf), rules, &m->e2el_by_clock[c]);
-	}
-	m->ttft = m->ttft_by_clock[rules->origin];
-	m->e2el = m->e2el_by_clock[rules->origin];
-	ls_stat_compute(s.buf, gather(&s, n, 2, 0, s.buf), rules, &m->tpot);
-	ls_stat_compute(s.buf, gather(&s, n, 3, 0, s.buf), rules, &m->slot_wait);
-	ls_stat_compute(s.buf, gather(&s, n, 4, 0, s.buf), rules, &m->dispatch);
-	ls_stat_compute(s.buf, gather(&s, n, 5, 0, s.buf), rules, &m->queue);
+/* ITL in both modes, pooled over the ok requests, at the ITL percentiles when the profile
+ * has its own. */
+static void itl_stats(const struct ls_run *run, const struct ls_read_rules *rules, struct scratch *s,
+		      struct ls_metrics *m)
+{
 	for (int mode = 0; mode < 2; mode++) {
+		struct ls_stat *out = mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token;
 		size_t got = 0;
 		for (size_t i = 0, k = 0; i < run->n_requests; i++) {
 			const struct ls_request *r = &run->requests[i];
 			if (r->warmup)
 				continue;
-			if (s.views[k++].ok)
-				got += ls_request_itls(r, rules, (enum ls_itl_mode)mode, s.buf + got, buf_n - got);
+			if (s->views[k++].ok)
+				got += ls_request_itls(r, rules, (enum ls_itl_mode)mode, s->buf + got, s->buf_n - got);
 		}
 		if (rules->n_itl_percentiles)
-			ls_stat_compute_at(s.buf, got, rules->itl_percentiles, rules->n_itl_percentiles,
-					   mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token);
+			ls_stat_compute_at(s->buf, got, rules->itl_percentiles, rules->n_itl_percentiles, out);
 		else
-			ls_stat_compute(s.buf, got, rules, mode == LS_ITL_FRAME ? &m->itl_frame : &m->itl_token);
+			ls_stat_compute(s->buf, got, rules, out);
 	}
 	m->itl = rules->itl_mode == LS_ITL_FRAME ? m->itl_frame : m->itl_token;
+}
 
+/* The latency summaries. Each gather overwrites the scratch buffer, which the stat sorts. */
+static void summaries(const struct ls_run *run, const struct ls_read_rules *rules, struct scratch *s,
+		      struct ls_metrics *m)
+{
+	size_t n = m->n;
+	double *buf = s->buf;
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		ls_stat_compute(buf, gather(s, n, SERIES_TTFT, (enum ls_origin)c, buf), rules, &m->ttft_by_clock[c]);
+		ls_stat_compute(buf, gather(s, n, SERIES_E2EL, (enum ls_origin)c, buf), rules, &m->e2el_by_clock[c]);
+	}
+	m->ttft = m->ttft_by_clock[rules->origin];
+	m->e2el = m->e2el_by_clock[rules->origin];
+	ls_stat_compute(buf, gather(s, n, SERIES_TPOT, 0, buf), rules, &m->tpot);
+	ls_stat_compute(buf, gather(s, n, SERIES_SLOT_WAIT, 0, buf), rules, &m->slot_wait);
+	ls_stat_compute(buf, gather(s, n, SERIES_DISPATCH, 0, buf), rules, &m->dispatch);
+	ls_stat_compute(buf, gather(s, n, SERIES_QUEUE, 0, buf), rules, &m->queue);
+	itl_stats(run, rules, s, m);
+}
+
+/* Tokens per frame, throughputs and Little's-law concurrency over the duration. */
+static void throughputs(const struct ls_read_rules *rules, const struct scratch *s, const struct tally *t,
+			struct ls_metrics *m)
+{
 	uint64_t tpf_known = 0, tpf_tokens = 0;
 	for (int b = 0; b <= LS_TPF_MAX; b++) {
 		tpf_known += m->tpf_hist[b];
 		tpf_tokens += m->tpf_hist[b] * (uint64_t)b;
 	}
 	m->tpf_mean = tpf_known ? (double)tpf_tokens / (double)tpf_known : 0.0;
-	m->tpf_usage_mean = usage_frames ? (double)usage_tokens / (double)usage_frames : 0.0;
+	m->tpf_usage_mean = t->usage_frames ? (double)t->usage_tokens / (double)t->usage_frames : 0.0;
+	if (!(m->duration_s > 0.0))
+		return;
+	m->request_throughput = (double)m->completed / m->duration_s;
+	m->output_throughput = (double)m->total_output / m->duration_s;
+	m->total_token_throughput = (double)(m->total_input + m->total_output) / m->duration_s;
+	double sum_e2el = 0.0;
+	for (size_t k = 0; k < m->n; k++)
+		if (s->views[k].ok)
+			sum_e2el += s->views[k].e2el_s[rules->origin];
+	m->littles_concurrency = sum_e2el / m->duration_s;
+}
 
-	if (m->duration_s > 0.0) {
-		m->request_throughput = (double)m->completed / m->duration_s;
-		m->output_throughput = (double)m->total_output / m->duration_s;
-		m->total_token_throughput = (double)(m->total_input + m->total_output) / m->duration_s;
-		double sum_e2el = 0.0;
-		for (size_t k = 0; k < n; k++)
-			if (s.views[k].ok)
-				sum_e2el += s.views[k].e2el_s[rules->origin];
-		m->littles_concurrency = sum_e2el / m->duration_s;
+/* Requests within every goodput bound, when any is set (vLLM's --goodput). */
+static void goodput_of(const struct ls_read_rules *rules, const struct ls_goodput *goodput,
+		       const struct scratch *s, struct ls_metrics *m)
+{
+	if (!goodput || !(goodput->has_ttft || goodput->has_tpot || goodput->has_e2el))
+		return;
+	m->has_goodput = 1;
+	for (size_t k = 0; k < m->n; k++) {
+		const struct ls_req_view *v = &s->views[k];
+		if (!v->ok)
+			continue;
+		/* vLLM: TPOT counts as 0 when a request produced at most one token. */
+		double tpot_ms = v->has_tpot ? v->tpot_s * 1e3 : 0.0;
+		if (goodput->has_ttft && v->ttft_s[rules->origin] * 1e3 > goodput->ttft_ms)
+			continue;
+		if (goodput->has_tpot && tpot_ms > goodput->tpot_ms)
+			continue;
+		if (goodput->has_e2el && v->e2el_s[rules->origin] * 1e3 > goodput->e2el_ms)
+			continue;
+		m->good_completed++;
 	}
+	m->request_goodput = m->duration_s > 0.0 ? (double)m->good_completed / m->duration_s : 0.0;
+}
 
-	if (goodput && (goodput->has_ttft || goodput->has_tpot || goodput->has_e2el)) {
-		m->has_goodput = 1;
-		for (size_t k = 0; k < n; k++) {
-			const struct ls_req_view *v = &s.views[k];
-			if (!v->ok)
-				continue;
-			/* vLLM: TPOT counts as 0 when a request produced at most one token. */
-			double tpot_ms = v->has_tpot ? v->tpot_s * 1e3 : 0.0;
-			if (goodput->has_ttft && v->ttft_s[rules->origin] * 1e3 > goodput->ttft_ms)
-				continue;
-			if (goodput->has_tpot && tpot_ms > goodput->tpot_ms)
-				continue;
-			if (goodput->has_e2el && v->e2el_s[rules->origin] * 1e3 > goodput->e2el_ms)
-				continue;
-			m->good_completed++;
-		}
-		m->request_goodput = m->duration_s > 0.0 ? (double)m->good_completed / m->duration_s : 0.0;
-	}
+int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rules,
+		       const struct ls_goodput *goodput, struct ls_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->rules = *rules;
+	if (goodput)
+		m->goodput = *goodput;
+	m->target_rate = run->target_rate;
+	struct scratch s = { 0 };
+	struct tally t = { 0 };
 
+	size_t n = 0;
+	for (size_t i = 0; i < run->n_requests; i++)
+		n += !run->requests[i].warmup;
+	m->n_measured = m->n = n;
+	if (alloc_per_request(m, n) || !(s.views = calloc(n ? n : 1, sizeof(*s.views))))
+		goto fail;
+	uint64_t start = run_bounds(run, m);
+	if (read_requests(run, rules, start, &s, m, &t))
+		goto fail;
+	summaries(run, rules, &s, m);
+	throughputs(rules, &s, &t, m);
+	goodput_of(rules, goodput, &s, m);
 	if (peak_output(run, rules, &s, m) || peak_concurrency(run, &s, m))
 		goto fail;
 	scratch_free(&s);
@@ -524,7 +566,7 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 fail:
 	scratch_free(&s);
 	ls_metrics_free(m);
-	return err;
+	return -ENOMEM;
 }
 
 int ls_parse_percentile_metrics(const char *v, unsigned *out)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/record.h"
+#include "base/stats.h" /* ls_percentile: the one percentile the stats below use */
 
 /* Where a request's latency clock starts: its origin (the one clock itself is base/clock.h). */
 enum ls_origin {
@@ -147,8 +148,6 @@ struct ls_stat {
 	double pct_ms[LS_MAX_PERCENTILES]; /* their values */
 };
 
-/* numpy's default (linear) percentile of an ascending array; p in [0, 100]. */
-double ls_percentile(const double *sorted, size_t n, double p);
 /* Sorts values (seconds) in place and summarises them in ms at rules->percentiles. */
 void ls_stat_compute(double *values, size_t n, const struct ls_read_rules *rules, struct ls_stat *out);
 /* The same at an explicit list of percentiles. */

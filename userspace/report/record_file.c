@@ -12,124 +12,58 @@
 #include <unistd.h>
 #include "base/clock.h"
 #include "base/numconv.h"
+#include "base/strbuf.h"
 #include "report/record_file.h"
 
 struct ls_record_writer {
 	int      fd;
 	char    *path;
 	uint64_t base_ns;
-	char    *buf;
-	size_t   len, cap;
+	struct ls_strbuf line; /* kept from line to line: one allocation for the run */
 	int      failed;   /* a write already failed and was reported */
 	uint64_t lines;
 };
 
-struct sbuf {
-	char  *p;
-	size_t len, cap;
-	int    oom;
-};
-
-/* Room for more bytes and a NUL; sets oom (and every later append does nothing) on failure. */
-static int sb_reserve(struct sbuf *b, size_t more)
-{
-	if (b->oom)
-		return -1;
-	if (b->len + more + 1 <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 1024;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	char *grown = realloc(b->p, cap);
-	if (!grown) {
-		b->oom = 1;
-		return -1;
-	}
-	b->p = grown;
-	b->cap = cap;
-	return 0;
-}
-
-/* One vsnprintf into the room there is; a second only when the text did not fit. */
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	if (sb_reserve(b, 64))
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= b->cap - b->len) {
-		if (sb_reserve(b, (size_t)n))
-			return;
-		va_start(ap, fmt);
-		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += (size_t)n;
-}
-
 /* The per-request line is formatted by hand: printf's machinery was most of the writer's cost
- * (~140 instructions per number). Callers reserve room first (sb_reserve): these append to
- * the room there is. */
+ * (~140 instructions per number). Callers reserve room first (ls_strbuf_reserve): these
+ * append to the room there is. */
 #define I64_CHARS 20 /* "-9223372036854775808", "18446744073709551615" */
 
-static void sb_raw(struct sbuf *b, const char *s, size_t n)
+static void sb_raw(struct ls_strbuf *b, const char *s, size_t n)
 {
-	memcpy(b->p + b->len, s, n);
+	memcpy(b->data + b->len, s, n);
 	b->len += n;
 }
 
 #define sb_lit(b, s) sb_raw(b, s, sizeof(s) - 1)
 
-static void sb_u64(struct sbuf *b, uint64_t v)
+static void sb_u64(struct ls_strbuf *b, uint64_t v)
 {
 	size_t n = 1;
 	for (uint64_t t = v; t >= 10; t /= 10)
 		n++;
 	b->len += n;
-	char *p = b->p + b->len;
+	char *p = b->data + b->len;
 	do
 		*--p = (char)('0' + v % 10);
 	while (v /= 10);
 }
 
-static void sb_i64(struct sbuf *b, int64_t v)
+static void sb_i64(struct ls_strbuf *b, int64_t v)
 {
 	if (v < 0) {
-		b->p[b->len++] = '-';
+		b->data[b->len++] = '-';
 		sb_u64(b, (uint64_t)0 - (uint64_t)v); /* INT64_MIN too */
 	} else {
 		sb_u64(b, (uint64_t)v);
 	}
 }
 
-/* A JSON string literal; bytes that are not printable ASCII are escaped as \u00XX so the
- * line stays valid JSON whatever an error message held. */
-static void sb_json_str(struct sbuf *b, const char *s)
+/* A JSON string literal of a NUL-terminated field (NULL: ""), by base's one escaper: valid
+ * JSON whatever an error message held. */
+static int sb_json_str(struct ls_strbuf *b, const char *s, size_t cap)
 {
-	static const char hex[] = "0123456789abcdef";
-	size_t n = s ? strlen(s) : 0;
-	if (sb_reserve(b, n * 6 + 2))
-		return;
-	b->p[b->len++] = '"';
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == '"' || ch == '\\') {
-			b->p[b->len++] = '\\';
-			b->p[b->len++] = (char)ch;
-		} else if (ch < 0x20 || ch >= 0x7f) {
-			sb_lit(b, "\\u00");
-			b->p[b->len++] = hex[ch >> 4];
-			b->p[b->len++] = hex[ch & 15];
-		} else {
-			b->p[b->len++] = (char)ch;
-		}
-	}
-	b->p[b->len++] = '"';
+	return ls_strbuf_json_str(b, s ? s : "", s ? strnlen(s, cap) : 0);
 }
 
 static int64_t rel(uint64_t stamp, uint64_t base)
@@ -153,12 +87,12 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-static int emit(struct ls_record_writer *w, struct sbuf *b)
+/* Ends the line built in b (built_rc: what building it returned) and writes it whole. */
+static int emit(struct ls_record_writer *w, struct ls_strbuf *b, int built_rc)
 {
-	if (sb_reserve(b, 1))
+	if (built_rc || ls_strbuf_append(b, "\n", 1))
 		return -ENOMEM;
-	b->p[b->len++] = '\n';
-	int err = write_all(w->fd, b->p, b->len);
+	int err = write_all(w->fd, b->data, b->len);
 	if (err && !w->failed) {
 		w->failed = 1;
 		fprintf(stderr, "latscope: writing record file %s failed: %s (requests from here on may be "
@@ -186,24 +120,25 @@ struct ls_record_writer *ls_record_open(const char *path, const struct ls_record
 		return NULL;
 	}
 	w->base_ns = meta && meta->base_ns ? meta->base_ns : ls_now_ns() - 1000000;
-	struct sbuf b = { 0 };
-	sb_printf(&b, "{\"latscope_record\":%d,\"base_ns\":\"%" PRIu64 "\",\"stamps\":\"ns after base_ns, 0 = "
-		      "did not happen\",\"frame_fields\":[\"arrived_ns\",\"stream_off\",\"bytes\",\"text_len\","
-		      "\"tokens\",\"cum_tokens\",\"flags\"]", LS_RECORD_VERSION, w->base_ns);
+	struct ls_strbuf b = { 0 };
+	int rc = ls_strbuf_printf(&b, "{\"latscope_record\":%d,\"base_ns\":\"%" PRIu64 "\",\"stamps\":\"ns after "
+				  "base_ns, 0 = did not happen\",\"frame_fields\":[\"arrived_ns\",\"stream_off\","
+				  "\"bytes\",\"text_len\",\"tokens\",\"cum_tokens\",\"flags\"]",
+				  LS_RECORD_VERSION, w->base_ns);
 	if (meta) {
-		sb_printf(&b, ",\"run_tag\":");
-		sb_json_str(&b, meta->run_tag);
-		sb_printf(&b, ",\"target_rate\":%.17g,\"max_concurrency\":%u,\"arrival\":",
-			  isfinite(meta->target_rate) ? meta->target_rate : 0.0, meta->max_concurrency);
-		sb_json_str(&b, meta->arrival);
-		sb_printf(&b, ",\"profile\":");
-		sb_json_str(&b, meta->profile);
-		sb_printf(&b, ",\"backend\":");
-		sb_json_str(&b, meta->backend);
+		rc |= ls_strbuf_puts(&b, ",\"run_tag\":");
+		rc |= sb_json_str(&b, meta->run_tag, sizeof(meta->run_tag));
+		rc |= ls_strbuf_printf(&b, ",\"target_rate\":%.17g,\"max_concurrency\":%u,\"arrival\":",
+				       isfinite(meta->target_rate) ? meta->target_rate : 0.0, meta->max_concurrency);
+		rc |= sb_json_str(&b, meta->arrival, sizeof(meta->arrival));
+		rc |= ls_strbuf_puts(&b, ",\"profile\":");
+		rc |= sb_json_str(&b, meta->profile, sizeof(meta->profile));
+		rc |= ls_strbuf_puts(&b, ",\"backend\":");
+		rc |= sb_json_str(&b, meta->backend, sizeof(meta->backend));
 	}
-	sb_printf(&b, "}");
-	int err = emit(w, &b);
-	free(b.p);
+	rc |= ls_strbuf_puts(&b, "}");
+	int err = emit(w, &b, rc);
+	ls_strbuf_free(&b);
 	if (err) {
 		close(w->fd);
 		free(w->path);
@@ -219,93 +154,101 @@ struct ls_record_writer *ls_record_open(const char *path, const struct ls_record
  * 3 u64, 7 int-sized fields and a fail name. */
 #define LINE_CHARS 1024
 
+/* The nine stamps, each as ns after base. */
+static void put_stamps(struct ls_strbuf *b, const struct ls_request *r, uint64_t base)
+{
+	sb_lit(b, ",\"scheduled_ns\":");
+	sb_i64(b, rel(r->scheduled_ns, base));
+	sb_lit(b, ",\"admitted_ns\":");
+	sb_i64(b, rel(r->admitted_ns, base));
+	sb_lit(b, ",\"started_ns\":");
+	sb_i64(b, rel(r->started_ns, base));
+	sb_lit(b, ",\"connect_ns\":");
+	sb_i64(b, rel(r->connect_ns, base));
+	sb_lit(b, ",\"tls_ns\":");
+	sb_i64(b, rel(r->tls_ns, base));
+	sb_lit(b, ",\"sent_ns\":");
+	sb_i64(b, rel(r->sent_ns, base));
+	sb_lit(b, ",\"headers_ns\":");
+	sb_i64(b, rel(r->headers_ns, base));
+	sb_lit(b, ",\"done_frame_ns\":");
+	sb_i64(b, rel(r->done_frame_ns, base));
+	sb_lit(b, ",\"finished_ns\":");
+	sb_i64(b, rel(r->finished_ns, base));
+}
+
+/* ,"frames":[[arrived_ns,stream_off,bytes,text_len,tokens,cum_tokens,flags],...] */
+static void put_frames(struct ls_strbuf *b, const struct ls_request *r, uint64_t base)
+{
+	sb_lit(b, ",\"frames\":[");
+	for (uint32_t i = 0; i < r->n_frames; i++) {
+		const struct ls_frame *f = &r->frames[i];
+		if (i)
+			b->data[b->len++] = ',';
+		b->data[b->len++] = '[';
+		sb_i64(b, rel(f->arrived_ns, base));
+		b->data[b->len++] = ',';
+		sb_u64(b, f->stream_off);
+		b->data[b->len++] = ',';
+		sb_u64(b, f->bytes);
+		b->data[b->len++] = ',';
+		sb_u64(b, f->text_len);
+		b->data[b->len++] = ',';
+		sb_i64(b, f->tokens);
+		b->data[b->len++] = ',';
+		sb_i64(b, f->cum_tokens);
+		b->data[b->len++] = ',';
+		sb_u64(b, f->flags);
+		b->data[b->len++] = ']';
+	}
+	b->data[b->len++] = ']';
+}
+
 int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
 {
 	if (!w)
 		return -EINVAL;
-	struct sbuf b = { .p = w->buf, .cap = w->cap };
-	uint64_t base = w->base_ns;
+	struct ls_strbuf *b = &w->line;
+	b->len = 0;
 	/* Room for the whole line at once: the appends below do not check. */
-	if (sb_reserve(&b, LINE_CHARS + 6 * strnlen(r->error, sizeof(r->error)) + (size_t)r->n_frames * FRAME_CHARS)) {
-		w->buf = b.p;
-		w->cap = b.cap;
+	if (ls_strbuf_reserve(b, LINE_CHARS + 6 * strnlen(r->error, sizeof(r->error)) +
+				      (size_t)r->n_frames * FRAME_CHARS))
 		return -ENOMEM;
-	}
-	sb_lit(&b, "{\"id\":");
-	sb_u64(&b, r->id);
-	sb_lit(&b, ",\"warmup\":");
-	sb_i64(&b, r->warmup);
-	sb_lit(&b, ",\"prompt_len\":");
-	sb_u64(&b, r->prompt_len);
-	sb_lit(&b, ",\"output_len\":");
-	sb_u64(&b, r->output_len);
-	sb_lit(&b, ",\"scheduled_ns\":");
-	sb_i64(&b, rel(r->scheduled_ns, base));
-	sb_lit(&b, ",\"admitted_ns\":");
-	sb_i64(&b, rel(r->admitted_ns, base));
-	sb_lit(&b, ",\"started_ns\":");
-	sb_i64(&b, rel(r->started_ns, base));
-	sb_lit(&b, ",\"connect_ns\":");
-	sb_i64(&b, rel(r->connect_ns, base));
-	sb_lit(&b, ",\"tls_ns\":");
-	sb_i64(&b, rel(r->tls_ns, base));
-	sb_lit(&b, ",\"sent_ns\":");
-	sb_i64(&b, rel(r->sent_ns, base));
-	sb_lit(&b, ",\"headers_ns\":");
-	sb_i64(&b, rel(r->headers_ns, base));
-	sb_lit(&b, ",\"done_frame_ns\":");
-	sb_i64(&b, rel(r->done_frame_ns, base));
-	sb_lit(&b, ",\"finished_ns\":");
-	sb_i64(&b, rel(r->finished_ns, base));
-	sb_lit(&b, ",\"new_connection\":");
-	sb_i64(&b, r->new_connection);
-	sb_lit(&b, ",\"fd\":");
-	sb_i64(&b, r->fd);
-	sb_lit(&b, ",\"socket_cookie\":\"");
-	sb_u64(&b, r->socket_cookie);
-	sb_lit(&b, "\",\"conn_seq\":");
-	sb_u64(&b, r->conn_seq);
-	sb_lit(&b, ",\"http_status\":");
-	sb_i64(&b, r->http_status);
-	sb_lit(&b, ",\"fail\":\"");
+	sb_lit(b, "{\"id\":");
+	sb_u64(b, r->id);
+	sb_lit(b, ",\"warmup\":");
+	sb_i64(b, r->warmup);
+	sb_lit(b, ",\"prompt_len\":");
+	sb_u64(b, r->prompt_len);
+	sb_lit(b, ",\"output_len\":");
+	sb_u64(b, r->output_len);
+	put_stamps(b, r, w->base_ns);
+	sb_lit(b, ",\"new_connection\":");
+	sb_i64(b, r->new_connection);
+	sb_lit(b, ",\"fd\":");
+	sb_i64(b, r->fd);
+	sb_lit(b, ",\"socket_cookie\":\"");
+	sb_u64(b, r->socket_cookie);
+	sb_lit(b, "\",\"conn_seq\":");
+	sb_u64(b, r->conn_seq);
+	sb_lit(b, ",\"http_status\":");
+	sb_i64(b, r->http_status);
+	sb_lit(b, ",\"fail\":\"");
 	const char *fail = ls_fail_name(r->fail);
-	sb_raw(&b, fail, strnlen(fail, 64)); /* fixed identifiers: no escaping needed */
-	sb_lit(&b, "\",\"error\":");
-	sb_json_str(&b, r->error);
-	sb_lit(&b, ",\"usage_prompt_tokens\":");
-	sb_i64(&b, r->usage_prompt_tokens);
-	sb_lit(&b, ",\"usage_completion_tokens\":");
-	sb_i64(&b, r->usage_completion_tokens);
-	sb_lit(&b, ",\"body_bytes\":");
-	sb_u64(&b, r->body_bytes);
-	sb_lit(&b, ",\"text_bytes\":");
-	sb_u64(&b, r->text_bytes);
-	sb_lit(&b, ",\"frames\":[");
-	for (uint32_t i = 0; i < r->n_frames; i++) {
-		const struct ls_frame *f = &r->frames[i];
-		if (i)
-			b.p[b.len++] = ',';
-		b.p[b.len++] = '[';
-		sb_i64(&b, rel(f->arrived_ns, base));
-		b.p[b.len++] = ',';
-		sb_u64(&b, f->stream_off);
-		b.p[b.len++] = ',';
-		sb_u64(&b, f->bytes);
-		b.p[b.len++] = ',';
-		sb_u64(&b, f->text_len);
-		b.p[b.len++] = ',';
-		sb_i64(&b, f->tokens);
-		b.p[b.len++] = ',';
-		sb_i64(&b, f->cum_tokens);
-		b.p[b.len++] = ',';
-		sb_u64(&b, f->flags);
-		b.p[b.len++] = ']';
-	}
-	sb_lit(&b, "]}");
-	int err = emit(w, &b);
-	w->buf = b.p; /* kept for the next line */
-	w->cap = b.cap;
-	return err;
+	sb_raw(b, fail, strnlen(fail, 64)); /* fixed identifiers: no escaping needed */
+	sb_lit(b, "\",\"error\":");
+	sb_json_str(b, r->error, sizeof(r->error)); /* fits: reserved above */
+	sb_lit(b, ",\"usage_prompt_tokens\":");
+	sb_i64(b, r->usage_prompt_tokens);
+	sb_lit(b, ",\"usage_completion_tokens\":");
+	sb_i64(b, r->usage_completion_tokens);
+	sb_lit(b, ",\"body_bytes\":");
+	sb_u64(b, r->body_bytes);
+	sb_lit(b, ",\"text_bytes\":");
+	sb_u64(b, r->text_bytes);
+	put_frames(b, r, w->base_ns);
+	b->data[b->len++] = '}';
+	return emit(w, b, 0);
 }
 
 void ls_record_on_finish(void *ctx, const struct ls_request *req)
@@ -319,17 +262,17 @@ int ls_record_close(struct ls_record_writer *w, const struct ls_run *run)
 		return 0;
 	int err = 0;
 	if (run) {
-		struct sbuf b = { 0 };
-		sb_printf(&b, "{\"latscope_run_end\":1,\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
+		struct ls_strbuf b = { 0 };
+		int rc = ls_strbuf_printf(&b, "{\"latscope_run_end\":1,\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
 			      ",\"interrupted\":%d,\"n_requests\":%zu,\"n_warmup\":%zu}",
 			  rel(run->start_ns, w->base_ns), rel(run->end_ns, w->base_ns), run->interrupted,
 			  run->n_requests, run->n_warmup);
-		err = emit(w, &b);
-		free(b.p);
+		err = emit(w, &b, rc);
+		ls_strbuf_free(&b);
 	}
 	if (close(w->fd) && !err)
 		err = -errno;
-	free(w->buf);
+	ls_strbuf_free(&w->line);
 	free(w->path);
 	free(w);
 	return err;
@@ -450,102 +393,145 @@ static int cmp_run_order(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
+/* A record file being read, line by line. */
+struct loader {
+	const char           *path;
+	size_t                lineno;
+	size_t                n_cap;       /* room in run->requests */
+	int                   have_header;
+	struct ls_record_meta m;           /* m.complete: the run_end line was read */
+	struct ls_run        *run;
+};
+
+static int read_header(struct loader *ld, const cJSON *o)
+{
+	if (!cJSON_GetObjectItemCaseSensitive(o, "latscope_record")) {
+		fprintf(stderr, "latscope: %s:%zu: no latscope_record header: not a latscope --record file\n",
+			ld->path, ld->lineno);
+		return -EINVAL;
+	}
+	struct ls_record_meta *m = &ld->m;
+	ld->have_header = 1;
+	m->base_ns = u64_str(o, "base_ns");
+	str_of(o, "run_tag", m->run_tag, sizeof(m->run_tag));
+	str_of(o, "arrival", m->arrival, sizeof(m->arrival));
+	str_of(o, "profile", m->profile, sizeof(m->profile));
+	str_of(o, "backend", m->backend, sizeof(m->backend));
+	m->target_rate = num_of(o, "target_rate", 0);
+	m->max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
+	return 0;
+}
+
+static void read_run_end(struct loader *ld, const cJSON *o)
+{
+	ld->m.complete = 1;
+	ld->run->start_ns = abs_of(o, "start_ns", ld->m.base_ns);
+	ld->run->end_ns = abs_of(o, "end_ns", ld->m.base_ns);
+	ld->run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
+}
+
+static int add_request(struct loader *ld, const cJSON *o)
+{
+	struct ls_run *run = ld->run;
+	if (run->n_requests == ld->n_cap) {
+		size_t ncap = ld->n_cap ? ld->n_cap * 2 : 256;
+		struct ls_request *grown = realloc(run->requests, ncap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		memset(grown + ld->n_cap, 0, (ncap - ld->n_cap) * sizeof(*grown));
+		run->requests = grown;
+		ld->n_cap = ncap;
+	}
+	struct ls_request *r = &run->requests[run->n_requests++];
+	int err = parse_request(o, ld->m.base_ns, r);
+	if (err == -ENOMEM)
+		fprintf(stderr, "latscope: %s:%zu: out of memory for the request's frames\n", ld->path, ld->lineno);
+	else if (err)
+		fprintf(stderr, "latscope: %s:%zu: malformed request record (\"frames\" must be a list of "
+				"7-number lists)\n", ld->path, ld->lineno);
+	else
+		run->n_warmup += r->warmup != 0;
+	return err;
+}
+
+/* One line as getline read it. 0 to go on, 1 to stop at a last line cut short, or -errno. */
+static int load_line(struct loader *ld, char *line, size_t len)
+{
+	int complete_line = len > 0 && line[len - 1] == '\n';
+	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+		line[--len] = 0;
+	if (!len)
+		return 0;
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	if (!o || !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		if (!complete_line && ld->have_header) { /* the run died mid-write: keep what is whole */
+			fprintf(stderr, "latscope: %s:%zu: last line is cut short; ignoring it\n", ld->path, ld->lineno);
+			return 1;
+		}
+		fprintf(stderr, "latscope: %s:%zu: not a JSON object (is this a latscope --record file?)\n",
+			ld->path, ld->lineno);
+		return -EINVAL;
+	}
+	int err = 0;
+	if (!ld->have_header)
+		err = read_header(ld, o);
+	else if (cJSON_GetObjectItemCaseSensitive(o, "latscope_run_end"))
+		read_run_end(ld, o);
+	else
+		err = add_request(ld, o);
+	cJSON_Delete(o);
+	return err;
+}
+
+static int load_lines(struct loader *ld, FILE *f)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc = 0;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		ld->lineno++;
+		if ((rc = load_line(ld, line, (size_t)len)))
+			break;
+	}
+	if (rc == 1)
+		rc = 0;
+	if (!rc && (ferror(f) || !feof(f))) { /* getline failed before the end of the file */
+		fprintf(stderr, "latscope: cannot read record file %s past line %zu: %s\n", ld->path, ld->lineno,
+			strerror(errno));
+		rc = -EIO;
+	}
+	free(line);
+	return rc;
+}
+
+/* No run_end line: the run was killed. Bound it by its own stamps. */
+static void bound_killed_run(struct ls_run *run)
+{
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		if (r->scheduled_ns && (!run->start_ns || r->scheduled_ns < run->start_ns))
+			run->start_ns = r->scheduled_ns;
+	}
+	run->interrupted = 1;
+}
+
 int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *meta)
 {
 	memset(run, 0, sizeof(*run));
-	struct ls_record_meta m = { 0 };
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		int open_errno = errno;
 		fprintf(stderr, "latscope: cannot open record file %s: %s\n", path, strerror(open_errno));
 		return -open_errno;
 	}
-	char *line = NULL;
-	size_t cap = 0, n_cap = 0, lineno = 0;
-	ssize_t len;
-	int err = 0, have_header = 0;
-	uint64_t start_rel_set = 0;
-	while ((len = getline(&line, &cap, f)) >= 0) {
-		lineno++;
-		int complete_line = len > 0 && line[len - 1] == '\n';
-		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-			line[--len] = 0;
-		if (!len)
-			continue;
-		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
-		if (!o || !cJSON_IsObject(o)) {
-			cJSON_Delete(o);
-			if (!complete_line && have_header) { /* the run died mid-write: keep what is whole */
-				fprintf(stderr, "latscope: %s:%zu: last line is cut short; ignoring it\n", path, lineno);
-				break;
-			}
-			fprintf(stderr, "latscope: %s:%zu: not a JSON object (is this a latscope --record file?)\n",
-				path, lineno);
-			err = -EINVAL;
-			break;
-		}
-		if (!have_header) {
-			if (!cJSON_GetObjectItemCaseSensitive(o, "latscope_record")) {
-				fprintf(stderr, "latscope: %s:%zu: no latscope_record header: not a latscope --record file\n",
-					path, lineno);
-				cJSON_Delete(o);
-				err = -EINVAL;
-				break;
-			}
-			have_header = 1;
-			m.base_ns = u64_str(o, "base_ns");
-			str_of(o, "run_tag", m.run_tag, sizeof(m.run_tag));
-			str_of(o, "arrival", m.arrival, sizeof(m.arrival));
-			str_of(o, "profile", m.profile, sizeof(m.profile));
-			str_of(o, "backend", m.backend, sizeof(m.backend));
-			m.target_rate = num_of(o, "target_rate", 0);
-			m.max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
-			cJSON_Delete(o);
-			continue;
-		}
-		if (cJSON_GetObjectItemCaseSensitive(o, "latscope_run_end")) {
-			m.complete = 1;
-			run->start_ns = abs_of(o, "start_ns", m.base_ns);
-			run->end_ns = abs_of(o, "end_ns", m.base_ns);
-			run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
-			start_rel_set = 1;
-			cJSON_Delete(o);
-			continue;
-		}
-		if (run->n_requests == n_cap) {
-			size_t ncap = n_cap ? n_cap * 2 : 256;
-			struct ls_request *grown = realloc(run->requests, ncap * sizeof(*grown));
-			if (!grown) {
-				cJSON_Delete(o);
-				err = -ENOMEM;
-				break;
-			}
-			memset(grown + n_cap, 0, (ncap - n_cap) * sizeof(*grown));
-			run->requests = grown;
-			n_cap = ncap;
-		}
-		struct ls_request *r = &run->requests[run->n_requests++];
-		err = parse_request(o, m.base_ns, r);
-		cJSON_Delete(o);
-		if (err == -ENOMEM) {
-			fprintf(stderr, "latscope: %s:%zu: out of memory for the request's frames\n", path, lineno);
-			break;
-		}
-		if (err) {
-			fprintf(stderr, "latscope: %s:%zu: malformed request record (\"frames\" must be a list of "
-					"7-number lists)\n", path, lineno);
-			break;
-		}
-		run->n_warmup += r->warmup != 0;
-	}
-	if (!err && (ferror(f) || !feof(f))) { /* getline failed before the end of the file */
-		fprintf(stderr, "latscope: cannot read record file %s past line %zu: %s\n", path, lineno,
-			strerror(errno));
-		err = -EIO;
-	}
-	free(line);
+	struct loader ld = { .path = path, .run = run };
+	int err = load_lines(&ld, f);
 	fclose(f);
-	if (!err && !have_header) {
+	if (!err && !ld.have_header) {
 		fprintf(stderr, "latscope: %s: empty record file\n", path);
 		err = -EINVAL;
 	}
@@ -553,23 +539,14 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 		ls_run_free(run);
 		return err;
 	}
-	if (!start_rel_set) {
-		/* No run_end line: the run was killed. Bound it by its own stamps. */
-		for (size_t i = 0; i < run->n_requests; i++) {
-			const struct ls_request *r = &run->requests[i];
-			if (r->warmup)
-				continue;
-			if (r->scheduled_ns && (!run->start_ns || r->scheduled_ns < run->start_ns))
-				run->start_ns = r->scheduled_ns;
-		}
-		run->interrupted = 1;
-	}
+	if (!ld.m.complete)
+		bound_killed_run(run);
 	if (run->n_requests)
 		qsort(run->requests, run->n_requests, sizeof(*run->requests), cmp_run_order);
-	run->target_rate = m.target_rate;
-	run->max_concurrency = m.max_concurrency;
-	snprintf(run->run_tag, sizeof(run->run_tag), "%s", m.run_tag);
+	run->target_rate = ld.m.target_rate;
+	run->max_concurrency = ld.m.max_concurrency;
+	snprintf(run->run_tag, sizeof(run->run_tag), "%s", ld.m.run_tag);
 	if (meta)
-		*meta = m;
+		*meta = ld.m;
 	return 0;
 }

@@ -140,13 +140,9 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 	return o;
 }
 
-char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx)
+/* The header vLLM's main() adds from its arguments. */
+static void add_run_header(cJSON *root, const struct ls_report_ctx *ctx)
 {
-	const struct ls_read_rules *r = &m->rules;
-	cJSON *root = cJSON_CreateObject();
-	if (!root)
-		return NULL;
-	/* The header vLLM's main() adds from its arguments. */
 	cJSON_AddStringToObject(root, "date", ctx->date ? ctx->date : "");
 	cJSON_AddStringToObject(root, "endpoint_type", ctx->backend ? ctx->backend : "");
 	cJSON_AddStringToObject(root, "backend", ctx->backend ? ctx->backend : "");
@@ -163,7 +159,11 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 		cJSON_AddNumberToObject(root, "max_concurrency", ctx->max_concurrency);
 	else
 		cJSON_AddNullToObject(root, "max_concurrency");
+}
 
+/* vLLM's run totals and throughputs. */
+static void add_totals(cJSON *root, const struct ls_metrics *m)
+{
 	cJSON_AddNumberToObject(root, "duration", m->duration_s);
 	cJSON_AddNumberToObject(root, "completed", (double)m->completed);
 	cJSON_AddNumberToObject(root, "failed", (double)m->failed);
@@ -176,15 +176,11 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 		cJSON_AddNullToObject(root, "request_goodput");
 	cJSON_AddNumberToObject(root, "output_throughput", m->output_throughput);
 	cJSON_AddNumberToObject(root, "total_token_throughput", m->total_token_throughput);
-	cJSON_AddItemToObject(root, "input_lens", num_array_u(m->input_lens, m->n));
-	cJSON_AddItemToObject(root, "output_lens", num_array_u(m->output_lens, m->n));
-	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
-	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
-	for (size_t i = 0; itls && i < m->n; i++)
-		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
-	cJSON_AddItemToObject(root, "latencies", ls_json_doubles(m->e2els_s, m->n));
-	cJSON_AddItemToObject(root, "start_times", ls_json_doubles(m->start_times_s, m->n));
-	cJSON_AddItemToObject(root, "queue_times", ls_json_doubles(m->queue_times_s, m->n));
+}
+
+/* generated_texts (always empty: latscope keeps no text) and errors, one per measured request. */
+static void add_texts_and_errors(cJSON *root, const struct ls_metrics *m, const struct ls_run *run)
+{
 	cJSON *texts = cJSON_AddArrayToObject(root, "generated_texts");
 	cJSON *errors = cJSON_AddArrayToObject(root, "errors");
 	for (size_t i = 0, k = 0; run && i < run->n_requests && k < m->n; i++) {
@@ -198,10 +194,50 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 			else
 				snprintf(err, sizeof(err), "no_first_token: never received a frame that starts TTFT");
 		}
-		cJSON_AddItemToArray(texts, cJSON_CreateString("")); /* latscope keeps no generated text */
+		cJSON_AddItemToArray(texts, cJSON_CreateString(""));
 		cJSON_AddItemToArray(errors, cJSON_CreateString(err));
 		k++;
 	}
+}
+
+/* vLLM's per-request arrays, in run order. */
+static void add_per_request(cJSON *root, const struct ls_metrics *m, const struct ls_run *run)
+{
+	cJSON_AddItemToObject(root, "input_lens", num_array_u(m->input_lens, m->n));
+	cJSON_AddItemToObject(root, "output_lens", num_array_u(m->output_lens, m->n));
+	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
+	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
+	for (size_t i = 0; itls && i < m->n; i++)
+		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
+	cJSON_AddItemToObject(root, "latencies", ls_json_doubles(m->e2els_s, m->n));
+	cJSON_AddItemToObject(root, "start_times", ls_json_doubles(m->start_times_s, m->n));
+	cJSON_AddItemToObject(root, "queue_times", ls_json_doubles(m->queue_times_s, m->n));
+	add_texts_and_errors(root, m, run);
+}
+
+/* vLLM's spec_decode_* keys, from the server's counters. */
+static void add_spec_decode(cJSON *root, const struct ls_spec_stats *s)
+{
+	if (!s || !s->has)
+		return;
+	cJSON_AddNumberToObject(root, "spec_decode_acceptance_rate", s->acceptance_rate_pct);
+	cJSON_AddNumberToObject(root, "spec_decode_acceptance_length", s->acceptance_length);
+	cJSON_AddNumberToObject(root, "spec_decode_num_drafts", (double)s->drafts);
+	cJSON_AddNumberToObject(root, "spec_decode_draft_tokens", (double)s->draft_tokens);
+	cJSON_AddNumberToObject(root, "spec_decode_accepted_tokens", (double)s->accepted);
+	cJSON_AddItemToObject(root, "spec_decode_per_position_acceptance_rates",
+			      ls_json_doubles(s->per_pos_rate, (size_t)s->n_pos));
+}
+
+char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx)
+{
+	const struct ls_read_rules *r = &m->rules;
+	cJSON *root = cJSON_CreateObject();
+	if (!root)
+		return NULL;
+	add_run_header(root, ctx);
+	add_totals(root, m);
+	add_per_request(root, m, run);
 	cJSON_AddNumberToObject(root, "max_output_tokens_per_s", m->peak_output_tps);
 	cJSON_AddNumberToObject(root, "max_concurrent_requests", m->peak_concurrency);
 	if (ctx->percentile_metrics & LS_PM_TTFT)
@@ -212,16 +248,7 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 		add_vllm_metric(root, "itl", &m->itl, r);
 	if (ctx->percentile_metrics & LS_PM_E2EL)
 		add_vllm_metric(root, "e2el", &m->e2el, r);
-	if (ctx->spec && ctx->spec->has) {
-		const struct ls_spec_stats *s = ctx->spec;
-		cJSON_AddNumberToObject(root, "spec_decode_acceptance_rate", s->acceptance_rate_pct);
-		cJSON_AddNumberToObject(root, "spec_decode_acceptance_length", s->acceptance_length);
-		cJSON_AddNumberToObject(root, "spec_decode_num_drafts", (double)s->drafts);
-		cJSON_AddNumberToObject(root, "spec_decode_draft_tokens", (double)s->draft_tokens);
-		cJSON_AddNumberToObject(root, "spec_decode_accepted_tokens", (double)s->accepted);
-		cJSON_AddItemToObject(root, "spec_decode_per_position_acceptance_rates",
-				      ls_json_doubles(s->per_pos_rate, (size_t)s->n_pos));
-	}
+	add_spec_decode(root, ctx->spec);
 	cJSON_AddItemToObject(root, "latscope", latscope_obj(m, ctx));
 	char *text = cJSON_Print(root);
 	cJSON_Delete(root);

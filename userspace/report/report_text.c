@@ -215,14 +215,10 @@ static void server_gone(FILE *out, const struct ls_report_ctx *ctx)
 	line_s(out, "Server stopped accepting connections:", gone);
 }
 
-void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
+/* `vllm bench serve`'s result block. */
+static void vllm_block(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
 {
 	const struct ls_read_rules *rules = &m->rules;
-	char buf[256];
-	if (ctx->layout == LS_LAYOUT_SGLANG) {
-		sglang_block(out, m, ctx);
-		goto latscope;
-	}
 	rule(out, " Serving Benchmark Result ", '=');
 	line_u(out, "Successful requests:", m->completed);
 	if (rules->failures_in_headline)
@@ -258,8 +254,13 @@ void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_repor
 	if (ctx->spec)
 		spec_block(out, ctx->spec);
 	rule(out, NULL, '=');
+}
 
-latscope:
+/* latscope's own lines: the rules the block above was read under, then every clock. */
+static void latscope_block(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
+{
+	const struct ls_read_rules *rules = &m->rules;
+	char buf[256];
 	rule(out, " latscope ", '-');
 	snprintf(buf, sizeof(buf), "%s (%s)", ctx->profile ? ctx->profile : "?",
 		 ctx->profile_source ? ctx->profile_source : "built-in");
@@ -300,6 +301,15 @@ latscope:
 		line_s(out, "Interrupted:", "yes: the numbers cover the requests that finished");
 	server_gone(out, ctx);
 	rule(out, NULL, '=');
+}
+
+void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
+{
+	if (ctx->layout == LS_LAYOUT_SGLANG)
+		sglang_block(out, m, ctx);
+	else
+		vllm_block(out, m, ctx);
+	latscope_block(out, m, ctx);
 }
 
 void ls_checks_print(FILE *out, const struct ls_checks *c)

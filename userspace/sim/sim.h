@@ -12,34 +12,41 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <openssl/ssl.h>
+#include "base/rng.h"
+#include "base/strbuf.h"
 #include "sim/sim_http.h"
 
-/* ---- growable byte buffer (sim_buf.c) ---- */
-struct sim_buf {
-	char  *data;
-	size_t len, cap;
-};
-int  sim_buf_reserve(struct sim_buf *b, size_t extra);
-int  sim_buf_append(struct sim_buf *b, const void *p, size_t n);
-int  sim_buf_puts(struct sim_buf *b, const char *s);
-int  sim_buf_printf(struct sim_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int  sim_buf_json_str(struct sim_buf *b, const char *s, size_t n); /* "escaped" */
-void sim_buf_consume(struct sim_buf *b, size_t n);                  /* drop n leading bytes */
-void sim_buf_free(struct sim_buf *b);
+/* ---- growable byte buffer: base/strbuf.h's, under the names the sim's files use. Frames
+ * are formatted by hand into it, JSON strings with base's one escaper (ls_strbuf_json_str). ---- */
+#define sim_buf          ls_strbuf
+#define sim_buf_reserve  ls_strbuf_reserve
+#define sim_buf_append   ls_strbuf_append
+#define sim_buf_puts     ls_strbuf_puts
+#define sim_buf_printf   ls_strbuf_printf
+#define sim_buf_json_str ls_strbuf_json_str
+#define sim_buf_consume  ls_strbuf_consume
+#define sim_buf_free     ls_strbuf_free
 
-/* ---- seeded randomness: splitmix64 (small, fast, good enough for a model) ---- */
+/* ---- seeded randomness: base's splitmix64 (small, fast, good enough for a model) ---- */
 static inline uint64_t sim_rng_next(uint64_t *state)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return ls_splitmix64(state);
 }
 static inline double sim_rng_unit(uint64_t *state) /* [0, 1) */
 {
-	return (double)(sim_rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
+	return ls_rng_to_unit(ls_splitmix64(state));
 }
-uint64_t sim_hash64(const void *p, size_t n, uint64_t seed); /* FNV-1a folded through splitmix */
+/* FNV-1a of n bytes, folded through splitmix64: a seed from a name or a prompt. */
+static inline uint64_t sim_hash64(const void *p, size_t n, uint64_t seed)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0xcbf29ce484222325ull ^ seed;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ull;
+	}
+	return ls_splitmix64(&h);
+}
 
 /* ---- faults (sim_fault.c) ---- */
 enum sim_fault {

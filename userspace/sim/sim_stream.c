@@ -23,6 +23,7 @@ struct wire {
 	int n;
 	int rc;
 	int chunked;                   /* frame as HTTP chunks (else HTTP/1.0: raw until close) */
+	size_t raw_tail;               /* bad-utf8: the text's last bytes, sent unescaped */
 };
 
 /* How the mid-stream fault due at this step shapes its frames; framing only reads it. */
@@ -152,10 +153,24 @@ static void push_message(struct wire *w, uint32_t tokens, uint32_t text_len, enu
 	w->msg.len = 0;
 }
 
+/* s as a JSON string into w->msg, but for its last w->raw_tail bytes: the bad-utf8 fault's,
+ * written as they are, since the escaper would turn them into valid JSON. */
+static void text_json(struct wire *w, const char *s, size_t n)
+{
+	size_t raw = w->raw_tail < n ? w->raw_tail : n;
+	int rc = sim_buf_json_str(&w->msg, s, n - raw);
+	w->rc |= rc;
+	if (raw && !rc) {
+		w->msg.len--; /* reopen the string: the raw bytes, then its quote */
+		w->rc |= sim_buf_append(&w->msg, s + n - raw, raw);
+		w->rc |= sim_buf_puts(&w->msg, "\"");
+	}
+}
+
 /* The text generated so far, as a JSON string. */
 static void whole_text_json(const struct sim_req *r, struct wire *w)
 {
-	w->rc |= sim_buf_json_str(&w->msg, r->text.data ? r->text.data : "", r->text.len);
+	text_json(w, r->text.data ? r->text.data : "", r->text.len);
 }
 
 /* SGLang's /generate object: the cumulative text, then meta_info (its streams resend it whole). */
@@ -187,7 +202,7 @@ static void token_message(struct sim_server *srv, struct sim_req *r, struct wire
 		oai_prefix(srv, r, w);
 		w->rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
 		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"delta\":{\"content\":" : "\"text\":");
-		w->rc |= sim_buf_json_str(m, w->text.data ? w->text.data : "", w->text.len);
+		text_json(w, w->text.data ? w->text.data : "", w->text.len);
 		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
 		w->rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
 		finish_json(reason, w);
@@ -364,6 +379,8 @@ static int mid_stream_fault(struct sim_server *srv, struct sim_req *r, struct wi
 			const char *extra = fault_extra(w, r->fault, &extra_len);
 			r->malformed_done = 1;
 			cut->token_kind = SIM_FRAME_MALFORMED;
+			if (r->fault == SIM_FAULT_BAD_UTF8)
+				w->raw_tail = extra_len;
 			w->rc |= sim_buf_append(&w->text, extra, extra_len);
 			if (r->ep == SIM_EP_GENERATE || !r->stream) /* the cumulative text carries it too */
 				w->rc |= sim_buf_append(&r->text, extra, extra_len);
@@ -413,6 +430,7 @@ void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, 
 	w->buf.len = w->msg.len = w->text.len = 0;
 	w->n = 0;
 	w->rc = 0;
+	w->raw_tail = 0;
 	w->chunked = r->chunked;
 	if (sim_tok_decode(ids, (size_t)n, &w->text) < 0) {
 		sim_stream_abort(srv, r, "internal_error");
