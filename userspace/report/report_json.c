@@ -9,6 +9,7 @@
 #include <string.h>
 #include "base/json_file.h"
 #include "report/report.h"
+#include "base/outfile.h"
 
 static cJSON *num_array_u(const uint32_t *v, size_t n)
 {
@@ -263,18 +264,12 @@ int ls_report_json_write(const char *path, const struct ls_metrics *m, const str
 		fprintf(stderr, "latscope: out of memory building the result JSON\n");
 		return -ENOMEM;
 	}
-	FILE *f = fopen(path, "w");
-	int err = 0;
-	if (!f) {
-		err = -errno;
-		fprintf(stderr, "latscope: cannot write result %s: %s\n", path, strerror(errno));
-	} else {
-		if (fputs(text, f) < 0 || fputc('\n', f) < 0)
-			err = -EIO;
-		if (fclose(f) && !err)
-			err = -errno;
-		if (err)
-			fprintf(stderr, "latscope: writing result %s failed: %s\n", path, strerror(-err));
+	struct ls_outfile f;
+	int err = ls_outfile_open(&f, "result", path);
+	if (!err) {
+		fputs(text, f.f); /* an error sticks to the stream: commit reports it */
+		fputc('\n', f.f);
+		err = ls_outfile_commit(&f);
 	}
 	free(text);
 	return err;
