@@ -294,9 +294,9 @@ static int subscribe(char *why, size_t why_len)
 	return 0;
 }
 
-static void start(void)
+/* Settings from the environment, the segmenter, and the ring file. 0, or -1 with why. */
+static int start_ring(char *why, size_t why_len)
 {
-	char why[LS_RING_STATUS_MAX * 2];
 	g.pid = getpid();
 	g.verbose = env_u64("LATSCOPE_GPU_VERBOSE", 0, 0, 1) != 0;
 	g.drain_ns = env_u64("LATSCOPE_GPU_DRAIN_MS", 50, 1, 10000) * 1000000ull;
@@ -307,15 +307,86 @@ static void start(void)
 	cfg.join_gap_ns = env_u64("LATSCOPE_GPU_JOIN_US", cfg.join_gap_ns / 1000, 0, 1000000) * 1000;
 	cfg.idle_gap_ns = env_u64("LATSCOPE_GPU_IDLE_US", cfg.idle_gap_ns / 1000, 1, 10000000) * 1000;
 	ls_seg_set_init(&g.seg, &cfg, (uint32_t)g.pid, write_step, NULL);
-
 	uint32_t cap = (uint32_t)env_u64("LATSCOPE_GPU_RING_STEPS", LS_RING_DEFAULT_CAP,
 					 LS_RING_MIN_CAP, LS_RING_MAX_CAP);
-	if (ls_ring_create(&g.ring, getenv("LATSCOPE_GPU_DIR"), (uint32_t)g.pid, cap, why,
-			   sizeof(why)) < 0) {
-		disable(why);
-		return;
+	return ls_ring_create(&g.ring, getenv("LATSCOPE_GPU_DIR"), (uint32_t)g.pid, cap, why, why_len) < 0 ? -1 : 0;
+}
+
+/* The clock: CUPTI's timestamp callback unless LATSCOPE_GPU_CLOCK=offset or it is refused.
+ * It must be set before any activity kind is enabled. */
+static void start_clock(void)
+{
+	const char *clock_env = getenv("LATSCOPE_GPU_CLOCK");
+	int want_offset = clock_env && !strcmp(clock_env, "offset");
+	CUptiResult rc = CUPTI_ERROR_NOT_SUPPORTED;
+	if (!want_offset && g.api.ActivityRegisterTimestampCallback)
+		rc = g.api.ActivityRegisterTimestampCallback(cupti_clock);
+	g.clock = rc == CUPTI_SUCCESS ? LS_RING_CLOCK_CALLBACK : LS_RING_CLOCK_OFFSET;
+	if (g.clock == LS_RING_CLOCK_OFFSET)
+		calibrate();
+	g.ring.hdr->clock = (uint32_t)g.clock;
+}
+
+/* The runtime API records the sync fallback needs: 1 when all were enabled. */
+static int enable_runtime_records(void)
+{
+	static const CUpti_CallbackId cbids[] = {
+		CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+		CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+		CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+		CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+		CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+		CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+	};
+	if (!g.api.ActivityEnableRuntimeApi)
+		return 0;
+	int ok = 1;
+	for (size_t i = 0; i < sizeof(cbids) / sizeof(cbids[0]); i++)
+		if (g.api.ActivityEnableRuntimeApi(cbids[i], 1) != CUPTI_SUCCESS)
+			ok = 0;
+	return ok;
+}
+
+/* The activity callbacks and kinds; extra gets what is missing, in words. 0, or -1 with why
+ * (kinds already enabled are the caller's to disable). */
+static int start_activity(char *why, size_t why_len, char *extra, size_t extra_len)
+{
+	CUptiResult rc = g.api.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	if (rc != CUPTI_SUCCESS) {
+		snprintf(why, why_len, "cuptiActivityRegisterCallbacks: %s", ls_cupti_strerror(&g.api, rc));
+		return -2; /* nothing enabled yet */
 	}
-	if (ls_cupti_load(&g.api, why, sizeof(why)) < 0) {
+	if (enable(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", why, why_len) < 0 ||
+	    enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", why, why_len) < 0)
+		return -1;
+	extra[0] = 0;
+	if (enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE, "GRAPH_TRACE", why, why_len) < 0)
+		snprintf(extra, extra_len, "; no graph trace: graphs show as their kernels");
+	if (!enable_runtime_records() && !extra[0])
+		snprintf(extra, extra_len, "; no sync records: sync fallback off");
+	return 0;
+}
+
+/* The drain thread, with every signal blocked (the host's signals are not ours to take). */
+static int start_drain(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t tid;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int err = pthread_create(&tid, &attr, drain_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+static void start(void)
+{
+	char why[LS_RING_STATUS_MAX * 2], extra[96];
+	if (start_ring(why, sizeof(why)) < 0 || ls_cupti_load(&g.api, why, sizeof(why)) < 0) {
 		disable(why);
 		return;
 	}
@@ -326,63 +397,18 @@ static void start(void)
 		disable(why);
 		return;
 	}
-	/* The clock must be set before any kind is enabled. */
-	const char *clock_env = getenv("LATSCOPE_GPU_CLOCK");
-	int want_offset = clock_env && !strcmp(clock_env, "offset");
-	CUptiResult rc = CUPTI_ERROR_NOT_SUPPORTED;
-	if (!want_offset && g.api.ActivityRegisterTimestampCallback)
-		rc = g.api.ActivityRegisterTimestampCallback(cupti_clock);
-	g.clock = rc == CUPTI_SUCCESS ? LS_RING_CLOCK_CALLBACK : LS_RING_CLOCK_OFFSET;
-	if (g.clock == LS_RING_CLOCK_OFFSET)
-		calibrate();
-	g.ring.hdr->clock = (uint32_t)g.clock;
-
-	rc = g.api.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
-	if (rc != CUPTI_SUCCESS) {
-		snprintf(why, sizeof(why), "cuptiActivityRegisterCallbacks: %s",
-			 ls_cupti_strerror(&g.api, rc));
+	start_clock();
+	int act = start_activity(why, sizeof(why), extra, sizeof(extra));
+	if (act == -2)
 		goto fail_unsubscribe;
-	}
-	if (enable(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", why, sizeof(why)) < 0 ||
-	    enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", why, sizeof(why)) < 0)
+	if (act < 0)
 		goto fail_kinds;
-	char extra[96] = "";
-	if (enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE, "GRAPH_TRACE", why, sizeof(why)) < 0)
-		snprintf(extra, sizeof(extra), "; no graph trace: graphs show as their kernels");
-	int runtime_ok = 0;
-	if (g.api.ActivityEnableRuntimeApi) {
-		static const CUpti_CallbackId cbids[] = {
-			CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-			CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-			CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
-			CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
-			CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
-			CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
-		};
-		runtime_ok = 1;
-		for (size_t i = 0; i < sizeof(cbids) / sizeof(cbids[0]); i++)
-			if (g.api.ActivityEnableRuntimeApi(cbids[i], 1) != CUPTI_SUCCESS)
-				runtime_ok = 0;
-	}
-	if (!runtime_ok && !extra[0])
-		snprintf(extra, sizeof(extra), "; no sync records: sync fallback off");
-
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* the host's signals are not ours to take */
-	pthread_t tid;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int err = pthread_create(&tid, &attr, drain_main, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int err = start_drain();
 	if (err) {
 		snprintf(why, sizeof(why), "cannot start the drain thread: %s", strerror(err));
 		goto fail_kinds;
 	}
 	atexit(at_exit);
-
 	char status[LS_RING_STATUS_MAX];
 	snprintf(status, sizeof(status), "tracing (CUPTI %u, clock %s%s)", version,
 		 g.clock == LS_RING_CLOCK_CALLBACK ? "callback" : "offset", extra);

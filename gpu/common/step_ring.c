@@ -149,6 +149,51 @@ static int pread_all(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
+/* Reads and checks the header. 0, or -EINVAL with err set. */
+static int read_header(int fd, const char *path, struct ls_ring_header *h, char *err, size_t err_len)
+{
+	if (pread_all(fd, h, sizeof(*h), 0) < 0) {
+		snprintf(err, err_len, "GPU step ring '%s' is shorter than its header", path);
+		return -EINVAL;
+	}
+	if (h->magic != LS_RING_MAGIC) {
+		snprintf(err, err_len, "'%s' is not a latscope GPU step ring (bad magic)", path);
+		return -EINVAL;
+	}
+	if (h->version != LS_RING_VERSION || h->header_size != sizeof(*h) ||
+	    h->record_size != sizeof(struct ls_ring_record)) {
+		snprintf(err, err_len,
+			 "GPU step ring '%s' has format version %u (record %u bytes); this latscope "
+			 "reads version %u: use the same latscope build for the library and bench",
+			 path, h->version, h->record_size, LS_RING_VERSION);
+		return -EINVAL;
+	}
+	if (h->capacity < LS_RING_MIN_CAP || h->capacity > LS_RING_MAX_CAP) {
+		snprintf(err, err_len, "GPU step ring '%s' claims %u records: corrupt", path, h->capacity);
+		return -EINVAL;
+	}
+	h->status[sizeof(h->status) - 1] = 0;
+	return 0;
+}
+
+/* Copies n_slots records, then reads them again: a slot whose sequence word changed under
+ * the copy was being written (seqlock: the writer makes it odd before it touches a field) and
+ * gets a sequence no record has. 0 or -1 when the file was cut short. */
+static int read_slots(int fd, struct ls_ring_record *slots, size_t n_slots)
+{
+	static const size_t chunk = 1024;
+	struct ls_ring_record again[1024];
+	int rc = pread_all(fd, slots, n_slots * sizeof(*slots), LS_RING_DATA_OFFSET);
+	for (size_t at = 0; rc == 0 && at < n_slots; at += chunk) {
+		size_t k = n_slots - at < chunk ? n_slots - at : chunk;
+		rc = pread_all(fd, again, k * sizeof(*again), (off_t)(LS_RING_DATA_OFFSET + at * sizeof(*again)));
+		for (size_t j = 0; rc == 0 && j < k; j++)
+			if (again[j].seq != slots[at + j].seq)
+				slots[at + j].seq = 1;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
 int ls_ring_read(const char *path, struct ls_ring_snapshot *snap, char *err, size_t err_len)
 {
 	memset(snap, 0, sizeof(*snap));
@@ -159,63 +204,30 @@ int ls_ring_read(const char *path, struct ls_ring_snapshot *snap, char *err, siz
 		return -e;
 	}
 	struct ls_ring_header *h = &snap->hdr;
-	int rc = pread_all(fd, h, sizeof(*h), 0);
-	if (rc < 0) {
-		snprintf(err, err_len, "GPU step ring '%s' is shorter than its header", path);
-		goto fail_inval;
+	if (read_header(fd, path, h, err, err_len) < 0) {
+		close(fd);
+		return -EINVAL;
 	}
-	if (h->magic != LS_RING_MAGIC) {
-		snprintf(err, err_len, "'%s' is not a latscope GPU step ring (bad magic)", path);
-		goto fail_inval;
-	}
-	if (h->version != LS_RING_VERSION || h->header_size != sizeof(*h) ||
-	    h->record_size != sizeof(struct ls_ring_record)) {
-		snprintf(err, err_len,
-			 "GPU step ring '%s' has format version %u (record %u bytes); this latscope "
-			 "reads version %u: use the same latscope build for the library and bench",
-			 path, h->version, h->record_size, LS_RING_VERSION);
-		goto fail_inval;
-	}
-	if (h->capacity < LS_RING_MIN_CAP || h->capacity > LS_RING_MAX_CAP) {
-		snprintf(err, err_len, "GPU step ring '%s' claims %u records: corrupt", path,
-			 h->capacity);
-		goto fail_inval;
-	}
-	h->status[sizeof(h->status) - 1] = 0;
 	uint64_t cap = h->capacity, head = h->head;
 	uint64_t lo = head > cap ? head - cap : 0;
-	size_t want = (size_t)(head - lo);
+	size_t want = (size_t)(head - lo), n_slots = head < cap ? want : (size_t)cap;
 	snap->overwritten = lo;
 	if (!want) {
 		close(fd);
 		return 0;
 	}
-	struct ls_ring_record *slots = malloc((head < cap ? want : cap) * sizeof(*slots));
+	struct ls_ring_record *slots = malloc(n_slots * sizeof(*slots));
 	snap->recs = malloc(want * sizeof(*snap->recs));
 	if (!slots || !snap->recs) {
 		free(slots);
-		snprintf(err, err_len, "out of memory reading GPU step ring '%s' (%zu records)", path,
-			 want);
+		snprintf(err, err_len, "out of memory reading GPU step ring '%s' (%zu records)", path, want);
 		close(fd);
 		ls_ring_snapshot_free(snap);
 		return -ENOMEM;
 	}
-	size_t n_slots = head < cap ? want : (size_t)cap;
-	rc = pread_all(fd, slots, n_slots * sizeof(*slots), LS_RING_DATA_OFFSET);
-	/* Seqlock check: a slot is good when its sequence word reads the same (and complete)
-	 * after the copy as in it: the writer makes it odd before it touches a field. */
-	static const size_t chunk = 1024;
-	struct ls_ring_record again[1024];
-	for (size_t at = 0; rc == 0 && at < n_slots; at += chunk) {
-		size_t k = n_slots - at < chunk ? n_slots - at : chunk;
-		rc = pread_all(fd, again, k * sizeof(*again),
-			       (off_t)(LS_RING_DATA_OFFSET + at * sizeof(*again)));
-		for (size_t j = 0; rc == 0 && j < k; j++)
-			if (again[j].seq != slots[at + j].seq)
-				slots[at + j].seq = 1; /* changed under us: never a valid sequence */
-	}
+	int cut = read_slots(fd, slots, n_slots);
 	close(fd);
-	if (rc < 0) {
+	if (cut) {
 		free(slots);
 		ls_ring_snapshot_free(snap);
 		snprintf(err, err_len, "GPU step ring '%s' was cut short while read (its process "
@@ -232,10 +244,6 @@ int ls_ring_read(const char *path, struct ls_ring_snapshot *snap, char *err, siz
 	}
 	free(slots);
 	return 0;
-
-fail_inval:
-	close(fd);
-	return -EINVAL;
 }
 
 void ls_ring_snapshot_free(struct ls_ring_snapshot *snap)

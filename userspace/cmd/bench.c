@@ -461,6 +461,78 @@ static void bench_free(struct bench *b)
 	ls_config_free(&b->cfg);
 }
 
+/* Everything before the run: the URLs, the server ready and named, the outputs checked, the
+ * dataset, schedule, jobs, probes and record file. 0, or -1 after a message. */
+static int prepare(struct bench *b)
+{
+	struct ls_config *c = &b->cfg;
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(b->date, sizeof(b->date), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+	snprintf(b->run_tag, sizeof(b->run_tag), "ls%d-%llx", (int)getpid(), (unsigned long long)(ls_now_ns() & 0xffffff));
+	b->base = ls_config_base(c);
+	b->url = ls_config_url(c);
+	if (!b->base || !b->url)
+		return -1;
+	b->server = (struct ls_server){ .base = b->base,
+					.http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30 } };
+	if (c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b->server, c->ready_check_timeout_s))
+		return -1;
+	if (c->model) {
+		b->model = strdup(c->model);
+	} else {
+		b->model = ls_server_first_model(&b->server);
+		if (!b->model && c->profile.send.backend != LS_BACKEND_SGLANG) {
+			fprintf(stderr, "latscope bench: no --model given and %s gave no model name (%s); pass --model\n",
+				b->base, b->server.why);
+			return -1;
+		}
+	}
+	b->server.model = b->model;
+	if (check_outputs(b) || build_dataset(b) || build_arrival(b) || build_jobs(b))
+		return -1;
+	if (ls_bench_probes_open(c, &b->probes))
+		return -1;
+	if (c->record_path) {
+		struct ls_record_meta meta = { .target_rate = isfinite(c->request_rate) ? c->request_rate : 0,
+					       .max_concurrency = c->max_concurrency };
+		snprintf(meta.run_tag, sizeof(meta.run_tag), "%s", b->run_tag);
+		snprintf(meta.arrival, sizeof(meta.arrival), "%s", ls_arrival_kind_name(b->arrival.kind));
+		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
+		snprintf(meta.backend, sizeof(meta.backend), "%s", backend_label(c));
+		if (!(b->record = ls_record_open(c->record_path, &meta)))
+			return -1;
+	}
+	b->run.target_rate = isfinite(c->request_rate) && b->arrival.kind != LS_ARRIVAL_CLOSED ? c->request_rate : 0;
+	b->run.max_concurrency = c->max_concurrency;
+	snprintf(b->run.run_tag, sizeof(b->run.run_tag), "%s", b->run_tag);
+	return 0;
+}
+
+/* The report of a run that ended, whole even when a file could not be written, and the exit
+ * code: 0, 1 (a file not written, an interrupt), or LS_EXIT_NONE_OK. */
+static int report(struct bench *b)
+{
+	int results_rc = results(b);
+	if (results_rc < 0)
+		return 1;
+	int probes_rc = ls_bench_probes_report(b->probes, &b->run, stdout);
+	ls_checks_print(stdout, &b->checks);
+	if (results_rc || probes_rc)
+		return 1;
+	if (b->run.interrupted) {
+		fprintf(stderr, "latscope bench: interrupted; the report covers the %zu requests that were sent "
+			"(%zu never sent)\n", b->n_measured, b->n_not_sent);
+		return 1;
+	}
+	if (b->n_measured && !b->completed) {
+		fprintf(stderr, "latscope bench: no request succeeded (%zu failed); exit %d\n", b->n_measured,
+			LS_EXIT_NONE_OK);
+		return LS_EXIT_NONE_OK;
+	}
+	return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench b;
@@ -470,50 +542,9 @@ int cmd_bench(int argc, char **argv)
 		ls_config_free(&b.cfg);
 		return rc == 1 ? 0 : 2;
 	}
-	struct ls_config *c = &b.cfg;
 	int exit_code = 1;
-	time_t now = time(NULL);
-	struct tm tm;
-	strftime(b.date, sizeof(b.date), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
-	snprintf(b.run_tag, sizeof(b.run_tag), "ls%d-%llx", (int)getpid(), (unsigned long long)(ls_now_ns() & 0xffffff));
-	b.base = ls_config_base(c);
-	b.url = ls_config_url(c);
-	if (!b.base || !b.url)
+	if (prepare(&b))
 		goto out;
-	b.server = (struct ls_server){ .base = b.base,
-				       .http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30 } };
-
-	if (c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b.server, c->ready_check_timeout_s))
-		goto out;
-	if (c->model) {
-		b.model = strdup(c->model);
-	} else {
-		b.model = ls_server_first_model(&b.server);
-		if (!b.model && c->profile.send.backend != LS_BACKEND_SGLANG) {
-			fprintf(stderr, "latscope bench: no --model given and %s gave no model name (%s); pass --model\n",
-				b.base, b.server.why);
-			goto out;
-		}
-	}
-	b.server.model = b.model;
-	if (check_outputs(&b) || build_dataset(&b) || build_arrival(&b) || build_jobs(&b))
-		goto out;
-	if (ls_bench_probes_open(c, &b.probes))
-		goto out;
-	if (c->record_path) {
-		struct ls_record_meta meta = { .target_rate = isfinite(c->request_rate) ? c->request_rate : 0,
-					       .max_concurrency = c->max_concurrency };
-		snprintf(meta.run_tag, sizeof(meta.run_tag), "%s", b.run_tag);
-		snprintf(meta.arrival, sizeof(meta.arrival), "%s", ls_arrival_kind_name(b.arrival.kind));
-		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
-		snprintf(meta.backend, sizeof(meta.backend), "%s", backend_label(c));
-		if (!(b.record = ls_record_open(c->record_path, &meta)))
-			goto out;
-	}
-	b.run.target_rate = isfinite(c->request_rate) && b.arrival.kind != LS_ARRIVAL_CLOSED ? c->request_rate : 0;
-	b.run.max_concurrency = c->max_concurrency;
-	snprintf(b.run.run_tag, sizeof(b.run.run_tag), "%s", b.run_tag);
-
 	rc = drive(&b);
 	if (b.record) {
 		ls_record_close(b.record, &b.run);
@@ -521,27 +552,8 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (rc < 0)
 		fprintf(stderr, "latscope bench: the run could not start (%s)\n", strerror(-rc));
-	if (rc < 0 || rc == INITIAL_TEST_FAILED)
-		goto out;
-	/* The whole report is printed even when a file could not be written; that is an exit 1. */
-	int results_rc = results(&b);
-	if (results_rc < 0)
-		goto out;
-	int probes_rc = ls_bench_probes_report(b.probes, &b.run, stdout);
-	ls_checks_print(stdout, &b.checks);
-	if (results_rc || probes_rc)
-		goto out;
-	if (b.run.interrupted) {
-		fprintf(stderr, "latscope bench: interrupted; the report covers the %zu requests that were sent "
-			"(%zu never sent)\n", b.n_measured, b.n_not_sent);
-		goto out;
-	}
-	exit_code = 0;
-	if (b.n_measured && !b.completed) {
-		fprintf(stderr, "latscope bench: no request succeeded (%zu failed); exit %d\n", b.n_measured,
-			LS_EXIT_NONE_OK);
-		exit_code = LS_EXIT_NONE_OK;
-	}
+	if (rc >= 0 && rc != INITIAL_TEST_FAILED)
+		exit_code = report(&b);
 out:
 	if (b.record)
 		ls_record_close(b.record, NULL);
