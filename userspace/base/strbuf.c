@@ -70,9 +70,7 @@ int ls_strbuf_printf(struct ls_strbuf *b, const char *fmt, ...)
 	return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence starting at s (RFC 3629: no overlong forms, no
- * surrogates, nothing past U+10FFFF), 0 when s[0] (>= 0x80) does not start one. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
+size_t ls_utf8_seq_len(const unsigned char *s, size_t n)
 {
 	unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
 	size_t len;
@@ -97,6 +95,31 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+int ls_utf8_valid(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		while (i + 8 <= n) { /* ASCII fast path: frames are mostly ASCII JSON */
+			uint64_t w;
+			memcpy(&w, s + i, 8);
+			if (w & 0x8080808080808080ull)
+				break;
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len = ls_utf8_seq_len(s + i, n - i);
+		if (!len)
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
 int ls_strbuf_json_str(struct ls_strbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -108,7 +131,7 @@ int ls_strbuf_json_str(struct ls_strbuf *b, const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = in[i];
 		if (ch >= 0x80) {
-			size_t seq = utf8_seq_len(in + i, n - i);
+			size_t seq = ls_utf8_seq_len(in + i, n - i);
 			if (seq) {
 				memcpy(o, in + i, seq);
 				o += seq;

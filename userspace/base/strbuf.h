@@ -27,4 +27,11 @@ int  ls_strbuf_json_str(struct ls_strbuf *b, const char *s, size_t n);
 void ls_strbuf_consume(struct ls_strbuf *b, size_t n);
 void ls_strbuf_free(struct ls_strbuf *b);
 
+/* The one UTF-8 rule (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF).
+ * The length of the well-formed sequence at s, 0 when s[0] (>= 0x80) does not start one; and
+ * 1 when all of s is UTF-8 (JSON text must be, RFC 8259, and Python clients fail a frame that
+ * is not; cJSON does not check). */
+size_t ls_utf8_seq_len(const unsigned char *s, size_t n);
+int ls_utf8_valid(const unsigned char *s, size_t n);
+
 #endif

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include "attribution/attribution.h"
 #include "base/outfile.h"
+#include "base/stats.h"
 #include "cmd/bench_probes.h"
 #include "attribution/gpu_steps.h"
 #include "config/profile.h"
@@ -122,12 +123,6 @@ char *ls_bench_attribution_path(const char *record_path)
 	return path;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* --spin-us or --busy-poll: the loop spins rather than sleeps between events. */
 static int loop_spins(const struct ls_config *cfg)
 {
@@ -160,12 +155,12 @@ static void print_client_delay(FILE *out, const struct ls_run *run, const struct
 		}
 	}
 	if (n) {
-		qsort(d, n, sizeof(*d), cmp_u64);
+		ls_sort_u64(d, n);
+		double p50 = ls_percentile_u64(d, n, 50);
 		fprintf(out, "client delay per frame (harness stamp - kernel arrival, n=%zu): P50 %.3f ms, "
-			"P99 %.3f ms, max %.3f ms\n", n, d[n / 2] / 1e6, d[(size_t)((n - 1) * 0.99)] / 1e6,
-			d[n - 1] / 1e6);
+			"P99 %.3f ms, max %.3f ms\n", n, p50 / 1e6, ls_percentile_u64(d, n, 99) / 1e6, d[n - 1] / 1e6);
 		/* A sleeping loop's wake-up is part of every delay after a quiet moment. */
-		if (loop_sleeps && d[n / 2] > CLIENT_DELAY_HINT_NS)
+		if (loop_sleeps && p50 > CLIENT_DELAY_HINT_NS)
 			fprintf(out, "  (the loop sleeps between events, and waking it costs 20-100 us on a VM: "
 				"--busy-poll, or --spin-us longer than the quiet gaps, avoids that on a core the "
 				"server does not use)\n");

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "driver/backend.h"
+#include "base/strbuf.h"
 
 /* Every name vLLM's and SGLang's benchmarks accept for these APIs, and what it means here. */
 static const struct {
@@ -225,53 +226,6 @@ static int set_malformed(struct ls_request *req, const char *why, const char *da
 	return -EBADMSG;
 }
 
-/* RFC 3629 UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. JSON text must be
- * UTF-8 (RFC 8259) and Python clients fail a frame they cannot decode; cJSON does not check. */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		while (i + 8 <= n) { /* ASCII fast path: frames are mostly ASCII JSON */
-			uint64_t w;
-			memcpy(&w, s + i, 8);
-			if (w & 0x8080808080808080ull)
-				break;
-			i += 8;
-		}
-		if (i >= n)
-			break;
-		unsigned char c = s[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		size_t need;
-		unsigned char lo = 0x80, hi = 0xbf; /* bounds of the first continuation byte */
-		if (c >= 0xc2 && c <= 0xdf)
-			need = 1;
-		else if (c >= 0xe0 && c <= 0xef) {
-			need = 2;
-			if (c == 0xe0)
-				lo = 0xa0; /* overlong */
-			else if (c == 0xed)
-				hi = 0x9f; /* surrogates */
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			need = 3;
-			if (c == 0xf0)
-				lo = 0x90; /* overlong */
-			else if (c == 0xf4)
-				hi = 0x8f; /* past U+10FFFF */
-		} else
-			return 0;
-		if (n - i - 1 < need || s[i + 1] < lo || s[i + 1] > hi)
-			return 0;
-		for (size_t k = 2; k <= need; k++)
-			if ((s[i + k] & 0xc0) != 0x80)
-				return 0;
-		i += need + 1;
-	}
-	return 1;
-}
 
 /* One pass over obj's members: out[k] is the first member named names[k], or NULL, as
  * cJSON_GetObjectItemCaseSensitive gives it, without a walk (and strcmp per member) per name.
@@ -413,7 +367,7 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 		fr->tokens = 0;
 		return 0;
 	}
-	if (!utf8_valid((const unsigned char *)data, len))
+	if (!ls_utf8_valid((const unsigned char *)data, len))
 		return set_malformed(req, "not UTF-8", data, len);
 	cJSON *root = parse_frame(data, len);
 	if (!root)

@@ -16,12 +16,6 @@ static int measured(const struct ls_req_attr *r)
 	return !(r->flags & (LS_ATTR_WARMUP | LS_ATTR_NOT_OK));
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Values of one part (or the total when part == LS_PART__COUNT) over a window kind, in ms. */
 static size_t collect(const struct ls_attribution *a, enum win w, int part, double *out)
 {
@@ -82,7 +76,7 @@ static void print_window(FILE *out, const struct ls_attribution *a, enum win w, 
 			(part == LS_PART_UNATTRIBUTED);
 		if (!shown)
 			continue;
-		qsort(buf, n, sizeof(*buf), cmp_double);
+		ls_sort_doubles(buf, n);
 		fprintf(out, "  %-20s", part == LS_PART__COUNT ? "total" : ls_part_name((enum ls_part)part));
 		for (size_t k = 0; k < np; k++)
 			fprintf(out, " %9.3f", ls_percentile(buf, n, pct[k]));
@@ -111,9 +105,9 @@ static void print_connect(FILE *out, const struct ls_attribution *a, double *buf
 	}
 	if (!n)
 		return;
-	qsort(buf, n, sizeof(*buf), cmp_double);
-	qsort(curl, n, sizeof(*curl), cmp_double);
-	qsort(diff, n, sizeof(*diff), cmp_double);
+	ls_sort_doubles(buf, n);
+	ls_sort_doubles(curl, n);
+	ls_sort_doubles(diff, n);
 	fprintf(out, "connect (n=%zu, P50): kernel connect()->ESTABLISHED %.3f ms, curl CONNECT_TIME %.3f ms: "
 		"%.3f ms of it is client delay, not network\n",
 		n, ls_percentile(buf, n, 50), ls_percentile(curl, n, 50), ls_percentile(diff, n, 50));
