@@ -11,6 +11,8 @@
 #include "metrics/metrics.h"
 #include "report/record_file.h"
 #include "t_helpers.h"
+#include <cjson/cJSON.h>
+#include "test_sim_client.h"
 
 static char tmpdir[64];
 static struct t_sim sim; /* stopped by teardown too, when a test fails half way */
@@ -65,6 +67,40 @@ static char *compare(const char *const *argv)
 	return out;
 }
 
+/* From the truth: SGLang's mean ITL per token (sum of the gaps between a stream's token frames
+ * over the tokens those frames carried, the first frame excluded) and the median gap, what
+ * vLLM's median ITL reads. The accept lengths this run drew, not the configured mean. */
+static void truth_itl(const char *truth, double *per_token_ms, double *median_gap_ms)
+{
+	cJSON **lines = NULL;
+	int n = t_truth_lines(truth, &lines);
+	cr_assert_gt(n, 0, "no truth in %s", truth);
+	double gaps = 0, tokens = 0, all[8192];
+	size_t n_gaps = 0;
+	for (int i = 0; i < n; i++) {
+		const cJSON *frames = cJSON_GetObjectItemCaseSensitive(lines[i], "frames"), *f;
+		double last = -1;
+		cJSON_ArrayForEach(f, frames) {
+			const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
+			if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "tokens"))
+				continue;
+			double t = cJSON_GetObjectItemCaseSensitive(f, "t")->valuedouble;
+			if (last >= 0) {
+				gaps += t - last;
+				tokens += cJSON_GetObjectItemCaseSensitive(f, "tokens")->valuedouble;
+				if (n_gaps < sizeof(all) / sizeof(all[0]))
+					all[n_gaps++] = (t - last) / 1e6;
+			}
+			last = t;
+		}
+	}
+	t_truth_lines_free(lines, n);
+	cr_assert(tokens > 0 && n_gaps > 0);
+	*per_token_ms = gaps / tokens / 1e6;
+	ls_sort_doubles(all, n_gaps);
+	*median_gap_ms = ls_percentile(all, n_gaps, 50);
+}
+
 /* --step-ms 7.5 --accept-len 3.5: a frame every 7.5 ms carrying 3.5 tokens on average. With
  * the sending rules pinned, vllm and sglang share one run; vLLM's median ITL is the step,
  * SGLang's mean ITL the step over the accept length, and TPOT is the same for both. */
@@ -78,11 +114,16 @@ Test(compare, speculative_decoding_one_run_two_readings, .timeout = 60)
 			       "--num-prompts", "16", "--random-input-len", "16", "--random-output-len", "200",
 			       "--request-rate", "40", "--seed", "2", NULL };
 	char *out = compare(argv);
+	double want_token, want_gap;
+	truth_itl(sim.truth, &want_token, &want_gap);
 	t_sim_stop(&sim);
 	cr_expect(strstr(out, "2 profiles, 1 run"), "pinned sending rules: one run\n%s", out);
 	double v_med = cell(out, "Median ITL (ms)", 0), s_mean = cell(out, "Mean ITL (ms)", 1);
-	cr_expect(fabs(v_med / 7.5 - 1) < 0.05, "vllm median ITL %.3f ms, want 7.5 +-5%%", v_med);
-	cr_expect(fabs(s_mean / (7.5 / 3.5) - 1) < 0.05, "sglang mean ITL %.3f ms, want 2.14 +-5%%", s_mean);
+	cr_expect(fabs(want_gap / 7.5 - 1) < 0.05, "the sim's median frame gap %.3f ms is its 7.5 ms step", want_gap);
+	cr_expect(fabs(v_med / want_gap - 1) < 0.05, "vllm median ITL %.3f ms, truth's median gap %.3f +-5%%", v_med,
+		  want_gap);
+	cr_expect(fabs(s_mean / want_token - 1) < 0.05, "sglang mean ITL %.3f ms, truth's per token %.3f +-5%%", s_mean,
+		  want_token);
 	double v_tpot = cell(out, "Mean TPOT (ms)", 0), s_tpot = cell(out, "Mean TPOT (ms)", 1);
 	cr_expect(fabs(v_tpot / s_tpot - 1) < 0.02, "TPOT %.3f vs %.3f ms: the same in both", v_tpot, s_tpot);
 	cr_expect(strstr(out, "  ITL: per-frame vs per-token: "), "the rule row:\n%s", out);
