@@ -343,3 +343,37 @@ Test(real_inputs, backend_is_saved_as_given_and_its_error_lists_every_name)
 	t_remove_tree(dir);
 	t_sim_stop(&sim);
 }
+
+/* The prefix-cache check against the sim: request 0 repeats the warmup's prompt. */
+static int prefix_check_ok(const char *out)
+{
+	const char *line = out ? strstr(out, "prefix cache ") : NULL;
+	cr_assert(line, "no prefix cache check in:\n%s", out);
+	return !strncmp(line + strlen("prefix cache "), " ok", 3) || !strncmp(line + strlen("prefix cache "), "ok", 2);
+}
+
+Test(real_inputs, prefix_cache_check_no_false_warning_in_a_burst_and_a_warning_with_a_cache, .timeout = 90)
+{
+	const char *plain[] = { "--prefill-token-us", "200", NULL };
+	struct t_sim sim;
+	cr_assert_eq(t_sim_start(&sim, 0, plain), 0);
+	const char *burst[] = { "--num-prompts", "16", "--random-input-len", "200", "--request-rate", "inf",
+				"--num-warmups", "1", NULL };
+	char *out = NULL, *err = NULL;
+	cr_assert_eq(bench(sim.url, burst, &out, &err, NULL), 0, "%s", err);
+	cr_expect(prefix_check_ok(out), "a burst without a prefix cache was flagged:\n%s", strstr(out, "prefix cache "));
+	free(out);
+	free(err);
+	t_sim_stop(&sim);
+
+	const char *cached[] = { "--prefill-token-us", "200", "--prefix-cache", NULL };
+	cr_assert_eq(t_sim_start(&sim, 0, cached), 0);
+	const char *paced[] = { "--num-prompts", "6", "--random-input-len", "200", "--request-rate", "10",
+				"--num-warmups", "1", NULL };
+	cr_assert_eq(bench(sim.url, paced, &out, &err, NULL), 0, "%s", err);
+	cr_expect(!prefix_check_ok(out), "a cached repeat was not flagged:\n%s", strstr(out, "prefix cache "));
+	cr_expect(strstr(out, "likely served from the server's prefix cache"), "%s", strstr(out, "prefix cache "));
+	free(out);
+	free(err);
+	t_sim_stop(&sim);
+}

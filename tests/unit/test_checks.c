@@ -187,3 +187,21 @@ Test(checks, realised_rate_off_target)
 	cJSON_Delete(j);
 	free_run(run);
 }
+
+/* --request-rate inf: every request starts at once and request 0, first in line, is fastest
+ * whether or not the server caches its prompt: no verdict, and no false warning. */
+Test(checks, request_0_leading_a_burst_is_no_sign_of_a_prefix_cache)
+{
+	struct ls_run *run = new_run(5);
+	req(&run->requests[0], 4, 0, 100, 4, 1, 4); /* the warmup: prompt 0 */
+	run->requests[0].warmup = 1;
+	run->n_warmup = 1;
+	for (int i = 1; i < 5; i++) /* all start at 500 ms; each waits for the one before */
+		req(&run->requests[i], (uint64_t)i - 1, 500, 10 + (uint64_t)i * 40, 4, 1, 4);
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	const struct ls_check *p = &c.c[LS_CHECK_PREFIX_CACHE];
+	cr_expect(p->ok, "%s", p->text);
+	cr_expect(strstr(p->text, "led a burst (3 similar requests started before its first token)"), "%s", p->text);
+	free_run(run);
+}
