@@ -377,3 +377,40 @@ Test(real_inputs, prefix_cache_check_no_false_warning_in_a_burst_and_a_warning_w
 	free(err);
 	t_sim_stop(&sim);
 }
+
+static size_t longest_line(const char *text)
+{
+	size_t longest = 0;
+	for (const char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		longest = n > longest ? n : longest;
+	}
+	return longest;
+}
+
+/* What a terminal gets (LATSCOPE_WRAP stands in for one): no line of a default bench or
+ * compare report over 100 columns; and sent all at once, the arrivals say so, not a "rate". */
+Test(real_inputs, reports_fit_100_columns_and_inf_arrivals_say_all_at_once, .timeout = 90)
+{
+	struct t_sim sim;
+	cr_assert_eq(t_sim_start(&sim, 0, NULL), 0);
+	setenv("LATSCOPE_WRAP", "100", 1);
+	const char *extra[] = { "--num-prompts", "12", "--num-warmups", "1", "--request-rate", "inf", NULL };
+	char *out = NULL, *err = NULL;
+	cr_expect_eq(bench(sim.url, extra, &out, &err, NULL), 0, "%s", err);
+	cr_expect_leq(longest_line(out), 100, "%s", out);
+	cr_expect(strstr(out, "all requests at once") && !strstr(out, "req/s of started"), "%s", out);
+	free(out);
+	free(err);
+	const char *cmp[] = { "compare", "--profiles", "vllm,sglang,honest", "--base-url", sim.url, "--model", "m",
+			      "--num-prompts", "12", "--request-rate", "50", "--random-input-len", "16",
+			      "--random-output-len", "4", "--probes", "off", NULL };
+	int rc = t_run(cmp, &out, &err, 80);
+	unsetenv("LATSCOPE_WRAP");
+	cr_expect_eq(rc, 0, "%s", err);
+	cr_expect_leq(longest_line(out), 100, "%s", out);
+	free(out);
+	free(err);
+	t_sim_stop(&sim);
+}

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "commands.h"
 #include "base/outfile.h"
+#include "report/wrap.h"
 #include "config/config.h"
 #include "workload/dataset.h"
 #include "driver/driver.h"
@@ -391,7 +392,7 @@ static void print_failures(const struct bench *b)
 	}
 }
 
-static int results(struct bench *b)
+static int results(struct bench *b, FILE *out)
 {
 	struct ls_config *c = &b->cfg;
 	struct ls_run_report rr;
@@ -419,7 +420,7 @@ static int results(struct bench *b)
 	char *path = NULL;
 	if (c->save_result && !(path = result_path(b)))
 		err = -ENOMEM;
-	int written = ls_run_report_print(stdout, &rr, &b->run, &ctx, path);
+	int written = ls_run_report_print(out, &rr, &b->run, &ctx, path);
 	if (!err && !written && path)
 		fprintf(stderr, "latscope bench: result written to %s\n", path);
 	free(path);
@@ -513,11 +514,16 @@ static int prepare(struct bench *b)
  * code: 0, 1 (a file not written, an interrupt), or LS_EXIT_NONE_OK. */
 static int report(struct bench *b)
 {
-	int results_rc = results(b);
+	struct ls_wrap wrap;
+	FILE *out = ls_wrap_open(&wrap, stdout);
+	int results_rc = results(b, out), probes_rc = 0;
+	if (results_rc >= 0) {
+		probes_rc = ls_bench_probes_report(b->probes, &b->run, out);
+		ls_checks_print(out, &b->checks);
+	}
+	ls_wrap_close(&wrap);
 	if (results_rc < 0)
 		return 1;
-	int probes_rc = ls_bench_probes_report(b->probes, &b->run, stdout);
-	ls_checks_print(stdout, &b->checks);
 	if (results_rc || probes_rc)
 		return 1;
 	if (b->run.interrupted) {

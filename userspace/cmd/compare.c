@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "commands.h"
+#include "report/wrap.h"
 #include "report/compare.h"
 #include "config/config.h"
 #include "server/http_easy.h"
@@ -330,7 +331,11 @@ int cmd_compare(int argc, char **argv)
 		fprintf(stderr, "latscope compare: out of memory computing metrics\n");
 		goto out;
 	}
-	ls_cmp_print(stdout, c.runs, c.n_runs, c.cols, (size_t)c.n_cols, c.markdown);
+	struct ls_wrap wrap;
+	FILE *out = c.markdown ? stdout : ls_wrap_open(&wrap, stdout); /* a markdown table stays whole */
+	ls_cmp_print(out, c.runs, c.n_runs, c.cols, (size_t)c.n_cols, c.markdown);
+	if (!c.markdown)
+		ls_wrap_close(&wrap);
 	if (c.keep_dir)
 		printf("\nRecords and each run's bench report: %s/run-N.{jsonl,txt} (latscope report FILE --profile P "
 		       "re-reads them)\n", c.dir);

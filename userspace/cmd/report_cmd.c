@@ -8,6 +8,7 @@
 #include <string.h>
 #include "cmd/cmd.h"
 #include "commands.h"
+#include "report/wrap.h"
 #include "report/compare.h"
 #include "config/config.h"
 #include "report/record_file.h"
@@ -198,8 +199,11 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 	if (switched)
 		printf("Accept length %.2f (%s): %s reads ITL per token\n", accept,
 		       a->accept_len >= 0 ? "--accept-length" : "estimated from the records' tokens per frame", prof.name);
-	int rc = ls_run_report_print(stdout, &rr, run, &ctx, a->save) ? 1 : 0;
-	ls_checks_print(stdout, &rr.checks);
+	struct ls_wrap wrap;
+	FILE *out = ls_wrap_open(&wrap, stdout);
+	int rc = ls_run_report_print(out, &rr, run, &ctx, a->save) ? 1 : 0;
+	ls_checks_print(out, &rr.checks);
+	ls_wrap_close(&wrap);
 	ls_run_report_free(&rr);
 	return rc;
 }
@@ -228,7 +232,11 @@ static int many_profiles(const struct report_args *a, struct ls_run *run, const 
 		fprintf(stderr, "latscope report: out of memory computing metrics\n");
 		rc = 1;
 	} else {
-		ls_cmp_print(stdout, &one, 1, cols, (size_t)n, a->markdown);
+		struct ls_wrap wrap;
+		FILE *out = a->markdown ? stdout : ls_wrap_open(&wrap, stdout);
+		ls_cmp_print(out, &one, 1, cols, (size_t)n, a->markdown);
+		if (!a->markdown)
+			ls_wrap_close(&wrap);
 	}
 	ls_cmp_free(NULL, 0, cols, (size_t)n); /* the run is the caller's */
 	return rc;

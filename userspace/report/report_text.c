@@ -133,7 +133,7 @@ static const char *clock_story(enum ls_origin c)
 	switch (c) {
 	case LS_ORIGIN_SCHEDULED: return "scheduled (the arrival process said go; includes slot wait)";
 	case LS_ORIGIN_ADMITTED: return "admitted (got a concurrency slot)";
-	case LS_ORIGIN_STARTED: return "started (handed to libcurl, after the slot: vLLM's st)";
+	case LS_ORIGIN_STARTED: return "started (handed to libcurl, after the slot: where vLLM's and SGLang's clients take st)";
 	default: return "?";
 	}
 }
@@ -273,7 +273,10 @@ static void latscope_block(FILE *out, const struct ls_metrics *m, const struct l
 		 ls_out_tokens_name(rules->out_tokens));
 	line_s(out, "Read rules:", buf);
 	if (ctx->arrival) {
-		if (m->realised_rate > 0)
+		/* Sent all at once, the starts are microseconds apart: a "rate" of them means nothing. */
+		if (!isfinite(ctx->request_rate))
+			snprintf(buf, sizeof(buf), "%s: all requests at once", ctx->arrival);
+		else if (m->realised_rate > 0)
 			snprintf(buf, sizeof(buf), "%s, realised %.2f req/s of started requests", ctx->arrival,
 				 m->realised_rate);
 		else
