@@ -414,3 +414,41 @@ Test(real_inputs, reports_fit_100_columns_and_inf_arrivals_say_all_at_once, .tim
 	free(err);
 	t_sim_stop(&sim);
 }
+
+/* A record file without its run_end line (the run was killed): report says the run was cut. */
+Test(real_inputs, report_on_a_record_without_its_end_line_says_the_run_was_cut, .timeout = 60)
+{
+	struct t_sim sim;
+	cr_assert_eq(t_sim_start(&sim, 0, NULL), 0);
+	char dir[] = "/tmp/latscope-cut-XXXXXX", rec[300], cut[300];
+	cr_assert(mkdtemp(dir));
+	snprintf(rec, sizeof(rec), "%s/r.jsonl", dir);
+	snprintf(cut, sizeof(cut), "%s/cut.jsonl", dir);
+	const char *extra[] = { "--record", rec, NULL };
+	char *out = NULL, *err = NULL;
+	cr_assert_eq(bench(sim.url, extra, &out, &err, NULL), 0, "%s", err);
+	free(out);
+	free(err);
+	t_sim_stop(&sim);
+	size_t len = 0;
+	char *text = t_read_file(rec, &len);
+	cr_assert(text && len > 1);
+	char *end = strstr(text, "{\"latscope_run_end\"");
+	cr_assert(end, "no run_end line in %s", rec);
+	FILE *f = fopen(cut, "w");
+	cr_assert(f);
+	fwrite(text, 1, (size_t)(end - text), f);
+	fclose(f);
+	free(text);
+	const char *whole[] = { "report", rec, NULL }, *cutv[] = { "report", cut, NULL };
+	cr_assert_eq(t_run(whole, &out, &err, 20), 0, "%s", err);
+	cr_expect(!strstr(out, "the run was cut"), "%s", out);
+	free(out);
+	free(err);
+	cr_assert_eq(t_run(cutv, &out, &err, 20), 0, "%s", err);
+	cr_expect(strstr(out, "Run end: none in the file: the run was cut") && strstr(out, "the 4 requests on disk"),
+		  "%s", out);
+	free(out);
+	free(err);
+	t_remove_tree(dir);
+}

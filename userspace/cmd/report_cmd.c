@@ -196,6 +196,9 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 	printf("Records: %s (%zu requests, %zu warmups; sent by profile %s, backend %s, arrival %s)\n", a->path,
 	       run->n_requests - run->n_warmup, run->n_warmup, meta->profile[0] ? meta->profile : "?",
 	       meta->backend[0] ? meta->backend : "?", meta->arrival[0] ? meta->arrival : "?");
+	if (!meta->complete)
+		printf("Run end: none in the file: the run was cut (killed, or still writing); the numbers cover "
+		       "the %zu requests on disk\n", run->n_requests - run->n_warmup);
 	if (switched)
 		printf("Accept length %.2f (%s): %s reads ITL per token\n", accept,
 		       a->accept_len >= 0 ? "--accept-length" : "estimated from the records' tokens per frame", prof.name);
