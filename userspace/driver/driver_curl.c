@@ -420,7 +420,13 @@ static void classify(struct xfer *x, CURLcode code)
 	default: break;
 	}
 	rec->fail = why;
-	copy_error(rec, x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+	const char *msg = x->errbuf[0] ? x->errbuf : curl_easy_strerror(code);
+	/* A peer that resets the handshake leaves libcurl's socket error alone ("Recv failure:
+	 * Connection reset by peer"), which does not say it was TLS that failed. */
+	if (why == LS_FAIL_TLS && !strcasestr(msg, "ssl") && !strcasestr(msg, "tls"))
+		snprintf(rec->error, sizeof(rec->error), "TLS handshake failed: %.137s", msg);
+	else
+		copy_error(rec, msg);
 }
 
 /* A server that dies mid-run leaves every later request failing to connect, which reads as
