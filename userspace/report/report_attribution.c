@@ -135,6 +135,7 @@ void ls_attribution_print(FILE *out, const struct ls_attribution *a)
 	for (int w = 0; w < WIN__COUNT; w++)
 		print_window(out, a, (enum win)w, buf);
 	print_connect(out, a, buf);
+	ls_handshake_print(out, a);
 	fprintf(out, "requests: %zu; reused connection %zu; no server events %zu; lost events %zu; "
 		"out of order %zu\n", a->n, counts[4], counts[1], counts[2], counts[3]);
 	fprintf(out, "(percentiles are per part: they do not add up; shares do)\n");
