@@ -12,7 +12,7 @@ set -u
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
 NGINX=${NGINX:-/usr/sbin/nginx}
-N=30
+N=${LATSCOPE_NGINX_N:-30} # requests per TLS version
 
 skip() { echo "skip: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "the probes need root"
