@@ -345,6 +345,26 @@ Test(attribution_tls, parts_sum_exactly_under_jitter_and_loss)
 	}
 }
 
+Test(attribution_tls, handshake_server_cpu_is_not_gpu_or_queue)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_gpu_step steps[1] = { { .start_ns = 1500 * US, .end_ns = 4000 * US } }; /* other requests' */
+
+	one_request(&run, &r);
+	tls13(st, 1);
+	struct ls_attribution *a = ls_attribute(&run, st, steps, 1, honest_rules(), NULL);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert(a->have_gpu);
+	cr_assert_eq(P(q->ttft, SERVER), 590, "the handshake's server CPU");
+	cr_assert_eq(P(q->ttft, GPU), 4000 - 2920);
+	cr_assert_eq(P(q->ttft, QUEUE), 2060 - (4000 - 2920));
+	cr_assert_eq(P(q->tls, SERVER), 590);
+	assert_sums(q);
+	done(a, st, &r);
+}
+
 Test(attribution_tls, report_line_and_json)
 {
 	struct ls_request r = { 0 };

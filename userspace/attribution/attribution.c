@@ -169,9 +169,14 @@ struct ctx {
 /* The TLS handshake's round trips (attribution_tls.c), each: client flight -> server kernel
  * (network) -> server's reply leaves (server CPU) -> client kernel (network); between rounds
  * and after the last, client CPU. Without a server stamp a round trip is network+server; with
- * no round seen the handshake is network as a whole. */
+ * no round seen the handshake is network as a whole. The server's handshake CPU stays server
+ * with GPU steps given: it is the TLS terminator's work, not a queue, and GPU steps of other
+ * requests that overlap it are not its. */
 static void chain_tls(struct chain *c, const struct ls_req_attr *a)
 {
+	const struct gpu_union *gpu = c->gpu;
+
+	c->gpu = NULL;
 	for (uint32_t i = 0; i < a->n_tls_rounds; i++) {
 		const struct ls_tls_round *t = &a->tls_rounds[i];
 		chain_to(c, t->client_sent_ns, LS_PART_CLIENT);
@@ -180,6 +185,7 @@ static void chain_tls(struct chain *c, const struct ls_req_attr *a)
 		chain_to(c, t->client_arrived_ns, LS_PART_NETWORK);
 	}
 	chain_to(c, a->tls_end_ns, a->n_tls_rounds ? LS_PART_CLIENT : LS_PART_NETWORK);
+	c->gpu = gpu;
 }
 
 /* The request up to its first byte of response: slot wait, connect, TLS, request in flight. */
