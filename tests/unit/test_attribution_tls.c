@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cjson/cJSON.h>
 #include "attribution/attribution.h"
 #include "config/profile.h"
@@ -398,5 +399,23 @@ Test(attribution_tls, report_line_and_json)
 	cJSON_Delete(back);
 	free(line);
 	cJSON_Delete(j);
+
+	/* The trace nests the round trips inside the handshake. */
+	struct ls_run run = { .requests = &r, .n_requests = 1 };
+	char path[] = "/tmp/latscope-trace-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(ls_trace_write(path, &run, a, st, NULL, 0), 0);
+	char *trace = NULL;
+	FILE *tf = fopen(path, "r");
+	cr_assert_not_null(tf);
+	size_t tlen = 0;
+	cr_assert_geq(getdelim(&trace, &tlen, '\0', tf), 0);
+	fclose(tf);
+	unlink(path);
+	cr_assert(strstr(trace, "\"TLS flight to server\"") && strstr(trace, "\"server TLS CPU\"") &&
+		  strstr(trace, "\"TLS flight to client\""), "%s", trace);
+	free(trace);
 	done(a, st, &r);
 }
