@@ -20,7 +20,7 @@
 #include "report/report.h"
 
 #define MODEL "latscope-sim"
-#define N_REQ 16
+#define N_REQ 40
 #define K2K_TOL_NS 30000ull /* network vs the flights' kernel-to-kernel sum, per request */
 
 static void need_root_and_btf(void)
@@ -101,6 +101,16 @@ static uint64_t arrived(const struct ls_sock_events *s, uint64_t t, uint32_t seq
 	return 0;
 }
 
+/* A READ of s in [from, to] whose copied_seq reaches seq. */
+static int read_by(const struct ls_sock_events *s, uint64_t from, uint64_t to, uint32_t seq)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->ev[i].kind == LS_EV_READ && s->ev[i].ts_ns >= from && s->ev[i].ts_ns <= to &&
+		    (int32_t)(s->ev[i].seq - seq) >= 0)
+			return 1;
+	return 0;
+}
+
 /* The flights' kernel-to-kernel times in [from, to], from the raw events of both sockets: the
  * writes of both sides in time order, a flight being the writes up to a change of side, timed
  * from its last write's send start to the other kernel's arrival of its last byte. A last client
@@ -126,11 +136,17 @@ static uint64_t flights_k2k(const struct ls_sock_events *cs, const struct ls_soc
 		w[n++] = (struct write){ server, e->ts_ns, e->seq + e->len };
 		server ? si++ : ci++;
 	}
+	size_t f[64], nf = 0; /* each flight's last write */
+	for (size_t i = 0; i < n; i++)
+		if (i + 1 == n || w[i + 1].server != w[i].server)
+			f[nf++] = i;
 	*n_flights = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i + 1 < n && w[i + 1].server == w[i].server)
-			continue; /* not the flight's last write */
-		if (i + 1 == n && !w[i].server)
+	for (size_t k = 0; k < nf; k++) {
+		size_t i = f[k];
+		/* Waited for: a server flight the client read to its end before SSL_connect returned,
+		 * or a client flight such a server flight answered. */
+		size_t srv_k = w[i].server ? k : k + 1;
+		if (srv_k >= nf || !read_by(cs, w[f[srv_k]].ts, to, w[f[srv_k]].end))
 			continue;
 		uint64_t at = arrived(w[i].server ? cs : ss, w[i].ts, w[i].end);
 		cr_assert(at, "flight at %llu never arrived", (unsigned long long)w[i].ts);
