@@ -232,6 +232,8 @@ static __always_inline struct ls_sock_info *ls_sock_task(struct sock *sk)
 	w = ls_current_watched();
 	if (!w || !ls_is_tcp(sk))
 		return NULL;
+	if (BPF_CORE_READ(sk, __sk_common.skc_state) == 7 /* TCP_CLOSE */)
+		return NULL; /* closed (its entry dropped): about to be freed, its pointer reused */
 	return ls_sock_track(sk, bpf_get_current_pid_tgid() >> 32, w->role);
 }
 

@@ -99,6 +99,15 @@ int BPF_PROG(ls_set_state, struct sock *sk, int oldstate, int newstate)
 			bpf_map_update_elem(&ls_listen, &port, &l, BPF_ANY);
 		return 0;
 	}
+	if (newstate == LS_TCP_SYN_RECV && oldstate == LS_TCP_LISTEN) {
+		/* A new child socket: its pointer may still hold the entry of a freed socket that was
+		 * tracked again after its close (a TLS close_notify sent after it), measured to merge
+		 * a new connection into the old one's cookie. Forget it; ESTABLISHED tracks afresh. */
+		__u64 key = (__u64)(unsigned long)sk;
+
+		bpf_map_delete_elem(&ls_socks, &key);
+		return 0;
+	}
 	info = ls_sock_get(sk);
 	if (!info && newstate == LS_TCP_ESTABLISHED && oldstate == LS_TCP_SYN_RECV) {
 		/* Softirq, often in the client's context on loopback: match the listen port, never

@@ -227,10 +227,13 @@ Test(probes, http_fresh_connections_sim_watched, .timeout = 120)
 		 * CONNECT_TIME (its own start -> noticed), which the record keeps as connect - started. */
 		cr_assert_leq(q->established_ns - q->connect_call_ns, r->connect_ns - r->started_ns,
 			      "request %zu: kernel connect longer than curl's CONNECT_TIME", i);
-		/* The client part is exactly: slot wait + dispatch + curl before connect() + curl noticing
-		 * the connection up to the send + the first frame's wait in the kernel and parse. */
+		/* The client part is exactly: slot wait + dispatch + curl before connect() + its kernel
+		 * up to the SYN + curl noticing the connection up to the send + the first frame's wait
+		 * in the kernel and parse. */
+		cr_assert(q->syn_sent_ns > q->connect_call_ns && q->syn_sent_ns < q->established_ns, "request %zu", i);
 		uint64_t client = (r->admitted_ns - r->scheduled_ns) + (r->started_ns - r->admitted_ns) +
-				  (q->connect_call_ns - r->started_ns) + (q->request_send_ns - q->established_ns) +
+				  (q->connect_call_ns - r->started_ns) + (q->syn_sent_ns - q->connect_call_ns) +
+				  (q->request_send_ns - q->established_ns) +
 				  (r->frames[0].arrived_ns - q->frames[0].kernel_ns);
 		cr_assert_eq(q->ttft.ns[LS_PART_CLIENT], client, "request %zu client part", i);
 		srv[i] = q->ttft.ns[LS_PART_SERVER];

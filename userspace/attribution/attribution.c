@@ -5,7 +5,10 @@
  * belongs to one part:
  *
  *   admitted (client: slot wait) -> started (client) -> connect() (client: curl setup)
- *   -> ESTABLISHED (network) -> TLS start (client: curl noticing) -> TLS end (network)
+ *   -> SYN left (client: its kernel) -> ESTABLISHED (network) -> TLS start (client: curl
+ *   noticing, SSL setup) -> per round trip of the handshake: client flight left (client CPU)
+ *   -> server kernel had it (network) -> server's reply left (server CPU) -> client kernel had
+ *   it (network); -> TLS end (client CPU)
  *   -> request send start (client) -> server read the request (network)
  *   -> server send start of the frame (server) -> client kernel had the frame (network)
  *   -> user space read it (client: waiting in the kernel) -> harness stamp (client)
@@ -163,6 +166,28 @@ struct ctx {
 	const struct ls_read_rules *rules;
 };
 
+/* The TLS handshake's round trips (attribution_tls.c), each: client flight -> server kernel
+ * (network) -> server's reply leaves (server CPU) -> client kernel (network); between rounds
+ * and after the last, client CPU. Without a server stamp a round trip is network+server; with
+ * no round seen the handshake is network as a whole. The server's handshake CPU stays server
+ * with GPU steps given: it is the TLS terminator's work, not a queue, and GPU steps of other
+ * requests that overlap it are not its. */
+static void chain_tls(struct chain *c, const struct ls_req_attr *a)
+{
+	const struct gpu_union *gpu = c->gpu;
+
+	c->gpu = NULL;
+	for (uint32_t i = 0; i < a->n_tls_rounds; i++) {
+		const struct ls_tls_round *t = &a->tls_rounds[i];
+		chain_to(c, t->client_sent_ns, LS_PART_CLIENT);
+		chain_to(c, t->server_arrived_ns, LS_PART_NETWORK);
+		chain_to(c, t->server_sent_ns, LS_PART_SERVER);
+		chain_to(c, t->client_arrived_ns, LS_PART_NETWORK);
+	}
+	chain_to(c, a->tls_end_ns, a->n_tls_rounds ? LS_PART_CLIENT : LS_PART_NETWORK);
+	c->gpu = gpu;
+}
+
 /* The request up to its first byte of response: slot wait, connect, TLS, request in flight. */
 static void chain_request(struct chain *c, const struct ls_request *r, const struct ls_req_attr *a)
 {
@@ -170,10 +195,12 @@ static void chain_request(struct chain *c, const struct ls_request *r, const str
 	chain_to(c, r->started_ns, LS_PART_CLIENT);
 	if (!(a->flags & LS_ATTR_REUSED)) {
 		chain_to(c, a->connect_call_ns, LS_PART_CLIENT);
+		if (a->syn_sent_ns)
+			chain_to(c, a->syn_sent_ns, LS_PART_CLIENT);
 		chain_to(c, a->established_ns, LS_PART_NETWORK);
 		if (a->tls_start_ns || (a->flags & LS_ATTR_NO_TLS_EVENTS)) {
 			chain_to(c, a->tls_start_ns, LS_PART_CLIENT);
-			chain_to(c, a->tls_end_ns, LS_PART_NETWORK);
+			chain_tls(c, a);
 		}
 	}
 	chain_to(c, a->request_send_ns, LS_PART_CLIENT);
@@ -188,6 +215,28 @@ static void chain_frame(struct chain *c, const struct ls_frame_attr *fa, uint64_
 	chain_to(c, stamp, LS_PART_CLIENT);
 }
 
+/* A fresh connection's connect() -> ESTABLISHED and ESTABLISHED -> TLS done, split by the same
+ * boundaries as TTFT (so the same intervals), each summing exactly to its span. */
+static void handshake_parts(const struct ls_request *r, struct ls_req_attr *a)
+{
+	struct chain c;
+
+	if (a->flags & LS_ATTR_REUSED)
+		return;
+	if (a->connect_call_ns && a->established_ns > a->connect_call_ns) {
+		a->connect_span_ns = a->established_ns - a->connect_call_ns;
+		chain_init(&c, a->connect_call_ns, a->established_ns, &a->connect, NULL);
+		chain_request(&c, r, a);
+		chain_finish(&c);
+	}
+	if (a->established_ns && a->tls_start_ns && a->tls_end_ns > a->established_ns) {
+		a->tls_span_ns = a->tls_end_ns - a->established_ns;
+		chain_init(&c, a->established_ns, a->tls_end_ns, &a->tls, NULL);
+		chain_request(&c, r, a);
+		chain_finish(&c);
+	}
+}
+
 static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_req_attr *a)
 {
 	struct ls_frame_attr tail;
@@ -199,6 +248,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 		a->flags |= LS_ATTR_WARMUP;
 	if (ls_attr_match(&x->index, r, a, &tail))
 		return -ENOMEM;
+	handshake_parts(r, a);
 
 	/* Windows, under the rules, for requests that produced a first token. */
 	if (!ls_request_view(r, x->rules, &v)) {

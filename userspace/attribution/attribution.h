@@ -51,6 +51,18 @@ struct ls_frame_attr {
 	uint32_t exact;           /* 1: the frame ended its read, seq_end exact to the segment */
 };
 
+/* One round trip of a TLS handshake that the client waited for: its flight left the client's
+ * kernel, reached the server's, the server's reply left and reached the client's kernel
+ * (attribution_tls.c). 0 = unknown (server_* are 0 when the server is not watched). */
+struct ls_tls_round {
+	uint64_t client_sent_ns;    /* send start of the client write that carried the flight's end */
+	uint64_t server_arrived_ns; /* server kernel had the flight (sk_data_ready) */
+	uint64_t server_sent_ns;    /* send start of the server write that carried the reply's end */
+	uint64_t client_arrived_ns; /* client kernel had the reply's end */
+};
+
+#define LS_TLS_ROUNDS_MAX 6 /* TLS 1.2: 2, TLS 1.3: 1, + a HelloRetryRequest */
+
 struct ls_req_attr {
 	uint64_t id;
 	uint32_t flags;           /* LS_ATTR_* */
@@ -67,6 +79,14 @@ struct ls_req_attr {
 	uint64_t curl_connect_time_ns; /* curl's CONNECT_TIME (record: connect - started), 0 unknown */
 	uint32_t srtt_us;           /* last smoothed RTT of the client socket, 0 unknown */
 	uint32_t retransmits;
+	/* A fresh connection's handshake split (valid when the span is not 0; parts sum to it). */
+	uint64_t syn_sent_ns;       /* the SYN left: connect() -> here is the client's kernel */
+	uint32_t n_tls_rounds;      /* 0: no flights seen, the TLS span is network as a whole */
+	struct ls_tls_round tls_rounds[LS_TLS_ROUNDS_MAX];
+	uint64_t connect_span_ns;   /* connect() called -> ESTABLISHED */
+	struct ls_parts connect;
+	uint64_t tls_span_ns;       /* ESTABLISHED -> SSL_connect done (setup, flights, CPU) */
+	struct ls_parts tls;
 	/* Windows (valid when !(flags & LS_ATTR_NOT_OK)). */
 	uint64_t ttft_ns;
 	struct ls_parts ttft;

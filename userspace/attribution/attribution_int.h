@@ -1,5 +1,6 @@
-/* attribution_int.h — shared by attribution.c (windows and parts) and attribution_seq.c (a
- * request's kernel stamps from its sockets' events). Not an interface for other stages. */
+/* attribution_int.h — shared by attribution.c (windows and parts), attribution_seq.c (a
+ * request's kernel stamps from its sockets' events) and attribution_tls.c (its handshake). Not
+ * an interface for other stages. */
 #ifndef LATSCOPE_ATTRIBUTION_INT_H
 #define LATSCOPE_ATTRIBUTION_INT_H
 
@@ -25,5 +26,9 @@ void ls_attr_index_free(struct ls_attr_index *x);
  * bytes when they were read after the last frame (read_ns 0 otherwise). 0 or -ENOMEM. */
 int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, struct ls_req_attr *a,
 		  struct ls_frame_attr *tail);
+
+/* A fresh connection's handshake (attribution_tls.c): a->syn_sent_ns and the TLS round trips
+ * from the client socket cs and the paired server socket (a->server_cookie). */
+void ls_attr_handshake(const struct ls_attr_index *x, const struct ls_sock_events *cs, struct ls_req_attr *a);
 
 #endif

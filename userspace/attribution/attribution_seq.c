@@ -352,6 +352,7 @@ int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, str
 		match_connect(win, r, a);
 	uint64_t resp_from = match_request(win, r, a, t0);
 	struct span srv = match_server(x, cs, a, resp_from, t1);
+	ls_attr_handshake(x, cs, a);
 	struct span resp = span_of(cs, resp_from, t1);
 	if (match_frames(r, a, resp, srv))
 		return -ENOMEM;

@@ -62,6 +62,9 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 /* The report section "Where the latency went": p50/p90/p99 of every part for TTFT, ITL and
  * E2EL over measured requests, each part's share of the total, and what is missing and why. */
 void ls_attribution_print(FILE *out, const struct ls_attribution *a);
+/* Its connect/TLS lines: fresh connections' connect() -> handshake done (and the TLS handshake
+ * alone) split into network, client and server, P50/P99 (report_handshake.c). */
+void ls_handshake_print(FILE *out, const struct ls_attribution *a);
 
 /* The GPU steps section: steps, step times, busy share, idle gaps, losses, per-process state. */
 void ls_gpu_report_print(FILE *out, const struct ls_gpu_steps *gs, uint64_t from_ns,

@@ -135,6 +135,7 @@ void ls_attribution_print(FILE *out, const struct ls_attribution *a)
 	for (int w = 0; w < WIN__COUNT; w++)
 		print_window(out, a, (enum win)w, buf);
 	print_connect(out, a, buf);
+	ls_handshake_print(out, a);
 	fprintf(out, "requests: %zu; reused connection %zu; no server events %zu; lost events %zu; "
 		"out of order %zu\n", a->n, counts[4], counts[1], counts[2], counts[3]);
 	fprintf(out, "(percentiles are per part: they do not add up; shares do)\n");
@@ -283,6 +284,37 @@ static cJSON *frames_json(const struct ls_req_attr *r)
 	return item;
 }
 
+/* "connect" and "tls": a fresh connection's handshake parts (each sums to its total_ns), and
+ * "tls_rounds" [[client_sent, server_arrived, server_sent, client_arrived], ...] (0 unknown). */
+static void handshake_json(cJSON *o, const struct ls_req_attr *r)
+{
+	cJSON *item, *rounds;
+
+	if (r->connect_span_ns && (item = parts_json(&r->connect, r->connect_span_ns)) &&
+	    !cJSON_AddItemToObjectCS(o, "connect", item))
+		cJSON_Delete(item);
+	if (!r->tls_span_ns || !(item = parts_json(&r->tls, r->tls_span_ns)))
+		return;
+	if (!cJSON_AddItemToObjectCS(o, "tls", item)) {
+		cJSON_Delete(item);
+		return;
+	}
+	rounds = cJSON_AddArrayToObject(item, "rounds");
+	for (uint32_t i = 0; rounds && i < r->n_tls_rounds; i++) {
+		const struct ls_tls_round *t = &r->tls_rounds[i];
+		const uint64_t v[4] = { t->client_sent_ns, t->server_arrived_ns, t->server_sent_ns,
+					t->client_arrived_ns };
+		cJSON *row = cJSON_CreateArray();
+		for (int j = 0; row && j < 4; j++) {
+			cJSON *n = int_item(v[j]);
+			if (n && !cJSON_AddItemToArray(row, n))
+				cJSON_Delete(n);
+		}
+		if (row && !cJSON_AddItemToArray(rounds, row))
+			cJSON_Delete(row);
+	}
+}
+
 cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
 {
 	const struct ls_req_attr *r;
@@ -310,11 +342,13 @@ cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
 				cJSON_Delete(gj);
 		}
 	}
+	handshake_json(o, r);
 	k = cJSON_AddObjectToObject(o, "kernel");
 	if (k) {
 		add_stamp(k, "client_cookie", r->client_cookie);
 		add_stamp(k, "server_cookie", r->server_cookie);
 		add_stamp(k, "connect_call_ns", r->connect_call_ns);
+		add_stamp(k, "syn_sent_ns", r->syn_sent_ns);
 		add_stamp(k, "established_ns", r->established_ns);
 		add_stamp(k, "tls_start_ns", r->tls_start_ns);
 		add_stamp(k, "tls_end_ns", r->tls_end_ns);

@@ -1,6 +1,7 @@
 /* report_trace.c — --trace FILE.json: Chrome trace-event JSON (ui.perfetto.dev opens it).
  * Process 1 "requests": one track per request with its phases (slot wait, dispatch, connect,
- * TLS, request in flight, server, first frame) and an instant per frame. Process 2 "server
+ * TLS with its round trips nested, request in flight, server, first frame) and an instant per
+ * frame. Process 2 "server
  * connections": one track per server socket with its reads and writes. Process 3 "GPU steps".
  * Timestamps are CLOCK_MONOTONIC microseconds (the trace format's unit). */
 #include <errno.h>
@@ -68,6 +69,23 @@ static void phase(struct seq *s, const char *name, uint64_t from, uint64_t to)
 		s->at = to;
 }
 
+/* Inside "TLS handshake", nested on its track: each round trip the client waited for, split as
+ * the attribution splits it (attribution_tls.c). */
+static void tls_round_spans(cJSON *arr, const struct ls_req_attr *a, uint64_t tid)
+{
+	for (uint32_t k = 0; k < a->n_tls_rounds; k++) {
+		const struct ls_tls_round *t = &a->tls_rounds[k];
+		if (!t->server_arrived_ns || !t->server_sent_ns) {
+			span(arr, "TLS round trip (network+server)", PID_REQUESTS, tid, t->client_sent_ns,
+			     t->client_arrived_ns);
+			continue;
+		}
+		span(arr, "TLS flight to server", PID_REQUESTS, tid, t->client_sent_ns, t->server_arrived_ns);
+		span(arr, "server TLS CPU", PID_REQUESTS, tid, t->server_arrived_ns, t->server_sent_ns);
+		span(arr, "TLS flight to client", PID_REQUESTS, tid, t->server_sent_ns, t->client_arrived_ns);
+	}
+}
+
 static void request_track(cJSON *arr, const struct ls_request *r, const struct ls_req_attr *a, size_t i)
 {
 	char name[64];
@@ -100,6 +118,7 @@ static void request_track(cJSON *arr, const struct ls_request *r, const struct l
 		phase(&s, "TCP connect", a->connect_call_ns, a->established_ns);
 		phase(&s, "curl notices connect", a->established_ns, a->tls_start_ns);
 		phase(&s, "TLS handshake", a->tls_start_ns, a->tls_end_ns);
+		tls_round_spans(arr, a, i + 1);
 	}
 	phase(&s, "client before send", s.at ? s.at : r->started_ns, a->request_send_ns);
 	if (a->server_read_ns) {
