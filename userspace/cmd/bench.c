@@ -47,7 +47,7 @@ static int build_dataset(struct bench *b)
 {
 	struct ls_config *c = &b->cfg;
 	ls_token_count_fn count = NULL;
-	int needs_text = c->profile.send.backend == LS_BACKEND_OPENAI_CHAT;
+	int needs_text = ls_backend_needs_text(c->profile.send.backend);
 	if (c->dataset != LS_DATASET_RANDOM || needs_text) {
 		if (ls_server_has_tokenize(&b->server))
 			count = ls_server_count_tokens;
@@ -483,7 +483,7 @@ static int prepare(struct bench *b)
 		b->model = strdup(c->model);
 	} else {
 		b->model = ls_server_first_model(&b->server);
-		if (!b->model && c->profile.send.backend != LS_BACKEND_SGLANG) {
+		if (!b->model && ls_backend_sends_model(c->profile.send.backend)) {
 			fprintf(stderr, "latscope bench: no --model given and %s gave no model name (%s); pass --model\n",
 				b->base, b->server.why);
 			return -1;

@@ -138,7 +138,7 @@ static int on_event(void *ctx, const struct ls_sse_event *ev)
 	/* The end of a stream: [DONE], or SGLang's final frame (its finish_reason). An OpenAI
 	 * finish_reason still has the usage frame and [DONE] to come. */
 	if ((fr->flags & LS_FRAME_DONE) ||
-	    ((fr->flags & LS_FRAME_FINISH) && x->drv->opts->backend == LS_BACKEND_SGLANG)) {
+	    ((fr->flags & LS_FRAME_FINISH) && ls_backend_final_frame_ends(x->drv->opts->backend))) {
 		if (!rec->done_frame_ns)
 			rec->done_frame_ns = x->now_ns;
 		x->saw_done = 1;
@@ -341,6 +341,10 @@ static void classify_clean_end(struct xfer *x)
 	struct ls_request *rec = x->rec;
 	if (x->saw_done || x->saw_finish)
 		return;
+	if (ls_backend_eof_ends(x->drv->opts->backend) && rec->n_frames && !ls_sse_pending(&x->sse)) {
+		rec->done_frame_ns = rec->frames[rec->n_frames - 1].arrived_ns; /* no end marker: EOF is it */
+		return;
+	}
 	if (!x->content_type[0] && !rec->n_frames && rec->body_bytes) {
 		/* No Content-Type to go by, and not one data: frame in the whole body. */
 		rec->fail = LS_FAIL_PROTOCOL;
