@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "driver/backend.h"
 #include "cmd/cmd.h"
+#include "cmd/bench_dataset.h"
 #include "server/bench_server.h"
 #include "base/clock.h"
 #include "commands.h"
@@ -45,40 +46,7 @@ struct bench {
 
 static int build_dataset(struct bench *b)
 {
-	struct ls_config *c = &b->cfg;
-	ls_token_count_fn count = NULL;
-	int needs_text = ls_backend_needs_text(c->profile.send.backend);
-	if (c->dataset != LS_DATASET_RANDOM || needs_text) {
-		if (ls_server_has_tokenize(&b->server))
-			count = ls_server_count_tokens;
-		else
-			fprintf(stderr, "latscope bench: the server has no /tokenize; prompt lengths are estimated "
-					"(1 token per 4 bytes or per word)\n");
-	}
-	switch (c->dataset) {
-	case LS_DATASET_RANDOM: {
-		struct ls_random_opts o = {
-			.n = c->num_prompts, .input_len = c->random_input_len, .output_len = c->random_output_len,
-			.range_ratio = c->random_range_ratio, .semantics = c->profile.send.range_semantics,
-			.vocab_size = c->random_vocab_size, .seed = c->seed,
-		};
-		if (!o.vocab_size && !needs_text && ls_server_vocab_size(&b->server, LS_DEFAULT_VOCAB, &o.vocab_size)) {
-			fprintf(stderr, "latscope bench: could not learn the vocabulary size for random token ids "
-					"(%s, %d tries); pass --random-vocab-size N\n", b->server.why, LS_SERVER_PROBE_TRIES);
-			return -EIO;
-		}
-		if (!o.vocab_size)
-			o.vocab_size = LS_DEFAULT_VOCAB;
-		return needs_text ? ls_dataset_random_text(&b->ds, &o, count, &b->server) : ls_dataset_random(&b->ds, &o);
-	}
-	case LS_DATASET_SHAREGPT:
-		return ls_dataset_sharegpt(&b->ds, c->dataset_path, c->num_prompts, c->sharegpt_output_len, c->seed,
-					   count, &b->server);
-	case LS_DATASET_JSONL:
-		return ls_dataset_jsonl(&b->ds, c->dataset_path, c->num_prompts, c->random_output_len, count,
-					&b->server);
-	}
-	return -EINVAL;
+	return ls_bench_dataset(&b->cfg, &b->server, &b->ds);
 }
 
 static int build_arrival(struct bench *b)
