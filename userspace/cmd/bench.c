@@ -112,6 +112,9 @@ static int build_jobs(struct bench *b)
 			return -EINVAL;
 		}
 		b->jobs[i] = (struct ls_driver_job){ .body = body, .body_len = len, .rec = r };
+		if (ls_bench_route_keys(c) && p.prefix_group &&
+		    !(b->jobs[i].route_key = ls_bench_route_key(b->run_tag, b->date, p.prefix_group - 1)))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -138,6 +141,7 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 		o->on_finish_ctx = b->record;
 	}
 	o->grace_ns = 2000000000ull;
+	o->route_keys = ls_bench_route_keys(c);
 	ls_bench_probes_hook(b->probes, o);
 }
 
@@ -416,7 +420,7 @@ static int check_outputs(const struct bench *b)
 static void bench_free(struct bench *b)
 {
 	for (size_t i = 0; b->jobs && i < b->n_jobs; i++)
-		free((char *)b->jobs[i].body);
+		free((char *)b->jobs[i].body), free((char *)b->jobs[i].route_key);
 	free(b->jobs);
 	ls_run_free(&b->run);
 	if (b->arrival_ok)

@@ -157,3 +157,15 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 	}
 	return err;
 }
+
+int ls_bench_route_keys(const struct ls_config *c)
+{
+	return c->peer.gsp_send_routing_key && c->dataset == LS_DATASET_GSP;
+}
+
+char *ls_bench_route_key(const char *run_tag, const char *date, uint32_t group)
+{
+	char key[96];
+	snprintf(key, sizeof(key), "%s_%s_%u", run_tag, date, group);
+	return strdup(key);
+}

@@ -11,6 +11,7 @@
 #include "driver/driver_int.h"
 
 #define REQUEST_ID_MAX 72 /* "X-Request-Id: " + run tag + '-' + id */
+#define ROUTE_KEY_MAX  96 /* "X-SMG-Routing-Key: " + key */
 
 /* CURLOPT_SOCKOPTFUNCTION: a new connection's socket, before connect(). */
 static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
@@ -208,6 +209,15 @@ static int xfer_headers(struct drv *d, struct xfer *x)
 	x->headers = grown;
 	for (x->id_header = grown; x->id_header->next;)
 		x->id_header = x->id_header->next;
+	x->route_header = NULL;
+	if (d->opts->route_keys) {
+		char route[ROUTE_KEY_MAX + 1];
+		memset(route, 'x', ROUTE_KEY_MAX);
+		route[ROUTE_KEY_MAX] = 0;
+		if (!(grown = curl_slist_append(x->headers, route)))
+			return -1;
+		x->route_header = x->id_header->next;
+	}
 	return 0;
 }
 
@@ -577,6 +587,9 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 
 	snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
 		 (unsigned long long)rec->id);
+	if (x->route_header) /* "Name;" is libcurl's way to send a header with an empty value */
+		snprintf(x->route_header->data, ROUTE_KEY_MAX + 1, job->route_key ? "X-SMG-Routing-Key: %.*s"
+			 : "X-SMG-Routing-Key;", ROUTE_KEY_MAX - 20, job->route_key ? job->route_key : "");
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, job->body);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
 
