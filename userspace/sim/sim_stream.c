@@ -391,7 +391,7 @@ static int mid_stream_fault(struct sim_server *srv, struct sim_req *r, struct wi
 			if (r->fault == SIM_FAULT_BAD_UTF8)
 				w->raw_tail = extra_len;
 			w->rc |= sim_buf_append(&w->text, extra, extra_len);
-			if (r->ep == SIM_EP_GENERATE || !r->stream) /* the cumulative text carries it too */
+			if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || !r->stream) /* the cumulative text carries it too */
 				w->rc |= sim_buf_append(&r->text, extra, extra_len);
 			break;
 		}
