@@ -105,6 +105,17 @@ Test(config_peer, trace_timestamps_replay_mooncake, .init = cr_redirect_stderr)
 	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_TRACE);
 	cr_expect(c.peer.use_trace_timestamps);
 	ls_config_free(&c);
+	const char *sglang_doc[] = { "--dataset-name", "mooncake-conversation", "--dataset-path", "t.jsonl",
+				     "--use-trace-timestamps", "true", "--mooncake-num-rounds", "2", NULL };
+	cr_assert_eq(parse(&c, sglang_doc), 0, "SGLang's docs give the switch a value");
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_TRACE);
+	cr_expect_eq(c.dataset, LS_DATASET_MOONCAKE);
+	ls_config_free(&c);
+	const char *off[] = { "--dataset-name", "mooncake", "--dataset-path", "t.jsonl", "--use-trace-timestamps",
+			      "False", NULL };
+	cr_assert_eq(parse(&c, off), 0);
+	cr_expect(!c.peer.use_trace_timestamps);
+	ls_config_free(&c);
 	const char *random[] = { "--use-trace-timestamps", NULL };
 	cr_expect_eq(parse(&c, random), 2, "random has no times");
 	ls_config_free(&c);

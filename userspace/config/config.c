@@ -112,6 +112,15 @@ static cJSON *read_config(const char *path)
 
 #define PROG "latscope bench"
 
+/* "true"/"false" ("True"/"False") as Python argparse's type=bool flags are given them: the
+ * switch's value, or NULL for any other word. */
+static const char *bool_word(const char *a)
+{
+	if (!strcmp(a, "true") || !strcmp(a, "True"))
+		return "true";
+	return !strcmp(a, "false") || !strcmp(a, "False") ? "false" : NULL;
+}
+
 /* The next flag of w; 1 with o and v (v NULL for a bare switch), 0 at the end, -1 after a
  * message. bench takes flags only: a bare word or "--" is a mistake. */
 static int next_flag(struct ls_opt_walk *w, const struct ls_opt **o, const char **v)
@@ -124,6 +133,8 @@ static int next_flag(struct ls_opt_walk *w, const struct ls_opt **o, const char 
 			kind == LS_OPT_ARG ? *v : "--");
 		return -1;
 	}
+	if (kind == LS_OPT_FLAG && !*v && (*o)->arg == LS_ARG_NONE && w->i < w->argc && (*v = bool_word(w->argv[w->i])))
+		w->i++; /* SGLang's type=bool flags: "--use-trace-timestamps true" */
 	return kind != LS_OPT_END;
 }
 

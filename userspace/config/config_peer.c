@@ -41,6 +41,10 @@ int ls_config_dataset_parse(const char *v, enum ls_dataset_kind *out)
 		{ "random-ids", LS_DATASET_RANDOM_IDS },
 		{ "generated-shared-prefix", LS_DATASET_GSP },
 		{ "mooncake", LS_DATASET_MOONCAKE },
+		/* SGLang's docs name the trace in the dataset: the file still comes from --dataset-path */
+		{ "mooncake-conversation", LS_DATASET_MOONCAKE },
+		{ "mooncake-synthetic", LS_DATASET_MOONCAKE },
+		{ "mooncake-toolagent", LS_DATASET_MOONCAKE },
 	};
 	for (size_t i = 0; v && i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(v, names[i].name)) {
