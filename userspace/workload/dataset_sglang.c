@@ -14,6 +14,7 @@
 #define MOONCAKE_HI          128  /* " hi" per hash id, as SGLang builds the query */
 #define MOONCAKE_DEFAULT_OUT 256  /* output_length when a record has none */
 #define MOONCAKE_MAX_ROUNDS  64
+#define MOONCAKE_MAX_OUT     (1 << 20) /* each later round carries this many placeholder words */
 
 struct mc_record {
 	double  ts_ms;
@@ -83,7 +84,12 @@ static int mc_parse(char *buf, size_t len, const char *path, size_t n, struct mc
 		struct mc_record *r = &recs[(*n_recs)++];
 		r->obj = o;
 		r->ts_ms = ts->valuedouble;
-		r->output_len = out && out->valuedouble >= 1 ? (uint32_t)fmin(out->valuedouble, 1 << 24) : MOONCAKE_DEFAULT_OUT;
+		if (out && !(out->valuedouble <= MOONCAKE_MAX_OUT)) {
+			fprintf(stderr, "latscope: %s:%zu: output_length over %d\n", path, line, MOONCAKE_MAX_OUT);
+			cJSON_Delete(o);
+			return -EINVAL;
+		}
+		r->output_len = out && out->valuedouble >= 1 ? (uint32_t)out->valuedouble : MOONCAKE_DEFAULT_OUT;
 		r->hash_ids = cJSON_GetObjectItemCaseSensitive(o, "hash_ids");
 		r->line = line;
 	}

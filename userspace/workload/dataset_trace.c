@@ -15,6 +15,7 @@
 
 #define SONNET_BASE   "Pick as many lines as you can from these poem lines:\n"
 #define SONNET_TRIES  100 /* draws per prompt before giving up (every draw over input_len) */
+#define BURST_MAX_TOKENS (1 << 20) /* a row past this is not a real request */
 
 static int count_or_estimate(const struct ls_peer_count *c, const char *text, uint32_t *out)
 {
@@ -98,6 +99,10 @@ static int sonnet_sample(struct ls_dataset *ds, char **lines, size_t n_lines, co
 	if (o->input_len <= base) {
 		fprintf(stderr, "latscope: %s: --sonnet-input-len %u must be above the instruction's %u tokens\n", path,
 			o->input_len, base);
+		return -EINVAL;
+	}
+	if (!(avg >= 0.5)) {
+		fprintf(stderr, "latscope: %s: the lines count %.2f tokens each; sonnet needs poem lines\n", path, avg);
 		return -EINVAL;
 	}
 	/* Python's round() is half-to-even, as nearbyint in the default rounding mode. */
@@ -200,8 +205,8 @@ static int burst_parse_row(const char *line, const int col[3], struct burst_row 
 	char model[64], in[32], out[32];
 	double in_d, out_d;
 	if (csv_field(line, col[0], model, sizeof(model)) || csv_field(line, col[1], in, sizeof(in)) ||
-	    csv_field(line, col[2], out, sizeof(out)) || ls_opt_parse_double(in, 0, 1e8, &in_d) ||
-	    ls_opt_parse_double(out, -1e8, 1e8, &out_d))
+	    csv_field(line, col[2], out, sizeof(out)) || ls_opt_parse_double(in, 0, BURST_MAX_TOKENS, &in_d) ||
+	    ls_opt_parse_double(out, -BURST_MAX_TOKENS, BURST_MAX_TOKENS, &out_d))
 		return -1;
 	row->in = (uint32_t)in_d;
 	row->out = out_d > 0 ? (uint32_t)out_d : 0;
