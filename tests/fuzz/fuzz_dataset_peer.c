@@ -1,5 +1,5 @@
 /* fuzz_dataset_peer.c — the peers' dataset files: the first byte picks sonnet, burstgpt, mooncake
- * or SGLang's ShareGPT-based random (with and without a token counter whose answers come from the
+ * or SGLang's ShareGPT-based random or sharegpt (with and without a token counter whose answers come from the
  * input too), the rest is the file. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if ((sel & 3) == 2) {
 		struct ls_mooncake_opts o = { .n = (sel & 8) ? 0 : n, .num_rounds = 1 + (sel >> 6), .slowdown = 1.5 };
 		ls_dataset_mooncake(&ds, path, &o, fn, &sel);
+	} else if (sel & 8) {
+		struct ls_sglang_sharegpt_opts o = { .n = n, .fixed_output_len = (sel & 4) ? 4 : 0, .context_len = 40,
+						     .seed = sel };
+		ls_dataset_sglang_sharegpt(&ds, path, &o, fn, &sel);
 	} else {
 		struct ls_sglang_random_opts o = { .n = n, .input_len = 9, .output_len = 3, .range_ratio = 0.5, .seed = sel };
 		ls_dataset_sglang_random(&ds, path, &o, fn, &sel);

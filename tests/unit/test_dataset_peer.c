@@ -297,3 +297,25 @@ Test(dataset_peer, skip_drops_the_first_prompts)
 	ls_dataset_free(&ds);
 	ls_dataset_free(&all);
 }
+
+Test(dataset_peer, sglang_sharegpt_prunes_as_sglang_does)
+{
+	struct ls_sglang_sharegpt_opts o = { .n = 10, .seed = 3 };
+	struct ls_dataset ds;
+	cr_assert_eq(ls_dataset_sglang_sharegpt(&ds, fixture("sharegpt.json"), &o, count_words, NULL), 0);
+	cr_expect_eq(ds.n, 3, "two turns whoever spoke them, prompt and output >= 2 tokens; no oversampling");
+	uint32_t sum_out = 0;
+	for (size_t i = 0; i < ds.n; i++)
+		sum_out += ds.prompts[i].output_len;
+	cr_expect_eq(sum_out, 10 + 8 + 2, "outputs are the answers' tokens");
+	ls_dataset_free(&ds);
+	o.context_len = 12;
+	cr_assert_eq(ls_dataset_sglang_sharegpt(&ds, fixture("sharegpt.json"), &o, count_words, NULL), 0);
+	cr_assert_eq(ds.n, 1, "--sharegpt-context-len 12 keeps 9 + 2 only");
+	cr_expect_str_eq(ds.prompts[0].text, "the kernel and the client of the network queue");
+	ls_dataset_free(&ds);
+	o.context_len = 0;
+	o.fixed_output_len = 3;
+	cr_expect_neq(ls_dataset_sglang_sharegpt(&ds, fixture("sharegpt.json"), &o, count_words, NULL), 0,
+		      "SGLang refuses an output length under 4");
+}

@@ -8,6 +8,13 @@
 #include "driver/backend.h"
 #include "workload/dataset_peer.h"
 
+/* A run under SGLang's rules (--profile sglang or sglang-oai) builds random and sharegpt as
+ * SGLang's bench_serving does. */
+static int sglang_rules(const struct ls_config *c)
+{
+	return !strncmp(c->profile.name, "sglang", 6);
+}
+
 static int build_random(const struct ls_config *c, struct ls_server *server, struct ls_dataset *ds, size_t n,
 			ls_token_count_fn count)
 {
@@ -23,7 +30,7 @@ static int build_random(const struct ls_config *c, struct ls_server *server, str
 				"(every length exactly its --random-*-len)\n", o.range_ratio);
 		o.semantics = LS_RANGE_SGLANG;
 	}
-	if (c->dataset == LS_DATASET_RANDOM && o.semantics == LS_RANGE_SGLANG && c->dataset_path) {
+	if (c->dataset == LS_DATASET_RANDOM && sglang_rules(c) && c->dataset_path) {
 		/* SGLang's random: real ShareGPT prompts repeated to the drawn length */
 		struct ls_sglang_random_opts so = { .n = n, .input_len = o.input_len, .output_len = o.output_len,
 						    .range_ratio = o.range_ratio, .seed = c->seed };
@@ -44,6 +51,11 @@ static int build_sharegpt(const struct ls_config *c, struct ls_server *server, s
 			  ls_token_count_fn count)
 {
 	uint32_t fixed = c->peer.output_len ? c->peer.output_len : c->sharegpt_output_len;
+	if (sglang_rules(c)) {
+		struct ls_sglang_sharegpt_opts so = { .n = n, .fixed_output_len = fixed,
+						      .context_len = c->peer.sharegpt_context_len, .seed = c->seed };
+		return ls_dataset_sglang_sharegpt(ds, c->dataset_path, &so, count, server);
+	}
 	int err = ls_dataset_sharegpt(ds, c->dataset_path, n, fixed, c->seed, count, server);
 	if (err)
 		return err;
@@ -118,8 +130,7 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 {
 	ls_token_count_fn count = NULL;
 	int needs_text = ls_backend_needs_text(c->profile.send.backend);
-	int sglang_random = c->dataset == LS_DATASET_RANDOM && c->dataset_path &&
-			    c->profile.send.range_semantics == LS_RANGE_SGLANG;
+	int sglang_random = c->dataset == LS_DATASET_RANDOM && c->dataset_path && sglang_rules(c);
 	int ids = c->dataset == LS_DATASET_RANDOM_IDS || (c->dataset == LS_DATASET_RANDOM && !sglang_random);
 	if (!ids || needs_text) {
 		if (ls_server_has_tokenize(server))

@@ -44,6 +44,15 @@ int ls_peer_finish(struct ls_prompt *p, struct ls_strbuf *text, uint32_t words, 
 	return err;
 }
 
+int ls_peer_count_text(const struct ls_peer_count *c, const char *text, uint32_t *out)
+{
+	if (c->count)
+		return c->count(c->ctx, text, out);
+	*c->estimated = 1;
+	*out = ls_dataset_estimate_tokens(text);
+	return 0;
+}
+
 void ls_peer_shuffle(struct ls_prompt *p, size_t n, uint64_t rng[2])
 {
 	for (size_t i = n; i > 1; i--) {

@@ -85,6 +85,19 @@ struct ls_sglang_random_opts {
 int ls_dataset_sglang_random(struct ls_dataset *ds, const char *path, const struct ls_sglang_random_opts *o,
 			     ls_token_count_fn count, void *count_ctx);
 
+/* SGLang's sharegpt (under SGLang's rules): entries with two turns, whoever spoke them, shuffled
+ * by seed; prompt = turn 0, output = turn 1's tokens (or fixed_output_len, at least 4); pruned
+ * when either is under 2 tokens or together past context_len (0: no limit). No oversampling:
+ * fewer usable conversations run as fewer prompts. */
+struct ls_sglang_sharegpt_opts {
+	size_t   n;
+	uint32_t fixed_output_len;
+	uint32_t context_len;
+	uint64_t seed;
+};
+int ls_dataset_sglang_sharegpt(struct ls_dataset *ds, const char *path, const struct ls_sglang_sharegpt_opts *o,
+			       ls_token_count_fn count, void *count_ctx);
+
 /* Drops the first offset prompts (SGLang's --dataset-offset); 0. */
 void ls_dataset_skip(struct ls_dataset *ds, size_t offset);
 

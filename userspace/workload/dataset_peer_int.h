@@ -22,6 +22,8 @@ int ls_peer_words(uint64_t rng[2], uint32_t n, uint32_t **out);
  * else words (0: ls_dataset_estimate_tokens of the text). 0 or -errno (with a message). */
 int ls_peer_finish(struct ls_prompt *p, struct ls_strbuf *text, uint32_t words, uint32_t output_len,
 		   const struct ls_peer_count *c);
+/* text's tokens: the counter's, else the estimate (and *estimated is set). 0 or -errno. */
+int ls_peer_count_text(const struct ls_peer_count *c, const char *text, uint32_t *out);
 /* Fisher-Yates over the prompts, by rng. */
 void ls_peer_shuffle(struct ls_prompt *p, size_t n, uint64_t rng[2]);
 /* ds emptied, with room for n prompts (calloc'd). 0 or -ENOMEM. */

@@ -161,17 +161,41 @@ int ls_dataset_mooncake(struct ls_dataset *ds, const char *path, const struct ls
 
 /* ---- SGLang's random: ShareGPT prompts repeated to length ---- */
 
-/* The first turn's text of an entry with at least two turns ("conversations" or
- * "conversation"), or NULL. */
-static const char *first_turn(const cJSON *e)
+/* Turn k's text (0: the prompt, 1: the answer) of an entry with at least two turns
+ * ("conversations" or "conversation"), whoever spoke them; or NULL. */
+static const char *turn(const cJSON *e, int k)
 {
 	const cJSON *conv = cJSON_GetObjectItemCaseSensitive(e, "conversations");
 	if (!conv)
 		conv = cJSON_GetObjectItemCaseSensitive(e, "conversation");
 	if (!cJSON_IsArray(conv) || cJSON_GetArraySize(conv) < 2)
 		return NULL;
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(conv->child, "value");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(k ? conv->child->next : conv->child, "value");
 	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The file's entries (a JSON list), shuffled by rng as random.shuffle does. NULL after a
+ * message (or out of memory); *root is the caller's. */
+static cJSON **sgl_entries(const char *path, uint64_t rng[2], cJSON **root, size_t *total)
+{
+	*root = ls_json_read_file(path, "latscope", "dataset");
+	if (!*root || !cJSON_IsArray(*root)) {
+		if (*root)
+			fprintf(stderr, "latscope: %s: not a ShareGPT file (a JSON list)\n", path);
+		return NULL;
+	}
+	size_t k = 0;
+	*total = (size_t)cJSON_GetArraySize(*root);
+	cJSON **entries = malloc((*total + 1) * sizeof(*entries));
+	for (cJSON *e = (*root)->child; entries && e; e = e->next)
+		entries[k++] = e;
+	for (size_t i = *total; entries && i > 1; i--) {
+		size_t j = (size_t)ls_rng_below(rng, i);
+		cJSON *t = entries[i - 1];
+		entries[i - 1] = entries[j];
+		entries[j] = t;
+	}
+	return entries;
 }
 
 /* text's words, repeated (or cut) to want words, space-joined. 0, -ENOMEM, or 1 when text has
@@ -198,7 +222,7 @@ static int sgl_random_fill(struct ls_dataset *ds, cJSON **entries, size_t total,
 			   const uint32_t *out, size_t n, const struct ls_peer_count *c)
 {
 	for (size_t e = 0; e < total && ds->n < n; e++) {
-		const char *text = first_turn(entries[e]);
+		const char *text = turn(entries[e], 0);
 		struct ls_strbuf b = { 0 };
 		int rc = text ? repeat_words(&b, text, in[ds->n]) : 1;
 		if (rc == 0)
@@ -217,16 +241,6 @@ int ls_dataset_sglang_random(struct ls_dataset *ds, const char *path, const stru
 {
 	int estimated = 0, err = ls_peer_alloc(ds, o->n);
 	struct ls_peer_count c = { count, count_ctx, &estimated };
-	cJSON *root = err ? NULL : ls_json_read_file(path, "latscope", "dataset");
-	if (!root || !cJSON_IsArray(root)) {
-		if (root)
-			fprintf(stderr, "latscope: %s: not a ShareGPT file (a JSON list)\n", path);
-		cJSON_Delete(root);
-		ls_dataset_free(ds);
-		return err ? err : -EINVAL;
-	}
-	size_t total = (size_t)cJSON_GetArraySize(root), k = 0;
-	cJSON **entries = malloc((total + 1) * sizeof(*entries));
 	uint32_t *in = calloc(o->n + 1, sizeof(*in)), *out = calloc(o->n + 1, sizeof(*out));
 	uint64_t rng[2];
 	ls_rng_seed(rng, o->seed);
@@ -237,15 +251,13 @@ int ls_dataset_sglang_random(struct ls_dataset *ds, const char *path, const stru
 		in[i] = in_lo + (uint32_t)ls_rng_below(rng, (uint64_t)o->input_len - in_lo + 1);
 	for (size_t i = 0; in && out && i < o->n; i++)
 		out[i] = out_lo + (uint32_t)ls_rng_below(rng, (uint64_t)o->output_len - out_lo + 1);
-	for (cJSON *e = root->child; entries && e; e = e->next)
-		entries[k++] = e;
-	for (size_t i = total; entries && i > 1; i--) {
-		size_t j = (size_t)ls_rng_below(rng, i);
-		cJSON *t = entries[i - 1];
-		entries[i - 1] = entries[j];
-		entries[j] = t;
-	}
-	err = entries && in && out ? sgl_random_fill(ds, entries, total, in, out, o->n, &c) : -ENOMEM;
+	cJSON *root = NULL;
+	size_t total = 0;
+	cJSON **entries = err || !in || !out ? NULL : sgl_entries(path, rng, &root, &total);
+	if (!err)
+		err = !in || !out || (root && cJSON_IsArray(root) && !entries) ? -ENOMEM : !entries ? -EINVAL : 0;
+	if (!err)
+		err = sgl_random_fill(ds, entries, total, in, out, o->n, &c);
 	if (!err && ds->n < o->n)
 		fprintf(stderr, "latscope: %s: %zu usable prompts for %zu (SGLang runs those)\n", path, ds->n, o->n);
 	free(entries);
@@ -256,4 +268,66 @@ int ls_dataset_sglang_random(struct ls_dataset *ds, const char *path, const stru
 	if (err || !ds->n)
 		ls_dataset_free(ds);
 	return err ? err : ds->n ? 0 : -EINVAL;
+}
+
+/* ---- SGLang's sharegpt ---- */
+
+static int sgl_sharegpt_take(struct ls_dataset *ds, cJSON **entries, size_t total, const struct ls_sglang_sharegpt_opts *o,
+			     const struct ls_peer_count *c)
+{
+	for (size_t e = 0; e < total && ds->n < o->n; e++) {
+		const char *prompt = turn(entries[e], 0), *answer = turn(entries[e], 1);
+		if (!prompt || !answer)
+			continue;
+		struct ls_prompt *p = &ds->prompts[ds->n];
+		uint32_t out = o->fixed_output_len;
+		int err = ls_peer_count_text(c, prompt, &p->prompt_len);
+		if (!err && !out)
+			err = ls_peer_count_text(c, answer, &out);
+		if (err)
+			return err;
+		/* SGLang prunes prompts or outputs under 2 tokens, and past --sharegpt-context-len */
+		if (p->prompt_len < 2 || out < 2 || (o->context_len && (uint64_t)p->prompt_len + out > o->context_len))
+			continue;
+		if (!(p->text = strdup(prompt)))
+			return -ENOMEM;
+		p->output_len = out;
+		p->timestamp_s = -1.0;
+		ds->n++;
+	}
+	return 0;
+}
+
+int ls_dataset_sglang_sharegpt(struct ls_dataset *ds, const char *path, const struct ls_sglang_sharegpt_opts *o,
+			       ls_token_count_fn count, void *count_ctx)
+{
+	if (o->fixed_output_len && o->fixed_output_len < 4) {
+		fprintf(stderr, "latscope: --sharegpt-output-len %u: SGLang needs at least 4\n", o->fixed_output_len);
+		return -EINVAL;
+	}
+	int estimated = 0, err = ls_peer_alloc(ds, o->n);
+	struct ls_peer_count c = { count, count_ctx, &estimated };
+	uint64_t rng[2];
+	ls_rng_seed(rng, o->seed);
+	cJSON *root = NULL;
+	size_t total = 0;
+	cJSON **entries = err ? NULL : sgl_entries(path, rng, &root, &total);
+	if (!err)
+		err = root && cJSON_IsArray(root) && !entries ? -ENOMEM : !entries ? -EINVAL : 0;
+	if (!err)
+		err = sgl_sharegpt_take(ds, entries, total, o, &c);
+	if (!err && !ds->n) {
+		fprintf(stderr, "latscope: %s: no usable conversation (SGLang: two turns, prompt and output of at least "
+				"2 tokens%s)\n", path, o->context_len ? ", within --sharegpt-context-len" : "");
+		err = -EINVAL;
+	} else if (!err && ds->n < o->n) {
+		fprintf(stderr, "latscope: %s: %zu usable conversations for %zu prompts (SGLang runs those)\n", path,
+			ds->n, o->n);
+	}
+	free(entries);
+	cJSON_Delete(root);
+	ds->lens_estimated = estimated;
+	if (err)
+		ls_dataset_free(ds);
+	return err;
 }

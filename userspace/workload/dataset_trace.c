@@ -17,14 +17,6 @@
 #define SONNET_TRIES  100 /* draws per prompt before giving up (every draw over input_len) */
 #define BURST_MAX_TOKENS (1 << 20) /* a row past this is not a real request */
 
-static int count_or_estimate(const struct ls_peer_count *c, const char *text, uint32_t *out)
-{
-	if (c->count)
-		return c->count(c->ctx, text, out);
-	*c->estimated = 1;
-	*out = ls_dataset_estimate_tokens(text);
-	return 0;
-}
 
 /* The file's lines (each with its '\n'), pointing into buf (NUL-separated). */
 static char **split_lines(char *buf, size_t len, size_t *n_out)
@@ -60,7 +52,7 @@ static int sonnet_sizes(char **lines, size_t n, const struct ls_peer_count *c, u
 			save = *end;
 			*end = 0;
 		}
-		int err = count_or_estimate(c, lines[i], &t);
+		int err = ls_peer_count_text(c, lines[i], &t);
 		if (end)
 			*end = save;
 		if (err)
@@ -68,7 +60,7 @@ static int sonnet_sizes(char **lines, size_t n, const struct ls_peer_count *c, u
 		sum += t;
 	}
 	*avg = (double)sum / (double)n;
-	return count_or_estimate(c, SONNET_BASE, base);
+	return ls_peer_count_text(c, SONNET_BASE, base);
 }
 
 static int line_append(struct ls_strbuf *b, char **lines, size_t n, size_t i)
