@@ -190,3 +190,103 @@ Test(peer_truth, generated_shared_prefix_is_faster_with_a_prefix_cache, .timeout
 	struct figures a = cached_run(apart, "generated-shared-prefix, 24 groups");
 	expect_sharing_pays(&s, &a, 512 * 0.040);
 }
+
+static const char *fixture(const char *name)
+{
+	static char path[8][512];
+	static int k;
+	const char *root = getenv("LATSCOPE_ROOT");
+	k = (k + 1) % 8;
+	snprintf(path[k], sizeof(path[k]), "%s/tests/fixtures/peer/%s", root ? root : ".", name);
+	return path[k];
+}
+
+/* Every dataset's prompt lengths are the server's count of what was sent: each record's
+ * prompt_len equals the tokens the sim's truth says it received. */
+static void expect_lengths_are_the_servers(const char *record, const char *truth_path, size_t want)
+{
+	struct ls_run run;
+	struct ls_record_meta meta;
+	cr_assert_eq(ls_record_load(record, &run, &meta), 0);
+	cr_expect_eq(run.n_requests, want);
+	size_t n_truth = 0;
+	struct t_peer_truth *truth = t_peer_truth_load(truth_path, run.n_requests, &n_truth);
+	for (size_t i = 0; i < run.n_requests; i++) {
+		const struct ls_request *r = &run.requests[i];
+		const struct t_peer_truth *t = t_peer_truth_find(truth, n_truth, meta.run_tag, r->id);
+		cr_assert_not_null(t);
+		cr_expect_eq(r->fail, LS_OK, "%s", r->error);
+		cr_expect_eq((int)r->prompt_len, t->prompt_tokens, "request %llu: latscope %u tokens, the sim got %d",
+			     (unsigned long long)r->id, r->prompt_len, t->prompt_tokens);
+	}
+	t_peer_truth_free(truth, n_truth);
+	ls_run_free(&run);
+}
+
+Test(peer_truth, every_dataset_counts_what_the_server_receives, .timeout = 180)
+{
+	const struct { const char *const args[16]; size_t n; } cases[] = {
+		{ { "--dataset-name", "sonnet", "--dataset-path", fixture("sonnet.txt"), "--sonnet-input-len", "120",
+		    "--sonnet-prefix-len", "50", "--sonnet-output-len", "4", "--num-prompts", "6", NULL }, 6 },
+		{ { "--dataset-name", "burstgpt", "--dataset-path", fixture("burstgpt.csv"), "--num-prompts", "6", NULL }, 6 },
+		{ { "--dataset-name", "custom", "--dataset-path", fixture("custom.jsonl"), "--custom-output-len", "5",
+		    "--num-prompts", "3", NULL }, 3 },
+		{ { "--dataset-name", "mooncake", "--dataset-path", fixture("mooncake.jsonl"), "--mooncake-num-rounds",
+		    "2", "--num-prompts", "4", NULL }, 8 },
+		{ { "--profile", "sglang", "--dataset-name", "sharegpt", "--dataset-path", fixture("sharegpt.json"),
+		    "--num-prompts", "5", NULL }, 3 },
+		{ { "--profile", "sglang", "--dataset-name", "random", "--dataset-path", fixture("sharegpt.json"),
+		    "--random-input-len", "20", "--random-output-len", "4", "--num-prompts", "3", NULL }, 3 },
+		{ { "--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "32",
+		    "--prefix-repetition-suffix-len", "8", "--prefix-repetition-num-prefixes", "2",
+		    "--prefix-repetition-output-len", "3", "--num-prompts", "6", NULL }, 6 },
+		{ { "--dataset-name", "generated-shared-prefix", "--gsp-num-groups", "2", "--gsp-prompts-per-group", "3",
+		    "--gsp-system-prompt-len", "30", "--gsp-question-len", "6", "--gsp-output-len", "3", NULL }, 6 },
+		{ { "--dataset-name", "random", "--random-input-len", "24", "--random-prefix-len", "8",
+		    "--random-output-len", "3", "--random-range-ratio", "1.0", "--num-prompts", "4", NULL }, 4 },
+	};
+	struct t_sim sim;
+	const char *sim_extra[] = { "--step-ms", "1", "--quiet", NULL };
+	cr_assert_eq(t_sim_start(&sim, 0, sim_extra), 0, "simulator did not start");
+	char dir[] = "/tmp/latscope-pd-XXXXXX", record[300];
+	cr_assert_not_null(mkdtemp(dir));
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		snprintf(record, sizeof(record), "%s/%zu.jsonl", dir, k);
+		char *err = NULL;
+		cr_assert_eq(run_bench(&sim, record, cases[k].args, &err), 0, "case %zu (%s %s)", k, cases[k].args[0],
+			     cases[k].args[1]);
+		free(err);
+		expect_lengths_are_the_servers(record, sim.truth, cases[k].n);
+	}
+	t_sim_stop(&sim);
+	t_remove_tree(dir);
+}
+
+/* --use-trace-timestamps replays the mooncake trace's times, stretched by the slowdown. */
+Test(peer_truth, mooncake_replays_the_trace_times, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *sim_extra[] = { "--step-ms", "1", "--quiet", NULL };
+	cr_assert_eq(t_sim_start(&sim, 0, sim_extra), 0, "simulator did not start");
+	char dir[] = "/tmp/latscope-mc-XXXXXX", record[300];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(record, sizeof(record), "%s/rec.jsonl", dir);
+	const char *args[] = { "--dataset-name", "mooncake", "--dataset-path", fixture("mooncake.jsonl"),
+			       "--use-trace-timestamps", "true", "--mooncake-slowdown-factor", "0.5", NULL };
+	char *err = NULL;
+	cr_assert_eq(run_bench(&sim, record, args, &err), 0);
+	free(err);
+	struct ls_run run;
+	struct ls_record_meta meta;
+	cr_assert_eq(ls_record_load(record, &run, &meta), 0);
+	cr_assert_eq(run.n_requests, 4);
+	const double want_s[4] = { 0.0, 0.125, 0.25, 0.6 }; /* (0, 250, 500, 1200 ms) x 0.5 */
+	for (size_t i = 0; i < 4; i++) {
+		double at = (double)(run.requests[i].scheduled_ns - run.start_ns) / 1e9;
+		cr_expect(fabs(at - want_s[i]) < 1e-6, "request %zu scheduled at %.6f s, the trace says %.3f s", i, at,
+			  want_s[i]);
+	}
+	ls_run_free(&run);
+	t_sim_stop(&sim);
+	t_remove_tree(dir);
+}
