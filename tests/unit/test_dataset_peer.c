@@ -319,3 +319,13 @@ Test(dataset_peer, sglang_sharegpt_prunes_as_sglang_does)
 	cr_expect_neq(ls_dataset_sglang_sharegpt(&ds, fixture("sharegpt.json"), &o, count_words, NULL), 0,
 		      "SGLang refuses an output length under 4");
 }
+
+Test(dataset_peer, sharegpt_in_order_keeps_the_file_order)
+{
+	struct ls_dataset ds;
+	cr_assert_eq(ls_dataset_sharegpt_in_order(&ds, fixture("sharegpt.json"), 2, 0, count_words, NULL), 0);
+	cr_assert_eq(ds.n, 2);
+	cr_expect_str_eq(ds.prompts[0].text, "the model of the city", "vLLM's --disable-shuffle");
+	cr_expect_str_eq(ds.prompts[1].text, "what is the number of the system");
+	ls_dataset_free(&ds);
+}

@@ -56,7 +56,8 @@ static int build_sharegpt(const struct ls_config *c, struct ls_server *server, s
 						      .context_len = c->peer.sharegpt_context_len, .seed = c->seed };
 		return ls_dataset_sglang_sharegpt(ds, c->dataset_path, &so, count, server);
 	}
-	int err = ls_dataset_sharegpt(ds, c->dataset_path, n, fixed, c->seed, count, server);
+	int err = c->peer.disable_shuffle ? ls_dataset_sharegpt_in_order(ds, c->dataset_path, n, fixed, count, server)
+					  : ls_dataset_sharegpt(ds, c->dataset_path, n, fixed, c->seed, count, server);
 	if (err)
 		return err;
 	if (c->peer.no_oversample && ds->n_unique && ds->n_unique < ds->n) {

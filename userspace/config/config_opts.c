@@ -20,9 +20,11 @@ const struct ls_opt ls_config_opts[] = {
 	{ "endpoint", O_ENDPOINT, LS_ARG_ONE, "PATH",
 	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
 	{ "model", O_MODEL, LS_ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
-	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt or jsonl [random]", "workload" },
+	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt; SGLang's "
+	  "random-ids, generated-shared-prefix, mooncake [random]", "workload" },
 	{ "dataset-path", O_DATASET_PATH, LS_ARG_ONE, "FILE",
-	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp)", NULL },
+	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp); "
+	  "sonnet's poem text, burstgpt's CSV, mooncake's trace", NULL },
 	{ "random-input-len", O_RANDOM_INPUT_LEN, LS_ARG_ONE, "N", "prompt tokens of the random dataset [1024]", NULL },
 	{ "random-output-len", O_RANDOM_OUTPUT_LEN, LS_ARG_ONE, "N",
 	  "output tokens (max_tokens) of the random dataset; also jsonl's default [128]", NULL },
@@ -46,7 +48,7 @@ const struct ls_opt ls_config_opts[] = {
 	  "vLLM random: N token ids shared by every prompt, before its own [0]", NULL },
 	{ "random-batch-size", O_RANDOM_BATCH_SIZE, LS_ARG_ONE, "1",
 	  "vLLM random: prompts per request; only 1 (batches are for embedding, out of scope) [1]", NULL },
-	{ "disable-shuffle", O_DISABLE_SHUFFLE, LS_ARG_NONE, NULL, "vLLM: keep prefix_repetition in build order", NULL },
+	{ "disable-shuffle", O_DISABLE_SHUFFLE, LS_ARG_NONE, NULL, "vLLM: keep sharegpt in file order, prefix_repetition in build order", NULL },
 	{ "no-oversample", O_NO_OVERSAMPLE, LS_ARG_NONE, NULL,
 	  "vLLM: run only the conversations sharegpt has, never repeated", NULL },
 	{ "prefix-repetition-prefix-len", O_PREFIX_REP_PREFIX_LEN, LS_ARG_ONE, "N", "prefix_repetition: prefix tokens [256]", NULL },

@@ -299,9 +299,9 @@ static int sharegpt_parse(const char *path, cJSON **root_out)
 	return 0;
 }
 
-/* The list's total entries, shuffled by seed (Fisher-Yates, as vLLM shuffles before sampling).
- * malloc'd; NULL when total is 0 or out of memory. */
-static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed)
+/* The list's total entries, shuffled by seed (Fisher-Yates, as vLLM shuffles before sampling)
+ * unless !shuffle (--disable-shuffle). malloc'd; NULL when total is 0 or out of memory. */
+static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed, int shuffle)
 {
 	cJSON **entries = total ? malloc(total * sizeof(*entries)) : NULL;
 	if (!entries)
@@ -311,7 +311,7 @@ static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed)
 		entries[k++] = e;
 	uint64_t rng[2];
 	ls_rng_seed(rng, seed);
-	for (size_t i = total; i > 1; i--) {
+	for (size_t i = total; shuffle && i > 1; i--) {
 		size_t j = (size_t)ls_rng_below(rng, i);
 		cJSON *t = entries[i - 1];
 		entries[i - 1] = entries[j];
@@ -389,8 +389,8 @@ static int sharegpt_repeat(struct ls_dataset *ds, const char *path, size_t want)
 	return 0;
 }
 
-int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
-			uint64_t seed, ls_token_count_fn count, void *count_ctx)
+static int sharegpt_load(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+			 uint64_t seed, int shuffle, ls_token_count_fn count, void *count_ctx)
 {
 	cJSON *root = NULL;
 	memset(ds, 0, sizeof(*ds));
@@ -398,7 +398,7 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 	if (err)
 		return err;
 	size_t total = (size_t)cJSON_GetArraySize(root);
-	cJSON **entries = sharegpt_shuffled(root, total, seed);
+	cJSON **entries = sharegpt_shuffled(root, total, seed, shuffle);
 	if (total && !entries) {
 		cJSON_Delete(root);
 		return -ENOMEM;
@@ -428,6 +428,18 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 	if (err)
 		ls_dataset_free(ds);
 	return err;
+}
+
+int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+			uint64_t seed, ls_token_count_fn count, void *count_ctx)
+{
+	return sharegpt_load(ds, path, n, fixed_output_len, seed, 1, count, count_ctx);
+}
+
+int ls_dataset_sharegpt_in_order(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+				 ls_token_count_fn count, void *count_ctx)
+{
+	return sharegpt_load(ds, path, n, fixed_output_len, 0, 0, count, count_ctx);
 }
 
 static int json_uint(const cJSON *item, uint32_t *out)

@@ -90,6 +90,9 @@ int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o
  * Errors name the file (and line for malformed JSON). */
 int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
 			uint64_t seed, ls_token_count_fn count, void *count_ctx);
+/* The same in file order (vLLM's --disable-shuffle). */
+int ls_dataset_sharegpt_in_order(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+				 ls_token_count_fn count, void *count_ctx);
 
 /* JSONL, one request per line: {"prompt": "text"} or {"prompt_token_ids": [1, 2, ...]},
  * "output_len" (or "max_tokens"; default_output_len when absent), optional "prompt_len",
