@@ -58,7 +58,7 @@ Test(backend_peer, names_of_both_tools)
 		{ "lmdeploy-chat", LS_BACKEND_OPENAI_CHAT }, { "sglang-oai", LS_BACKEND_OPENAI },
 		{ "sglang-oai-chat", LS_BACKEND_OPENAI_CHAT }, { "vllm", LS_BACKEND_OPENAI },
 		{ "vllm-chat", LS_BACKEND_OPENAI_CHAT }, { "sglang", LS_BACKEND_SGLANG },
-		{ "sglang-native", LS_BACKEND_SGLANG },
+		{ "sglang-native", LS_BACKEND_SGLANG }, { "llama.cpp", LS_BACKEND_OPENAI },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum ls_backend b;

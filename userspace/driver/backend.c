@@ -24,6 +24,7 @@ static const struct {
 	{ "lmdeploy", LS_BACKEND_OPENAI },       { "lmdeploy-chat", LS_BACKEND_OPENAI_CHAT },
 	{ "scalellm", LS_BACKEND_OPENAI },       { "tgi", LS_BACKEND_TGI },
 	{ "tensorrt-llm", LS_BACKEND_TRT },      { "trt", LS_BACKEND_TRT },
+	{ "llama.cpp", LS_BACKEND_OPENAI },      /* vLLM's benchmark sends it OpenAI completions */
 };
 #define N_NAMES (sizeof(names) / sizeof(names[0]))
 
