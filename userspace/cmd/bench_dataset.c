@@ -36,6 +36,9 @@ static int build_random(const struct ls_config *c, struct ls_server *server, str
 						    .range_ratio = o.range_ratio, .seed = c->seed };
 		return ls_dataset_sglang_random(ds, c->dataset_path, &so, count, server);
 	}
+	if (c->dataset == LS_DATASET_RANDOM && sglang_rules(c))
+		fprintf(stderr, "latscope bench: SGLang's random repeats ShareGPT prompts to length: give --dataset-path "
+				"sharegpt.json for that; without it latscope sends random token ids (SGLang's random-ids)\n");
 	if (!o.vocab_size && !needs_text && ls_server_vocab_size(server, LS_DEFAULT_VOCAB, &o.vocab_size)) {
 		fprintf(stderr, "latscope bench: could not learn the vocabulary size for random token ids "
 				"(%s, %d tries); pass --random-vocab-size N\n", server->why, LS_SERVER_PROBE_TRIES);
@@ -115,6 +118,10 @@ static int build_peer(const struct ls_config *c, struct ls_server *server, struc
 		struct ls_gsp_opts o = p->gsp;
 		o.seed = c->seed;
 		o.zipf_alpha = p->gsp_zipf ? p->gsp_zipf_alpha : 0.0;
+		if ((uint64_t)o.num_groups * o.prompts_per_group != c->num_prompts)
+			fprintf(stderr, "latscope bench: generated-shared-prefix sends --gsp-num-groups x "
+					"--gsp-prompts-per-group = %llu requests; --num-prompts is not read (as SGLang)\n",
+				(unsigned long long)o.num_groups * o.prompts_per_group);
 		return ls_dataset_gsp(ds, &o, count, server);
 	}
 	case LS_DATASET_MOONCAKE: {
