@@ -329,3 +329,22 @@ Test(dataset_peer, sharegpt_in_order_keeps_the_file_order)
 	cr_expect_str_eq(ds.prompts[1].text, "what is the number of the system");
 	ls_dataset_free(&ds);
 }
+
+Test(dataset_peer, oversample_tops_up_with_seeded_copies)
+{
+	struct ls_dataset ds, again;
+	cr_assert_eq(ls_dataset_jsonl(&ds, fixture("custom.jsonl"), 0, 9, count_words, NULL), 0);
+	cr_assert_eq(ls_dataset_jsonl(&again, fixture("custom.jsonl"), 0, 9, count_words, NULL), 0);
+	cr_assert_eq(ds.n, 3);
+	cr_assert_eq(ls_dataset_oversample(&ds, 10, 4), 0);
+	cr_assert_eq(ls_dataset_oversample(&again, 10, 4), 0);
+	cr_assert_eq(ds.n, 10);
+	for (size_t i = 0; i < ds.n; i++) {
+		cr_expect_str_eq(ds.prompts[i].text, again.prompts[i].text, "seeded");
+		cr_expect(!strcmp(ds.prompts[i].text, ds.prompts[0].text) || !strcmp(ds.prompts[i].text, ds.prompts[1].text) ||
+			  !strcmp(ds.prompts[i].text, ds.prompts[2].text), "a copy of one of the file's prompts");
+	}
+	cr_expect_eq(ds.prompts[0].output_len, 9, "custom: --custom-output-len when the line has none");
+	ls_dataset_free(&ds);
+	ls_dataset_free(&again);
+}

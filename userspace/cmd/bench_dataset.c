@@ -164,6 +164,8 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 		err = ls_dataset_jsonl(ds, c->dataset_path, n,
 				       out_len(c, c->dataset == LS_DATASET_CUSTOM ? c->peer.custom_output_len
 										 : c->random_output_len), count, server);
+		if (!err && c->dataset == LS_DATASET_CUSTOM && !c->peer.no_oversample)
+			err = ls_dataset_oversample(ds, n, c->seed); /* vLLM's CustomDataset does */
 		break;
 	default:
 		err = build_peer(c, server, ds, n, count);

@@ -263,3 +263,34 @@ void ls_dataset_skip(struct ls_dataset *ds, size_t offset)
 	memmove(ds->prompts, ds->prompts + drop, (ds->n - drop) * sizeof(*ds->prompts));
 	ds->n -= drop;
 }
+
+int ls_dataset_oversample(struct ls_dataset *ds, size_t n, uint64_t seed)
+{
+	if (!ds->n || ds->n >= n)
+		return 0;
+	struct ls_prompt *grown = realloc(ds->prompts, n * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	ds->prompts = grown;
+	uint64_t rng[2];
+	ls_rng_seed(rng, seed);
+	size_t base = ds->n;
+	for (size_t i = base; i < n; i++) {
+		const struct ls_prompt *src = &ds->prompts[ls_rng_below(rng, base)];
+		struct ls_prompt *p = &ds->prompts[i];
+		*p = *src;
+		p->text = src->text ? strdup(src->text) : NULL;
+		p->token_ids = src->n_token_ids ? malloc(src->n_token_ids * sizeof(*p->token_ids)) : NULL;
+		if ((src->text && !p->text) || (src->n_token_ids && !p->token_ids)) {
+			free(p->text);
+			free(p->token_ids);
+			return -ENOMEM;
+		}
+		if (p->token_ids)
+			memcpy(p->token_ids, src->token_ids, src->n_token_ids * sizeof(*p->token_ids));
+		ds->n = i + 1;
+	}
+	fprintf(stderr, "latscope: %zu prompts for --num-prompts %zu: oversampled (as vLLM; --no-oversample "
+			"runs only those)\n", base, n);
+	return 0;
+}

@@ -98,6 +98,10 @@ struct ls_sglang_sharegpt_opts {
 int ls_dataset_sglang_sharegpt(struct ls_dataset *ds, const char *path, const struct ls_sglang_sharegpt_opts *o,
 			       ls_token_count_fn count, void *count_ctx);
 
+/* vLLM's maybe_oversample_requests: fewer than n prompts are topped up to n with copies of
+ * prompts drawn at random (by seed), and one line says so. 0 or -ENOMEM. */
+int ls_dataset_oversample(struct ls_dataset *ds, size_t n, uint64_t seed);
+
 /* Drops the first offset prompts (SGLang's --dataset-offset); 0. */
 void ls_dataset_skip(struct ls_dataset *ds, size_t offset);
 
