@@ -69,7 +69,7 @@ static void drive(struct drive *d, const char *url_base, size_t n, uint32_t max_
 		d->recs[i].output_len = max_tokens;
 		d->bodies[i] = ls_backend_body(LS_BACKEND_OPENAI, MODEL, &prompt, 1, &len);
 		cr_assert_not_null(d->bodies[i]);
-		d->jobs[i] = (struct ls_driver_job){ d->bodies[i], len, &d->recs[i] };
+		d->jobs[i] = (struct ls_driver_job){ .body = d->bodies[i], .body_len = len, .rec = &d->recs[i] };
 	}
 	cr_assert_eq(ls_arrival_init(&arr, LS_ARRIVAL_INF, 0, 1, 1, n, NULL), 0);
 	snprintf(url, sizeof(url), "%s/v1/completions", url_base);

@@ -39,7 +39,7 @@ Test(backend, names)
 	cr_assert_eq(b, LS_BACKEND_OPENAI_CHAT);
 	cr_assert_eq(ls_backend_parse("sglang", &b), 0);
 	cr_assert_eq(b, LS_BACKEND_SGLANG);
-	cr_assert_eq(ls_backend_parse("tgi", &b), -EINVAL);
+	cr_assert_eq(ls_backend_parse("nosuch", &b), -EINVAL);
 	cr_assert_eq(ls_backend_parse(NULL, &b), -EINVAL);
 	cr_assert_str_eq(ls_backend_name(LS_BACKEND_OPENAI_CHAT), "openai-chat");
 	cr_assert_str_eq(ls_backend_default_endpoint(LS_BACKEND_SGLANG), "/generate");

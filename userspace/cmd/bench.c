@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "driver/backend.h"
 #include "cmd/cmd.h"
+#include "cmd/bench_dataset.h"
 #include "server/bench_server.h"
 #include "base/clock.h"
 #include "commands.h"
@@ -45,40 +46,7 @@ struct bench {
 
 static int build_dataset(struct bench *b)
 {
-	struct ls_config *c = &b->cfg;
-	ls_token_count_fn count = NULL;
-	int needs_text = c->profile.send.backend == LS_BACKEND_OPENAI_CHAT;
-	if (c->dataset != LS_DATASET_RANDOM || needs_text) {
-		if (ls_server_has_tokenize(&b->server))
-			count = ls_server_count_tokens;
-		else
-			fprintf(stderr, "latscope bench: the server has no /tokenize; prompt lengths are estimated "
-					"(1 token per 4 bytes or per word)\n");
-	}
-	switch (c->dataset) {
-	case LS_DATASET_RANDOM: {
-		struct ls_random_opts o = {
-			.n = c->num_prompts, .input_len = c->random_input_len, .output_len = c->random_output_len,
-			.range_ratio = c->random_range_ratio, .semantics = c->profile.send.range_semantics,
-			.vocab_size = c->random_vocab_size, .seed = c->seed,
-		};
-		if (!o.vocab_size && !needs_text && ls_server_vocab_size(&b->server, LS_DEFAULT_VOCAB, &o.vocab_size)) {
-			fprintf(stderr, "latscope bench: could not learn the vocabulary size for random token ids "
-					"(%s, %d tries); pass --random-vocab-size N\n", b->server.why, LS_SERVER_PROBE_TRIES);
-			return -EIO;
-		}
-		if (!o.vocab_size)
-			o.vocab_size = LS_DEFAULT_VOCAB;
-		return needs_text ? ls_dataset_random_text(&b->ds, &o, count, &b->server) : ls_dataset_random(&b->ds, &o);
-	}
-	case LS_DATASET_SHAREGPT:
-		return ls_dataset_sharegpt(&b->ds, c->dataset_path, c->num_prompts, c->sharegpt_output_len, c->seed,
-					   count, &b->server);
-	case LS_DATASET_JSONL:
-		return ls_dataset_jsonl(&b->ds, c->dataset_path, c->num_prompts, c->random_output_len, count,
-					&b->server);
-	}
-	return -EINVAL;
+	return ls_bench_dataset(&b->cfg, &b->server, &b->ds);
 }
 
 static int build_arrival(struct bench *b)
@@ -144,6 +112,9 @@ static int build_jobs(struct bench *b)
 			return -EINVAL;
 		}
 		b->jobs[i] = (struct ls_driver_job){ .body = body, .body_len = len, .rec = r };
+		if (ls_bench_route_keys(c) && p.prefix_group &&
+		    !(b->jobs[i].route_key = ls_bench_route_key(b->run_tag, b->date, p.prefix_group - 1)))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -170,6 +141,7 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 		o->on_finish_ctx = b->record;
 	}
 	o->grace_ns = 2000000000ull;
+	o->route_keys = ls_bench_route_keys(c);
 	ls_bench_probes_hook(b->probes, o);
 }
 
@@ -448,7 +420,7 @@ static int check_outputs(const struct bench *b)
 static void bench_free(struct bench *b)
 {
 	for (size_t i = 0; b->jobs && i < b->n_jobs; i++)
-		free((char *)b->jobs[i].body);
+		free((char *)b->jobs[i].body), free((char *)b->jobs[i].route_key);
 	free(b->jobs);
 	ls_run_free(&b->run);
 	if (b->arrival_ok)
@@ -483,7 +455,7 @@ static int prepare(struct bench *b)
 		b->model = strdup(c->model);
 	} else {
 		b->model = ls_server_first_model(&b->server);
-		if (!b->model && c->profile.send.backend != LS_BACKEND_SGLANG) {
+		if (!b->model && ls_backend_sends_model(c->profile.send.backend)) {
 			fprintf(stderr, "latscope bench: no --model given and %s gave no model name (%s); pass --model\n",
 				b->base, b->server.why);
 			return -1;

@@ -23,6 +23,7 @@ static void defaults(struct ls_config *c)
 	c->request_timeout_s = 6 * 3600; /* vLLM's aiohttp total timeout */
 	c->ready_check_timeout_s = 600;
 	c->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
+	ls_config_peer_defaults(c);
 }
 
 /* A JSON value as the flag text it stands for, into buf. NULL when it has no such form. */
@@ -111,6 +112,15 @@ static cJSON *read_config(const char *path)
 
 #define PROG "latscope bench"
 
+/* "true"/"false" ("True"/"False") as Python argparse's type=bool flags are given them: the
+ * switch's value, or NULL for any other word. */
+static const char *bool_word(const char *a)
+{
+	if (!strcmp(a, "true") || !strcmp(a, "True"))
+		return "true";
+	return !strcmp(a, "false") || !strcmp(a, "False") ? "false" : NULL;
+}
+
 /* The next flag of w; 1 with o and v (v NULL for a bare switch), 0 at the end, -1 after a
  * message. bench takes flags only: a bare word or "--" is a mistake. */
 static int next_flag(struct ls_opt_walk *w, const struct ls_opt **o, const char **v)
@@ -123,6 +133,8 @@ static int next_flag(struct ls_opt_walk *w, const struct ls_opt **o, const char 
 			kind == LS_OPT_ARG ? *v : "--");
 		return -1;
 	}
+	if (kind == LS_OPT_FLAG && !*v && (*o)->arg == LS_ARG_NONE && w->i < w->argc && (*v = bool_word(w->argv[w->i])))
+		w->i++; /* SGLang's type=bool flags: "--use-trace-timestamps true" */
 	return kind != LS_OPT_END;
 }
 
@@ -234,7 +246,8 @@ static int apply_flags(struct ls_config *c, int argc, char **argv)
 
 int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)
 {
-	if (c->dataset != LS_DATASET_RANDOM && !c->dataset_path) {
+	if (c->dataset != LS_DATASET_RANDOM && c->dataset != LS_DATASET_RANDOM_IDS &&
+	    c->dataset != LS_DATASET_PREFIX_REPETITION && c->dataset != LS_DATASET_GSP && !c->dataset_path) {
 		fprintf(stderr, "latscope bench: --dataset-name %s needs --dataset-path FILE\n",
 			ls_dataset_kind_name(c->dataset));
 		return 2;
@@ -243,15 +256,13 @@ int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)
 		fprintf(stderr, "latscope bench: --arrival closed needs --max-concurrency C (the number of clients)\n");
 		return 2;
 	}
-	if (send->arrival == LS_ARRIVAL_TRACE && c->dataset != LS_DATASET_JSONL) {
-		fprintf(stderr, "latscope bench: --arrival trace needs --dataset-name jsonl with a \"timestamp\" per line\n");
+	if (send->arrival == LS_ARRIVAL_TRACE && c->dataset != LS_DATASET_JSONL && c->dataset != LS_DATASET_CUSTOM &&
+	    c->dataset != LS_DATASET_MOONCAKE) {
+		fprintf(stderr, "latscope bench: --arrival trace (--use-trace-timestamps) needs --dataset-name jsonl with "
+				"a \"timestamp\" per line, or mooncake\n");
 		return 2;
 	}
-	if (send->range_semantics == LS_RANGE_VLLM && c->random_range_ratio >= 1.0 && c->dataset == LS_DATASET_RANDOM) {
-		fprintf(stderr, "latscope bench: --random-range-ratio %g must be below 1 under vllm range semantics "
-				"(--random-range-semantics sglang allows 1)\n", c->random_range_ratio);
-		return 2;
-	}
+	/* --random-range-ratio 1 under vLLM's semantics is read as SGLang's (cmd/bench_dataset.c says so). */
 	if (!c->percentile_metrics) {
 		fprintf(stderr, "latscope bench: --percentile-metrics is empty\n");
 		return 2;

@@ -11,6 +11,7 @@
 #include "workload/arrival.h"
 #include "driver/backend.h"
 #include "workload/dataset.h"
+#include "workload/dataset_peer.h"
 #include "metrics/metrics.h"
 #include "config/profile.h"
 
@@ -75,6 +76,23 @@ struct ls_config {
 	char    *server_comm;
 	char    *trace_path;
 	char    *gpu_dir;
+	/* the peers' datasets (config_peer.c; built in cmd/bench_dataset.c) */
+	struct ls_config_peer {
+		uint32_t input_len, output_len;       /* vLLM's --input-len / --output-len: 0 = unset */
+		uint32_t random_prefix_len;
+		int      disable_shuffle, no_oversample;
+		struct ls_prefix_rep_opts prefix_rep; /* n, seed: from --num-prompts, --seed */
+		struct ls_sonnet_opts sonnet;
+		uint32_t custom_output_len;
+		struct ls_gsp_opts gsp;
+		int      gsp_send_routing_key;
+		int      gsp_zipf;                    /* --gsp-group-distribution zipf */
+		double   gsp_zipf_alpha;
+		struct ls_mooncake_opts mooncake;     /* n: --num-prompts */
+		int      use_trace_timestamps;
+		uint32_t sharegpt_context_len;        /* SGLang's filter, 0 = none */
+		size_t   dataset_offset;
+	} peer;
 };
 
 /* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2

@@ -19,6 +19,15 @@ enum opt_id {
 	O_PROFILE, O_CONFIG,
 	O_PROBES, O_SERVER_PID, O_SERVER_COMM, O_TRACE, O_GPU_DIR,
 	O_HELP,
+	/* the peers' datasets (config_peer.c) */
+	O_INPUT_LEN, O_OUTPUT_LEN, O_RANDOM_PREFIX_LEN, O_RANDOM_BATCH_SIZE, O_DISABLE_SHUFFLE, O_NO_OVERSAMPLE,
+	O_PREFIX_REP_PREFIX_LEN, O_PREFIX_REP_SUFFIX_LEN, O_PREFIX_REP_NUM_PREFIXES, O_PREFIX_REP_OUTPUT_LEN,
+	O_SONNET_INPUT_LEN, O_SONNET_OUTPUT_LEN, O_SONNET_PREFIX_LEN, O_CUSTOM_OUTPUT_LEN,
+	O_GSP_NUM_GROUPS, O_GSP_PROMPTS_PER_GROUP, O_GSP_SYSTEM_PROMPT_LEN, O_GSP_QUESTION_LEN, O_GSP_OUTPUT_LEN,
+	O_GSP_RANGE_RATIO, O_GSP_FAST_PREPARE, O_GSP_SEND_ROUTING_KEY, O_GSP_NUM_TURNS, O_GSP_ORDERED,
+	O_GSP_GROUP_DISTRIBUTION, O_GSP_ZIPF_ALPHA,
+	O_MOONCAKE_SLOWDOWN, O_MOONCAKE_NUM_ROUNDS, O_MOONCAKE_WORKLOAD, O_USE_TRACE_TIMESTAMPS,
+	O_SHAREGPT_CONTEXT_LEN, O_DATASET_OFFSET,
 };
 
 /* The table of every option (base/opts.h's struct ls_opt, id = enum opt_id). */
@@ -29,5 +38,13 @@ const struct ls_opt *ls_config_find_opt(const char *name, size_t len); /* '_' ma
 /* Applies one option's value. NULL, or why the value is wrong. */
 const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const char *v);
 int ls_config_set_str(char **dst, const char *v);
+
+/* The peers' dataset options (config_peer.c): defaults, and one option's value (NULL, why it
+ * is wrong, or ls_config_not_mine for an option of another group). */
+extern const char ls_config_not_mine[];
+void ls_config_peer_defaults(struct ls_config *c);
+const char *ls_config_apply_peer(struct ls_config *c, enum opt_id id, const char *v);
+/* The dataset's name (--dataset-name): 0, or -EINVAL. */
+int ls_config_dataset_parse(const char *v, enum ls_dataset_kind *out);
 
 #endif

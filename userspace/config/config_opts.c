@@ -10,7 +10,9 @@
 
 const struct ls_opt ls_config_opts[] = {
 	{ "backend", O_BACKEND, LS_ARG_ONE, "NAME",
-	  "openai (= vllm, /v1/completions), openai-chat, sglang (/generate) [the profile's: openai]", "server" },
+	  "openai (= vllm, sglang-oai, lmdeploy, scalellm: /v1/completions), openai-chat (= vllm-chat, "
+	  "sglang-oai-chat, lmdeploy-chat), sglang (= sglang-native: /generate), tgi (/generate_stream), "
+	  "tensorrt-llm (= trt: /v2/models/ensemble/generate_stream) [the profile's: openai]", "server" },
 	{ "base-url", O_BASE_URL, LS_ARG_ONE, "URL",
 	  "server root, e.g. http://127.0.0.1:8000 (else http://HOST:PORT)", NULL },
 	{ "host", O_HOST, LS_ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },
@@ -18,9 +20,11 @@ const struct ls_opt ls_config_opts[] = {
 	{ "endpoint", O_ENDPOINT, LS_ARG_ONE, "PATH",
 	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
 	{ "model", O_MODEL, LS_ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
-	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt or jsonl [random]", "workload" },
+	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt; SGLang's "
+	  "random-ids, generated-shared-prefix, mooncake [random]", "workload" },
 	{ "dataset-path", O_DATASET_PATH, LS_ARG_ONE, "FILE",
-	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp)", NULL },
+	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp); "
+	  "sonnet's poem text, burstgpt's CSV, mooncake's trace", NULL },
 	{ "random-input-len", O_RANDOM_INPUT_LEN, LS_ARG_ONE, "N", "prompt tokens of the random dataset [1024]", NULL },
 	{ "random-output-len", O_RANDOM_OUTPUT_LEN, LS_ARG_ONE, "N",
 	  "output tokens (max_tokens) of the random dataset; also jsonl's default [128]", NULL },
@@ -36,6 +40,52 @@ const struct ls_opt ls_config_opts[] = {
 	{ "ignore-eos", O_IGNORE_EOS, LS_ARG_NONE, NULL,
 	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
 	  "profile's default [the profile's: on for sglang]", NULL },
+	/* ---- the peers' datasets (config_peer.c) ---- */
+	{ "input-len", O_INPUT_LEN, LS_ARG_ONE, "N",
+	  "vLLM: input length of the chosen dataset (random, sonnet) [the dataset's]", "datasets of vLLM and SGLang" },
+	{ "output-len", O_OUTPUT_LEN, LS_ARG_ONE, "N", "vLLM: output length of any dataset [the dataset's]", NULL },
+	{ "random-prefix-len", O_RANDOM_PREFIX_LEN, LS_ARG_ONE, "N",
+	  "vLLM random: N token ids shared by every prompt, before its own [0]", NULL },
+	{ "random-batch-size", O_RANDOM_BATCH_SIZE, LS_ARG_ONE, "1",
+	  "vLLM random: prompts per request; only 1 (batches are for embedding, out of scope) [1]", NULL },
+	{ "disable-shuffle", O_DISABLE_SHUFFLE, LS_ARG_NONE, NULL, "vLLM: keep sharegpt in file order, prefix_repetition in build order", NULL },
+	{ "no-oversample", O_NO_OVERSAMPLE, LS_ARG_NONE, NULL,
+	  "vLLM: run only the conversations sharegpt has, never repeated", NULL },
+	{ "prefix-repetition-prefix-len", O_PREFIX_REP_PREFIX_LEN, LS_ARG_ONE, "N", "prefix_repetition: prefix tokens [256]", NULL },
+	{ "prefix-repetition-suffix-len", O_PREFIX_REP_SUFFIX_LEN, LS_ARG_ONE, "N", "prefix_repetition: suffix tokens [256]", NULL },
+	{ "prefix-repetition-num-prefixes", O_PREFIX_REP_NUM_PREFIXES, LS_ARG_ONE, "N",
+	  "prefix_repetition: distinct prefixes, each with num-prompts / N suffixes [10]", NULL },
+	{ "prefix-repetition-output-len", O_PREFIX_REP_OUTPUT_LEN, LS_ARG_ONE, "N", "prefix_repetition: output tokens [128]", NULL },
+	{ "sonnet-input-len", O_SONNET_INPUT_LEN, LS_ARG_ONE, "N", "sonnet (--dataset-path poem.txt): prompt tokens at most [550]", NULL },
+	{ "sonnet-output-len", O_SONNET_OUTPUT_LEN, LS_ARG_ONE, "N", "sonnet: output tokens [150]", NULL },
+	{ "sonnet-prefix-len", O_SONNET_PREFIX_LEN, LS_ARG_ONE, "N", "sonnet: tokens of poem lines shared by every prompt [200]", NULL },
+	{ "custom-output-len", O_CUSTOM_OUTPUT_LEN, LS_ARG_ONE, "N", "custom (jsonl of prompts): output tokens when a line has none [256]", NULL },
+	{ "gsp-num-groups", O_GSP_NUM_GROUPS, LS_ARG_ONE, "N", "generated-shared-prefix: system prompts [64]", NULL },
+	{ "gsp-prompts-per-group", O_GSP_PROMPTS_PER_GROUP, LS_ARG_ONE, "N",
+	  "generated-shared-prefix: questions per system prompt (requests = groups x this; --num-prompts is not read) [16]", NULL },
+	{ "gsp-system-prompt-len", O_GSP_SYSTEM_PROMPT_LEN, LS_ARG_ONE, "N", "generated-shared-prefix: system prompt tokens [2048]", NULL },
+	{ "gsp-question-len", O_GSP_QUESTION_LEN, LS_ARG_ONE, "N", "generated-shared-prefix: question tokens [128]", NULL },
+	{ "gsp-output-len", O_GSP_OUTPUT_LEN, LS_ARG_ONE, "N", "generated-shared-prefix: output tokens [256]", NULL },
+	{ "gsp-range-ratio", O_GSP_RANGE_RATIO, LS_ARG_ONE, "R",
+	  "generated-shared-prefix: lengths drawn in [max(L R, 1), L]; 1 = exact [1.0]", NULL },
+	{ "gsp-fast-prepare", O_GSP_FAST_PREPARE, LS_ARG_NONE, NULL, "generated-shared-prefix: do not count prompt tokens", NULL },
+	{ "gsp-send-routing-key", O_GSP_SEND_ROUTING_KEY, LS_ARG_NONE, NULL,
+	  "generated-shared-prefix: X-SMG-Routing-Key, one per group, on each request", NULL },
+	{ "gsp-num-turns", O_GSP_NUM_TURNS, LS_ARG_ONE, "1", "generated-shared-prefix: turns; only 1 [1]", NULL },
+	{ "gsp-ordered", O_GSP_ORDERED, LS_ARG_NONE, NULL, "generated-shared-prefix: send group by group (no shuffle)", NULL },
+	{ "gsp-group-distribution", O_GSP_GROUP_DISTRIBUTION, LS_ARG_ONE, "uniform|zipf",
+	  "generated-shared-prefix: requests per group equal, or Zipf-skewed (--gsp-zipf-alpha) [uniform]", NULL },
+	{ "gsp-zipf-alpha", O_GSP_ZIPF_ALPHA, LS_ARG_ONE, "A", "generated-shared-prefix: Zipf exponent [1.0]", NULL },
+	{ "mooncake-slowdown-factor", O_MOONCAKE_SLOWDOWN, LS_ARG_ONE, "F", "mooncake: stretch the trace's times by F [1.0]", NULL },
+	{ "mooncake-num-rounds", O_MOONCAKE_NUM_ROUNDS, LS_ARG_ONE, "N", "mooncake: rounds per session [1]", NULL },
+	{ "mooncake-workload", O_MOONCAKE_WORKLOAD, LS_ARG_ONE, "NAME",
+	  "mooncake: accepted; latscope downloads nothing: give the trace with --dataset-path", NULL },
+	{ "use-trace-timestamps", O_USE_TRACE_TIMESTAMPS, LS_ARG_NONE, NULL,
+	  "send at the trace's times (mooncake, jsonl with timestamp): --arrival trace", NULL },
+	{ "sharegpt-context-len", O_SHAREGPT_CONTEXT_LEN, LS_ARG_ONE, "N",
+	  "SGLang: drop conversations whose prompt + output exceed N tokens", NULL },
+	{ "dataset-offset", O_DATASET_OFFSET, LS_ARG_ONE, "N", "SGLang: skip the dataset's first N prompts [0]", NULL },
+	/* ---- */
 	{ "request-rate", O_REQUEST_RATE, LS_ARG_ONE, "RPS", "target requests per second, or inf [inf]", "sending" },
 	{ "burstiness", O_BURSTINESS, LS_ARG_ONE, "B",
 	  "gamma shape of the gaps: 1 = Poisson, < 1 burstier [1.0]", NULL },
@@ -135,7 +185,7 @@ static int parse_double(const char *v, double *out)
 }
 
 /* What a group's setter returns for an option that is not in its group. */
-static const char not_mine[] = "unknown option";
+static const char *const not_mine = ls_config_not_mine;
 
 /* The options whose value is kept as text, and where. */
 static char **text_field(struct ls_config *c, enum opt_id id)
@@ -219,15 +269,9 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	double d;
 	switch (id) {
 	case O_DATASET_NAME:
-		if (!strcmp(v, "random"))
-			c->dataset = LS_DATASET_RANDOM;
-		else if (!strcmp(v, "sharegpt"))
-			c->dataset = LS_DATASET_SHAREGPT;
-		else if (!strcmp(v, "jsonl") || !strcmp(v, "custom"))
-			c->dataset = LS_DATASET_JSONL;
-		else
-			return "must be random, sharegpt or jsonl";
-		return NULL;
+		return ls_config_dataset_parse(v, &c->dataset) ?
+			"must be random, sharegpt, jsonl, custom, prefix_repetition, sonnet, burstgpt, random-ids, "
+			"generated-shared-prefix or mooncake" : NULL;
 	case O_RANDOM_VOCAB_SIZE:
 		if (!strcmp(v, "auto")) {
 			c->random_vocab_size = 0;
@@ -422,6 +466,7 @@ static const struct {
 	SEND_RULE(O_WARMUP_SHAPE, warmup_shape),
 	SEND_RULE(O_NUM_WARMUPS, num_warmups),
 	SEND_RULE(O_IGNORE_EOS, ignore_eos),
+	SEND_RULE(O_USE_TRACE_TIMESTAMPS, arrival), /* SGLang's mooncake replay: --arrival trace */
 };
 #undef SEND_RULE
 #define N_SEND_RULE_OPTS (sizeof(send_rule_opts) / sizeof(send_rule_opts[0]))
@@ -441,6 +486,7 @@ const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const c
 {
 	static const char *(*const groups[])(struct ls_config *, enum opt_id, const char *) = {
 		apply_server, apply_workload, apply_send_rule, apply_sending, apply_results, apply_probes,
+		ls_config_apply_peer,
 	};
 	char **text = text_field(c, o->id);
 	int *on = switch_field(c, o->id);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "driver/backend.h"
+#include "driver/backend_int.h"
 #include "base/strbuf.h"
 
 /* Every name vLLM's and SGLang's benchmarks accept for these APIs, and what it means here. */
@@ -20,12 +21,16 @@ static const struct {
 	{ "sglang-oai", LS_BACKEND_OPENAI },     { "openai-chat", LS_BACKEND_OPENAI_CHAT },
 	{ "vllm-chat", LS_BACKEND_OPENAI_CHAT }, { "sglang-oai-chat", LS_BACKEND_OPENAI_CHAT },
 	{ "sglang", LS_BACKEND_SGLANG },         { "sglang-native", LS_BACKEND_SGLANG },
+	{ "lmdeploy", LS_BACKEND_OPENAI },       { "lmdeploy-chat", LS_BACKEND_OPENAI_CHAT },
+	{ "scalellm", LS_BACKEND_OPENAI },       { "tgi", LS_BACKEND_TGI },
+	{ "tensorrt-llm", LS_BACKEND_TRT },      { "trt", LS_BACKEND_TRT },
+	{ "llama.cpp", LS_BACKEND_OPENAI },      /* vLLM's benchmark sends it OpenAI completions */
 };
 #define N_NAMES (sizeof(names) / sizeof(names[0]))
 
 const char *ls_backend_names(void)
 {
-	static char list[256];
+	static char list[384];
 	if (!list[0])
 		for (size_t i = 0, len = 0; i < N_NAMES; i++)
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", names[i].name);
@@ -48,6 +53,8 @@ const char *ls_backend_name(enum ls_backend backend)
 	case LS_BACKEND_OPENAI: return "openai";
 	case LS_BACKEND_OPENAI_CHAT: return "openai-chat";
 	case LS_BACKEND_SGLANG: return "sglang";
+	case LS_BACKEND_TGI: return "tgi";
+	case LS_BACKEND_TRT: return "tensorrt-llm";
 	}
 	return "unknown";
 }
@@ -58,6 +65,8 @@ const char *ls_backend_default_endpoint(enum ls_backend backend)
 	case LS_BACKEND_OPENAI: return "/v1/completions";
 	case LS_BACKEND_OPENAI_CHAT: return "/v1/chat/completions";
 	case LS_BACKEND_SGLANG: return "/generate";
+	case LS_BACKEND_TGI: return "/generate_stream";
+	case LS_BACKEND_TRT: return "/v2/models/ensemble/generate_stream"; /* SGLang's default model name */
 	}
 	return "/v1/completions";
 }
@@ -91,6 +100,8 @@ char *ls_backend_body(enum ls_backend backend, const char *model, const struct l
 		errno = EINVAL;
 		return NULL;
 	}
+	if (backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT)
+		return ls_backend_body_peer(backend, prompt, ignore_eos, len_out);
 	/* Chat messages carry text: token ids must be detokenized by the caller first. */
 	if (backend == LS_BACKEND_OPENAI_CHAT && !prompt->text) {
 		errno = EINVAL;
@@ -373,6 +384,16 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 	if (!root)
 		return set_malformed(req, "not JSON", data, len);
 	int rc = 0;
+	if (backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT) {
+		rc = cJSON_IsObject(root) ? ls_backend_decode_peer(backend, root, st, fr, req)
+					  : set_malformed(req, "not an object", data, len);
+		if (!rc && !fr->text_len)
+			fr->flags |= LS_FRAME_EMPTY_TEXT;
+		if (!rc)
+			req->text_bytes += fr->text_len;
+		free_frame(root);
+		return rc;
+	}
 	const cJSON *top[TOP__COUNT];
 	members(root, backend == LS_BACKEND_SGLANG ? sglang_top : openai_top, top, TOP__COUNT);
 	if (!cJSON_IsObject(root))

@@ -12,6 +12,8 @@ enum ls_backend {
 	LS_BACKEND_OPENAI,      /* /v1/completions: choices[0].text */
 	LS_BACKEND_OPENAI_CHAT, /* /v1/chat/completions: choices[0].delta.content */
 	LS_BACKEND_SGLANG,      /* SGLang native /generate: cumulative text + meta_info */
+	LS_BACKEND_TGI,         /* TGI /generate_stream: one token per frame, details on the last */
+	LS_BACKEND_TRT,         /* Triton/TensorRT-LLM /v2/models/M/generate_stream: text_output deltas */
 };
 
 /* "openai" | "openai-chat" | "sglang" and the other names vLLM and SGLang use for them
@@ -20,6 +22,14 @@ int ls_backend_parse(const char *name, enum ls_backend *out);
 const char *ls_backend_names(void); /* "openai, vllm, ..., sglang-native" */
 const char *ls_backend_name(enum ls_backend backend);
 const char *ls_backend_default_endpoint(enum ls_backend backend);
+/* What the API needs and how its stream ends (backend_peer.c):
+ * text: prompts must be text (no token-id field); model: the body names the model;
+ * final_frame_ends: the frame with a finish reason is the last (no [DONE] follows);
+ * eof_ends: the stream has no end marker at all: a clean end of the body is its end. */
+int ls_backend_needs_text(enum ls_backend backend);
+int ls_backend_sends_model(enum ls_backend backend);
+int ls_backend_final_frame_ends(enum ls_backend backend);
+int ls_backend_eof_ends(enum ls_backend backend);
 
 /* Per-request decoding state for backends whose frames are cumulative. */
 struct ls_decode_state {

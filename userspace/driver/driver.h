@@ -33,6 +33,7 @@ struct ls_driver_opts {
 	void      (*on_finish)(void *ctx, const struct ls_request *req);
 	void       *on_finish_ctx;
 	uint64_t    grace_ns;           /* after SIGINT/SIGTERM: wait this long for streams in flight */
+	int         route_keys;         /* send X-SMG-Routing-Key with each job's route_key (SGLang's gsp) */
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a
@@ -55,6 +56,7 @@ struct ls_driver_job {
 	const char *body;               /* JSON body */
 	size_t      body_len;
 	struct ls_request *rec;         /* filled by the driver */
+	const char *route_key;          /* X-SMG-Routing-Key value with opts->route_keys (NULL: empty) */
 };
 
 /* Sends every job (in order, paced by opts->arrival and the slot limit) and fills their records.

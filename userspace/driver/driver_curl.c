@@ -11,6 +11,7 @@
 #include "driver/driver_int.h"
 
 #define REQUEST_ID_MAX 72 /* "X-Request-Id: " + run tag + '-' + id */
+#define ROUTE_KEY_MAX  96 /* "X-SMG-Routing-Key: " + key */
 
 /* CURLOPT_SOCKOPTFUNCTION: a new connection's socket, before connect(). */
 static int on_sockopt(void *clientp, curl_socket_t fd, curlsocktype purpose)
@@ -138,7 +139,7 @@ static int on_event(void *ctx, const struct ls_sse_event *ev)
 	/* The end of a stream: [DONE], or SGLang's final frame (its finish_reason). An OpenAI
 	 * finish_reason still has the usage frame and [DONE] to come. */
 	if ((fr->flags & LS_FRAME_DONE) ||
-	    ((fr->flags & LS_FRAME_FINISH) && x->drv->opts->backend == LS_BACKEND_SGLANG)) {
+	    ((fr->flags & LS_FRAME_FINISH) && ls_backend_final_frame_ends(x->drv->opts->backend))) {
 		if (!rec->done_frame_ns)
 			rec->done_frame_ns = x->now_ns;
 		x->saw_done = 1;
@@ -208,6 +209,15 @@ static int xfer_headers(struct drv *d, struct xfer *x)
 	x->headers = grown;
 	for (x->id_header = grown; x->id_header->next;)
 		x->id_header = x->id_header->next;
+	x->route_header = NULL;
+	if (d->opts->route_keys) {
+		char route[ROUTE_KEY_MAX + 1];
+		memset(route, 'x', ROUTE_KEY_MAX);
+		route[ROUTE_KEY_MAX] = 0;
+		if (!(grown = curl_slist_append(x->headers, route)))
+			return -1;
+		x->route_header = x->id_header->next;
+	}
 	return 0;
 }
 
@@ -341,6 +351,10 @@ static void classify_clean_end(struct xfer *x)
 	struct ls_request *rec = x->rec;
 	if (x->saw_done || x->saw_finish)
 		return;
+	if (ls_backend_eof_ends(x->drv->opts->backend) && rec->n_frames && !ls_sse_pending(&x->sse)) {
+		rec->done_frame_ns = rec->frames[rec->n_frames - 1].arrived_ns; /* no end marker: EOF is it */
+		return;
+	}
 	if (!x->content_type[0] && !rec->n_frames && rec->body_bytes) {
 		/* No Content-Type to go by, and not one data: frame in the whole body. */
 		rec->fail = LS_FAIL_PROTOCOL;
@@ -573,6 +587,9 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 
 	snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
 		 (unsigned long long)rec->id);
+	if (x->route_header) /* "Name;" is libcurl's way to send a header with an empty value */
+		snprintf(x->route_header->data, ROUTE_KEY_MAX + 1, job->route_key ? "X-SMG-Routing-Key: %.*s"
+			 : "X-SMG-Routing-Key;", ROUTE_KEY_MAX - 20, job->route_key ? job->route_key : "");
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, job->body);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
 

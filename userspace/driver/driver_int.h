@@ -62,6 +62,7 @@ struct xfer {
 	CURL                *easy;
 	struct curl_slist   *headers;
 	struct curl_slist   *id_header; /* headers' last node: X-Request-Id, rewritten per request */
+	struct curl_slist   *route_header; /* X-SMG-Routing-Key, rewritten per request (opts->route_keys) */
 	struct ls_driver_job *job;
 	struct ls_request   *rec;
 	struct ls_sse        sse;

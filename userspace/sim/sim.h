@@ -159,7 +159,7 @@ struct sim_frame_rec {
 };
 
 /* ---- requests ---- */
-enum sim_endpoint { SIM_EP_COMPLETIONS = 0, SIM_EP_CHAT, SIM_EP_GENERATE };
+enum sim_endpoint { SIM_EP_COMPLETIONS = 0, SIM_EP_CHAT, SIM_EP_GENERATE, SIM_EP_TGI, SIM_EP_TRT };
 enum sim_req_state { SIM_REQ_NEW = 0, SIM_REQ_WAITING, SIM_REQ_RUNNING, SIM_REQ_STALLED, SIM_REQ_DONE };
 
 struct sim_conn;
@@ -281,6 +281,14 @@ void sim_api_send_error(struct sim_conn *c, int status, const char *type, const 
 int  sim_info_dispatch(struct sim_conn *c, const struct sim_http_req *h, const char *body, size_t body_len,
 		       int keep_alive);
 void sim_api_req_free(struct sim_req *r);
+/* TGI's and Triton's generation APIs (sim_api_peer.c): which one a path names (-1: neither);
+ * their bodies into r (NULL, or the message for a 400); one token frame's JSON into msg
+ * (last_id: the id of the frame's last token; whole: the text so far, for TGI's last frame). */
+int sim_api_peer_endpoint(const struct sim_http_req *h);
+struct cJSON;
+const char *sim_api_parse_peer(const struct cJSON *root, enum sim_endpoint ep, struct sim_req *r);
+int sim_stream_peer_json(struct sim_buf *msg, const struct sim_req *r, const char *text, size_t text_len,
+			 int last_id, const char *reason);
 
 /* ---- truth (sim_truth.c) ---- */
 struct sim_truth {

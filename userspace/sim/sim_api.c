@@ -149,6 +149,8 @@ static const char *parse_body(const cJSON *root, enum sim_endpoint ep, struct si
 	const char *err;
 	int max_tokens, min_tokens = 0;
 	const cJSON *opts = NULL;
+	if (ep == SIM_EP_TGI || ep == SIM_EP_TRT)
+		return sim_api_parse_peer(root, ep, r);
 	if (ep == SIM_EP_GENERATE) {
 		const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");
 		const cJSON *ids = cJSON_GetObjectItemCaseSensitive(root, "input_ids");
@@ -319,6 +321,9 @@ void sim_api_dispatch(struct sim_conn *c, const struct sim_http_req *h, const ch
 			return generation(c, h, body, body_len, SIM_EP_CHAT, received_ns);
 		if (sim_http_path_is(h, "/generate"))
 			return generation(c, h, body, body_len, SIM_EP_GENERATE, received_ns);
+		int peer = sim_api_peer_endpoint(h);
+		if (peer >= 0)
+			return generation(c, h, body, body_len, (enum sim_endpoint)peer, received_ns);
 	}
 	if (sim_info_dispatch(c, h, body, body_len, h->keep_alive))
 		return;

@@ -24,6 +24,7 @@ struct wire {
 	int rc;
 	int chunked;                   /* frame as HTTP chunks (else HTTP/1.0: raw until close) */
 	size_t raw_tail;               /* bad-utf8: the text's last bytes, sent unescaped */
+	int last_id;                   /* the step's last token id (TGI's frames name it) */
 };
 
 /* How the mid-stream fault due at this step shapes its frames; framing only reads it. */
@@ -196,7 +197,10 @@ static void token_message(struct sim_server *srv, struct sim_req *r, struct wire
 	struct sim_buf *m = &w->msg;
 	w->rc |= sim_buf_puts(m, "data: ");
 	size_t json_start = m->len;
-	if (r->ep == SIM_EP_GENERATE) {
+	if (r->ep == SIM_EP_TGI || r->ep == SIM_EP_TRT) {
+		m->len -= 6; /* the peer JSON writes its own "data:" */
+		w->rc |= sim_stream_peer_json(m, r, w->text.data ? w->text.data : "", w->text.len, w->last_id, reason);
+	} else if (r->ep == SIM_EP_GENERATE) {
 		generate_json(srv, r, reason, w);
 	} else {
 		oai_prefix(srv, r, w);
@@ -331,6 +335,11 @@ static size_t frame_tokens(struct sim_server *srv, struct sim_req *r, struct wir
 static void frame_stream_end(struct sim_server *srv, struct sim_req *r, struct wire *w,
 			     const struct frame_cut *cut)
 {
+	if (r->ep == SIM_EP_TGI || r->ep == SIM_EP_TRT) { /* neither sends a usage frame or [DONE] */
+		if (w->chunked)
+			w->rc |= sim_buf_puts(&w->buf, "0\r\n\r\n");
+		return;
+	}
 	if (r->include_usage && r->ep != SIM_EP_GENERATE) {
 		w->rc |= sim_buf_puts(&w->msg, "data: ");
 		oai_prefix(srv, r, w);
@@ -382,7 +391,7 @@ static int mid_stream_fault(struct sim_server *srv, struct sim_req *r, struct wi
 			if (r->fault == SIM_FAULT_BAD_UTF8)
 				w->raw_tail = extra_len;
 			w->rc |= sim_buf_append(&w->text, extra, extra_len);
-			if (r->ep == SIM_EP_GENERATE || !r->stream) /* the cumulative text carries it too */
+			if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || !r->stream) /* the cumulative text carries it too */
 				w->rc |= sim_buf_append(&r->text, extra, extra_len);
 			break;
 		}
@@ -438,7 +447,8 @@ void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, 
 		return;
 	}
 	r->generated += n;
-	if (r->ep == SIM_EP_GENERATE || !r->stream)
+	w->last_id = n ? ids[n - 1] : 0;
+	if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || !r->stream)
 		w->rc |= sim_buf_append(&r->text, w->text.data, w->text.len);
 	int frame_no = ++r->token_frames;
 

@@ -10,6 +10,7 @@
 #include "workload/dataset.h"
 #include "base/json_file.h"
 #include "base/rng.h"
+#include "base/strbuf.h"
 
 #define SHAREGPT_MIN_LEN        4
 #define SHAREGPT_MAX_PROMPT_LEN 1024
@@ -99,7 +100,15 @@ int ls_dataset_random(struct ls_dataset *ds, const struct ls_random_opts *o)
 	ds->n = o->n;
 	uint64_t rng[2];
 	ls_rng_seed(rng, o->seed);
-	/* Draw order as vLLM: all input lengths, then all output lengths, then all offsets. */
+	/* Draw order as vLLM: the shared prefix (--random-prefix-len), all input lengths, then all
+	 * output lengths, then all offsets. A prompt is the prefix, then its own ids. */
+	uint32_t *prefix = o->prefix_len ? malloc((size_t)o->prefix_len * sizeof(*prefix)) : NULL;
+	if (o->prefix_len && !prefix) {
+		ls_dataset_free(ds);
+		return -ENOMEM;
+	}
+	for (uint32_t j = 0; j < o->prefix_len; j++)
+		prefix[j] = (uint32_t)ls_rng_below(rng, o->vocab_size);
 	for (size_t i = 0; i < o->n; i++)
 		ds->prompts[i].prompt_len = in_lo + (uint32_t)ls_rng_below(rng, (uint64_t)in_hi - in_lo + 1);
 	for (size_t i = 0; i < o->n; i++)
@@ -108,15 +117,20 @@ int ls_dataset_random(struct ls_dataset *ds, const struct ls_random_opts *o)
 		struct ls_prompt *p = &ds->prompts[i];
 		uint64_t offset = ls_rng_below(rng, o->vocab_size);
 		p->timestamp_s = -1.0;
-		p->n_token_ids = p->prompt_len;
-		p->token_ids = malloc((size_t)p->prompt_len * sizeof(*p->token_ids));
+		p->n_token_ids = o->prefix_len + p->prompt_len;
+		p->token_ids = malloc((size_t)p->n_token_ids * sizeof(*p->token_ids));
 		if (!p->token_ids) {
+			free(prefix);
 			ls_dataset_free(ds);
 			return -ENOMEM;
 		}
+		if (o->prefix_len)
+			memcpy(p->token_ids, prefix, (size_t)o->prefix_len * sizeof(*prefix));
 		for (uint32_t j = 0; j < p->prompt_len; j++)
-			p->token_ids[j] = (uint32_t)((offset + i + j) % o->vocab_size);
+			p->token_ids[o->prefix_len + j] = (uint32_t)((offset + i + j) % o->vocab_size);
+		p->prompt_len = p->n_token_ids;
 	}
+	free(prefix);
 	return 0;
 }
 
@@ -152,6 +166,36 @@ static char *word_run(uint64_t start, uint32_t n)
 	return text;
 }
 
+uint32_t ls_dataset_n_words(void)
+{
+	return (uint32_t)N_TEXT_WORDS;
+}
+
+int ls_dataset_word_text(struct ls_strbuf *out, const uint32_t *words, uint32_t n)
+{
+	for (uint32_t j = 0; j < n; j++) {
+		const char *w = text_words[words[j] % N_TEXT_WORDS];
+		if (ls_strbuf_puts(out, " ") || ls_strbuf_puts(out, w))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The prefix's words, then the prompt's own (both from word_run). */
+static char *prefixed_word_run(uint64_t pre_start, uint32_t pre, uint64_t start, uint32_t n)
+{
+	if (!pre)
+		return word_run(start, n);
+	char *a = word_run(pre_start, pre), *b = word_run(start, n), *both = NULL;
+	if (a && b && (both = malloc(strlen(a) + strlen(b) + 1))) {
+		strcpy(both, a);
+		strcat(both, b);
+	}
+	free(a);
+	free(b);
+	return both;
+}
+
 int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o, ls_token_count_fn count,
 			   void *count_ctx)
 {
@@ -160,14 +204,17 @@ int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o
 		return err;
 	for (size_t i = 0; i < ds->n; i++) {
 		struct ls_prompt *p = &ds->prompts[i];
-		uint64_t start = (p->n_token_ids ? p->token_ids[0] : 0); /* offset + i, as the ids began */
-		uint32_t target = p->prompt_len, words = target;
+		/* The shared prefix's words start at its first id; the prompt's own at offset + i. */
+		uint32_t pre = o->prefix_len;
+		uint64_t pre_start = pre ? p->token_ids[0] : 0;
+		uint64_t start = p->n_token_ids > pre ? p->token_ids[pre] : 0;
+		uint32_t target = p->prompt_len, words = target - pre;
 		free(p->token_ids);
 		p->token_ids = NULL;
 		p->n_token_ids = 0;
 		for (int round = 0; round < 4; round++) {
 			free(p->text);
-			p->text = word_run(start, words);
+			p->text = prefixed_word_run(pre_start, pre, start, words);
 			if (!p->text) {
 				ls_dataset_free(ds);
 				return -ENOMEM;
@@ -185,14 +232,14 @@ int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o
 			if (got == target)
 				break;
 			int64_t next = (int64_t)words + ((int64_t)target - (int64_t)got);
-			words = next < 1 ? 1 : (uint32_t)next;
+			words = next < 1 ? (pre ? 0 : 1) : (uint32_t)next;
 		}
 	}
 	return 0;
 }
 
 /* 1 token per 4 bytes, at least 1: the usual rule of thumb for English BPE vocabularies. */
-static uint32_t estimate_tokens(const char *text)
+uint32_t ls_dataset_estimate_tokens(const char *text)
 {
 	size_t len = strlen(text);
 	size_t est = (len + 3) / 4;
@@ -210,7 +257,7 @@ static int count_tokens(ls_token_count_fn count, void *ctx, const char *text, ui
 		return 0;
 	}
 	*estimated = 1;
-	*out = estimate_tokens(text);
+	*out = ls_dataset_estimate_tokens(text);
 	return 0;
 }
 
@@ -252,9 +299,9 @@ static int sharegpt_parse(const char *path, cJSON **root_out)
 	return 0;
 }
 
-/* The list's total entries, shuffled by seed (Fisher-Yates, as vLLM shuffles before sampling).
- * malloc'd; NULL when total is 0 or out of memory. */
-static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed)
+/* The list's total entries, shuffled by seed (Fisher-Yates, as vLLM shuffles before sampling)
+ * unless !shuffle (--disable-shuffle). malloc'd; NULL when total is 0 or out of memory. */
+static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed, int shuffle)
 {
 	cJSON **entries = total ? malloc(total * sizeof(*entries)) : NULL;
 	if (!entries)
@@ -264,7 +311,7 @@ static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed)
 		entries[k++] = e;
 	uint64_t rng[2];
 	ls_rng_seed(rng, seed);
-	for (size_t i = total; i > 1; i--) {
+	for (size_t i = total; shuffle && i > 1; i--) {
 		size_t j = (size_t)ls_rng_below(rng, i);
 		cJSON *t = entries[i - 1];
 		entries[i - 1] = entries[j];
@@ -327,6 +374,7 @@ static int sharegpt_take(struct ls_dataset *ds, cJSON **entries, size_t total, s
 static int sharegpt_repeat(struct ls_dataset *ds, const char *path, size_t want)
 {
 	size_t base = ds->n;
+	ds->n_unique = base;
 	for (size_t have = base; have < want; have++) {
 		const struct ls_prompt *src = &ds->prompts[have % base];
 		struct ls_prompt *p = &ds->prompts[have];
@@ -341,8 +389,8 @@ static int sharegpt_repeat(struct ls_dataset *ds, const char *path, size_t want)
 	return 0;
 }
 
-int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
-			uint64_t seed, ls_token_count_fn count, void *count_ctx)
+static int sharegpt_load(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+			 uint64_t seed, int shuffle, ls_token_count_fn count, void *count_ctx)
 {
 	cJSON *root = NULL;
 	memset(ds, 0, sizeof(*ds));
@@ -350,7 +398,7 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 	if (err)
 		return err;
 	size_t total = (size_t)cJSON_GetArraySize(root);
-	cJSON **entries = sharegpt_shuffled(root, total, seed);
+	cJSON **entries = sharegpt_shuffled(root, total, seed, shuffle);
 	if (total && !entries) {
 		cJSON_Delete(root);
 		return -ENOMEM;
@@ -380,6 +428,18 @@ int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint3
 	if (err)
 		ls_dataset_free(ds);
 	return err;
+}
+
+int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+			uint64_t seed, ls_token_count_fn count, void *count_ctx)
+{
+	return sharegpt_load(ds, path, n, fixed_output_len, seed, 1, count, count_ctx);
+}
+
+int ls_dataset_sharegpt_in_order(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+				 ls_token_count_fn count, void *count_ctx)
+{
+	return sharegpt_load(ds, path, n, fixed_output_len, 0, 0, count, count_ctx);
 }
 
 static int json_uint(const cJSON *item, uint32_t *out)
@@ -562,6 +622,13 @@ const char *ls_dataset_kind_name(enum ls_dataset_kind kind)
 	case LS_DATASET_RANDOM: return "random";
 	case LS_DATASET_SHAREGPT: return "sharegpt";
 	case LS_DATASET_JSONL: return "jsonl";
+	case LS_DATASET_CUSTOM: return "custom";
+	case LS_DATASET_PREFIX_REPETITION: return "prefix_repetition";
+	case LS_DATASET_SONNET: return "sonnet";
+	case LS_DATASET_BURSTGPT: return "burstgpt";
+	case LS_DATASET_RANDOM_IDS: return "random-ids";
+	case LS_DATASET_GSP: return "generated-shared-prefix";
+	case LS_DATASET_MOONCAKE: return "mooncake";
 	}
 	return "?";
 }

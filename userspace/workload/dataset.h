@@ -12,12 +12,14 @@ struct ls_prompt {
 	uint32_t  prompt_len;   /* tokens, as far as latscope knows */
 	uint32_t  output_len;   /* max_tokens to request */
 	double    timestamp_s;  /* trace replay offset, < 0 when absent */
+	uint32_t  prefix_group; /* 1 + the shared-prefix group it belongs to (gsp), 0 when none */
 };
 
 struct ls_dataset {
 	struct ls_prompt *prompts;
 	size_t n;
 	int    lens_estimated;  /* prompt_len (and output_len) are estimates, not tokenizer counts */
+	size_t n_unique;        /* sharegpt: prompts before oversampling repeated them (0: all are) */
 };
 
 void ls_dataset_free(struct ls_dataset *ds);
@@ -27,6 +29,14 @@ enum ls_dataset_kind {
 	LS_DATASET_RANDOM,
 	LS_DATASET_SHAREGPT,
 	LS_DATASET_JSONL,
+	/* the peers' (dataset_peer.h) */
+	LS_DATASET_CUSTOM,            /* vLLM's custom: jsonl, --custom-output-len */
+	LS_DATASET_PREFIX_REPETITION, /* vLLM */
+	LS_DATASET_SONNET,            /* vLLM */
+	LS_DATASET_BURSTGPT,          /* vLLM */
+	LS_DATASET_RANDOM_IDS,        /* SGLang: random token ids (latscope's random) */
+	LS_DATASET_GSP,               /* SGLang: generated-shared-prefix */
+	LS_DATASET_MOONCAKE,          /* SGLang */
 };
 const char *ls_dataset_kind_name(enum ls_dataset_kind kind);
 
@@ -54,6 +64,7 @@ struct ls_random_opts {
 	enum ls_range_semantics semantics;
 	uint32_t vocab_size;    /* token ids are drawn below this */
 	uint64_t seed;
+	uint32_t prefix_len;    /* vLLM's --random-prefix-len: ids shared by every prompt, before its own */
 };
 
 /* vLLM's RandomDataset without a tokenizer: request i gets the token ids
@@ -79,6 +90,9 @@ int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o
  * Errors name the file (and line for malformed JSON). */
 int ls_dataset_sharegpt(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
 			uint64_t seed, ls_token_count_fn count, void *count_ctx);
+/* The same in file order (vLLM's --disable-shuffle). */
+int ls_dataset_sharegpt_in_order(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
+				 ls_token_count_fn count, void *count_ctx);
 
 /* JSONL, one request per line: {"prompt": "text"} or {"prompt_token_ids": [1, 2, ...]},
  * "output_len" (or "max_tokens"; default_output_len when absent), optional "prompt_len",
@@ -90,5 +104,8 @@ int ls_dataset_jsonl(struct ls_dataset *ds, const char *path, size_t n, uint32_t
 /* Timestamps of every prompt as an array for ls_arrival_init (malloc'd), or NULL (errno =
  * ENOENT) when any prompt has none. */
 double *ls_dataset_timestamps(const struct ls_dataset *ds);
+
+/* 1 token per 4 bytes, at least 1: latscope's estimate when the server cannot count. */
+uint32_t ls_dataset_estimate_tokens(const char *text);
 
 #endif

@@ -7,6 +7,7 @@
 #define LATSCOPE_WORKLOAD_H
 
 #include "workload/dataset.h"
+#include "workload/dataset_peer.h"
 #include "workload/arrival.h"
 
 #endif

@@ -1,0 +1,17 @@
+/* backend_int.h — between backend.c (names, OpenAI and SGLang shapes, the frame arena) and
+ * backend_peer.c (the TGI and Triton/TensorRT-LLM shapes). Not a public interface. */
+#ifndef LATSCOPE_BACKEND_INT_H
+#define LATSCOPE_BACKEND_INT_H
+
+#include <cjson/cJSON.h>
+#include "driver/backend.h"
+
+/* ls_backend_body for LS_BACKEND_TGI and LS_BACKEND_TRT (text prompts only). */
+char *ls_backend_body_peer(enum ls_backend backend, const struct ls_prompt *prompt, int ignore_eos,
+			   size_t *len_out);
+/* One parsed frame object of LS_BACKEND_TGI or LS_BACKEND_TRT into fr / req (text_len, tokens,
+ * flags; req->error on an error object: -EPROTO). */
+int ls_backend_decode_peer(enum ls_backend backend, const cJSON *root, struct ls_decode_state *st,
+			   struct ls_frame *fr, struct ls_request *req);
+
+#endif

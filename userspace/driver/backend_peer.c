@@ -1,0 +1,145 @@
+/* backend_peer.c — the generation APIs vLLM's and SGLang's benchmarks still drive besides
+ * OpenAI's and SGLang's: TGI's /generate_stream and Triton's (TensorRT-LLM) generate_stream.
+ * Bodies are what vLLM's backend_request_func.py sends (async_request_tgi,
+ * async_request_trt_llm); frames are what those servers stream. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "driver/backend_int.h"
+
+int ls_backend_needs_text(enum ls_backend backend)
+{
+	return backend == LS_BACKEND_OPENAI_CHAT || backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT;
+}
+
+int ls_backend_sends_model(enum ls_backend backend)
+{
+	return backend == LS_BACKEND_OPENAI || backend == LS_BACKEND_OPENAI_CHAT;
+}
+
+int ls_backend_final_frame_ends(enum ls_backend backend)
+{
+	return backend == LS_BACKEND_SGLANG || backend == LS_BACKEND_TGI;
+}
+
+int ls_backend_eof_ends(enum ls_backend backend)
+{
+	return backend == LS_BACKEND_TRT; /* Triton's stream has no end marker */
+}
+
+/* TGI: {"inputs", "parameters": {...}}. TGI refuses temperature 0 and top_p 1 (vLLM's note). */
+static int tgi_body(cJSON *root, const struct ls_prompt *prompt, int ignore_eos)
+{
+	cJSON *params = cJSON_CreateObject();
+	int ok = params && cJSON_AddItemToObject(root, "parameters", params);
+	if (!ok) {
+		cJSON_Delete(params);
+		return 0;
+	}
+	ok = cJSON_AddStringToObject(root, "inputs", prompt->text) &&
+	     cJSON_AddNumberToObject(params, "max_new_tokens", prompt->output_len) &&
+	     cJSON_AddTrueToObject(params, "do_sample") && cJSON_AddNumberToObject(params, "temperature", 0.01) &&
+	     cJSON_AddNumberToObject(params, "top_p", 0.99) &&
+	     cJSON_AddBoolToObject(params, "ignore_eos_token", ignore_eos) &&
+	     cJSON_AddTrueToObject(params, "details");
+	if (ok && prompt->prompt_len)
+		ok = cJSON_AddNumberToObject(params, "truncate", prompt->prompt_len) != NULL;
+	return ok;
+}
+
+/* Triton's TensorRT-LLM ensemble. It has no ignore_eos: min_length = max_tokens is vLLM's way. */
+static int trt_body(cJSON *root, const struct ls_prompt *prompt, int ignore_eos)
+{
+	int ok = cJSON_AddTrueToObject(root, "accumulate_tokens") &&
+		 cJSON_AddStringToObject(root, "text_input", prompt->text) &&
+		 cJSON_AddNumberToObject(root, "temperature", 0.0) && cJSON_AddNumberToObject(root, "top_p", 1.0) &&
+		 cJSON_AddNumberToObject(root, "max_tokens", prompt->output_len) &&
+		 cJSON_AddTrueToObject(root, "stream");
+	if (ok && ignore_eos)
+		ok = cJSON_AddNumberToObject(root, "min_length", prompt->output_len) != NULL;
+	return ok;
+}
+
+char *ls_backend_body_peer(enum ls_backend backend, const struct ls_prompt *prompt, int ignore_eos,
+			   size_t *len_out)
+{
+	if (!prompt->text) { /* neither API takes token ids */
+		errno = EINVAL;
+		return NULL;
+	}
+	cJSON *root = cJSON_CreateObject();
+	int ok = root && (backend == LS_BACKEND_TGI ? tgi_body(root, prompt, ignore_eos)
+						    : trt_body(root, prompt, ignore_eos));
+	char *body = ok ? cJSON_PrintUnformatted(root) : NULL;
+	cJSON_Delete(root);
+	if (!body) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (len_out)
+		*len_out = strlen(body);
+	return body;
+}
+
+static int error_frame(const cJSON *root, struct ls_request *req)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+	if (!err || cJSON_IsNull(err))
+		return 0;
+	snprintf(req->error, sizeof(req->error), "server error in stream: %s",
+		 cJSON_IsString(err) ? err->valuestring : "(no message)");
+	return -EPROTO;
+}
+
+/* {"index": k, "token": {"id", "text", "special"}, "generated_text": null | "...",
+ * "details": null | {"finish_reason", "generated_tokens"}}: the last frame has the text whole. */
+static void decode_tgi(const cJSON *root, struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req)
+{
+	const cJSON *token = cJSON_GetObjectItemCaseSensitive(root, "token");
+	const cJSON *index = cJSON_GetObjectItemCaseSensitive(root, "index");
+	const cJSON *whole = cJSON_GetObjectItemCaseSensitive(root, "generated_text");
+	const cJSON *details = cJSON_GetObjectItemCaseSensitive(root, "details");
+	if (cJSON_IsObject(token)) {
+		const cJSON *text = cJSON_GetObjectItemCaseSensitive(token, "text");
+		fr->flags |= LS_FRAME_CHOICES;
+		if (cJSON_IsString(text) && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(token, "special")))
+			fr->text_len = (uint32_t)strlen(text->valuestring);
+		fr->tokens = 1;
+	}
+	if (cJSON_IsNumber(index) && index->valuedouble >= 0 && index->valuedouble < 2147483647.0) {
+		int32_t cum = (int32_t)index->valuedouble;
+		fr->tokens = cum >= st->last_cum_tokens ? cum - st->last_cum_tokens : -1;
+		fr->cum_tokens = cum;
+		st->last_cum_tokens = cum;
+	}
+	if (cJSON_IsString(whole))
+		fr->flags |= LS_FRAME_FINISH;
+	if (cJSON_IsObject(details)) {
+		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(details, "finish_reason");
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(details, "generated_tokens");
+		if (reason && !cJSON_IsNull(reason))
+			fr->flags |= LS_FRAME_FINISH;
+		if (cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble < 2147483647.0)
+			req->usage_completion_tokens = (int32_t)n->valuedouble;
+	}
+}
+
+int ls_backend_decode_peer(enum ls_backend backend, const cJSON *root, struct ls_decode_state *st,
+			   struct ls_frame *fr, struct ls_request *req)
+{
+	int rc = error_frame(root, req);
+	if (rc)
+		return rc;
+	if (backend == LS_BACKEND_TGI) {
+		decode_tgi(root, st, fr, req);
+		return 0;
+	}
+	/* Triton: {"model_name", "model_version", ..., "text_output": "the new text"} */
+	const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text_output");
+	if (cJSON_IsString(text)) {
+		fr->flags |= LS_FRAME_CHOICES;
+		fr->text_len = (uint32_t)strlen(text->valuestring);
+	}
+	return 0;
+}
