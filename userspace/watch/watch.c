@@ -1,0 +1,275 @@
+/* watch.c — connections and exchanges from one client socket's events (see watch.h). How an
+ * exchange is cut: a send burst (the request), then every arrival until the next send or the
+ * close. TLS bytes are left out by the libssl stamps: sends inside the handshake (TLS_START ..
+ * TLS_END), and, on a socket where the harness's SSL_write calls are seen, sends no SSL_write
+ * asked for (the client's Finished after an asyncio handshake, alerts). A read's delay is taken
+ * from the oldest byte it delivered: the time the harness left bytes the kernel had. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "watch/watch.h"
+#include "watch/watch_int.h"
+
+#define LS_TCP_FIN_WAIT1 4
+#define LS_TCP_FIN_WAIT2 5
+#define LS_TCP_TIME_WAIT 6
+#define LS_TCP_CLOSE_WAIT 8
+
+int ls_watch_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 64;
+	while (c < need)
+		c *= 2;
+	void *n = realloc(*p, c * size);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = c;
+	return 0;
+}
+#define grow ls_watch_grow
+
+/* A client socket of a watched process (and to --port)? */
+static int wanted(const struct ls_sock_events *s, const struct ls_watch_opts *o)
+{
+	const struct ls_event *e = NULL;
+
+	for (size_t i = 0; i < s->n && !e; i++)
+		if (s->ev[i].role == LS_ROLE_CLIENT && s->ev[i].tgid)
+			e = &s->ev[i];
+	if (!e || !s->cookie)
+		return 0;
+	if (o->tgids) {
+		size_t i = 0;
+		while (i < o->n_tgids && o->tgids[i] != e->tgid)
+			i++;
+		if (i == o->n_tgids)
+			return 0;
+	}
+	if (o->port) {
+		for (size_t i = 0; i < s->n; i++)
+			if (s->ev[i].rport)
+				return s->ev[i].rport == o->port;
+		return 0;
+	}
+	return 1;
+}
+
+/* The socket's state while its events are walked. */
+struct walk {
+	struct ls_watch_conn c;
+	uint32_t cur;           /* open exchange (index in w->ex), UINT32_MAX none */
+	int has_tls_write;      /* the harness's SSL_write calls are seen on this socket */
+	int write_pending;      /* an SSL_write since the last exchange began */
+	int in_handshake;
+	uint64_t send_start_ns; /* first SEND_START not yet followed by its SEND_END */
+	uint32_t rcv_seen;      /* highest rcv_nxt so far */
+	int rcv_known;
+};
+
+static int new_exchange(struct build *b, struct walk *k, uint64_t first_ns)
+{
+	struct ls_watch *w = b->w;
+
+	if (grow((void **)&w->ex, &b->cap_ex, w->n_ex + 1, sizeof(*w->ex)))
+		return -ENOMEM;
+	struct ls_watch_exchange *x = &w->ex[w->n_ex];
+	memset(x, 0, sizeof(*x));
+	x->conn = (uint32_t)w->n_conns;
+	x->nth = k->c.n_ex++;
+	x->send_first_ns = first_ns;
+	k->cur = (uint32_t)w->n_ex++;
+	k->write_pending = 0;
+	return 0;
+}
+
+static int on_send_end(struct build *b, struct walk *k, const struct ls_event *e)
+{
+	uint64_t first = k->send_start_ns ? k->send_start_ns : e->ts_ns;
+
+	k->send_start_ns = 0;
+	if (k->in_handshake || (k->has_tls_write && !k->write_pending && k->cur == UINT32_MAX) ||
+	    (k->has_tls_write && !k->write_pending && b->w->ex[k->cur].first_byte_ns))
+		return 0; /* TLS protocol bytes, not a request */
+	if (k->cur == UINT32_MAX || b->w->ex[k->cur].first_byte_ns)
+		if (new_exchange(b, k, first))
+			return -ENOMEM;
+	struct ls_watch_exchange *x = &b->w->ex[k->cur];
+	x->sent_ns = e->ts_ns;
+	x->req_bytes += e->len;
+	x->req_end_seq = e->seq;
+	return 0;
+}
+
+static int on_arrived(struct build *b, struct walk *k, const struct ls_event *e)
+{
+	uint32_t from = k->rcv_known ? k->rcv_seen : e->aux;
+
+	if (k->rcv_known && (int32_t)(e->seq - k->rcv_seen) <= 0)
+		return 0; /* nothing new (a FIN, a duplicate wake-up) */
+	if (!k->rcv_known && e->seq == from)
+		return 0;
+	k->rcv_seen = e->seq;
+	k->rcv_known = 1;
+	if (grow((void **)&b->arr, &b->cap_arr, b->n_arr + 1, sizeof(*b->arr)))
+		return -ENOMEM;
+	b->arr[b->n_arr++] = (struct arrival){ e->ts_ns, from, e->seq, k->cur };
+	if (k->cur == UINT32_MAX)
+		return 0;
+	struct ls_watch_exchange *x = &b->w->ex[k->cur];
+	if (!x->first_byte_ns)
+		x->first_byte_ns = e->ts_ns;
+	x->last_byte_ns = e->ts_ns;
+	x->resp_bytes += e->seq - from;
+	return 0;
+}
+
+static int on_read(struct build *b, struct walk *k, const struct ls_event *e)
+{
+	struct ls_watch *w = b->w;
+	uint32_t start = e->seq - e->len;
+	const struct arrival *a = NULL;
+
+	(void)k;
+	for (size_t i = b->n_arr; i-- > 0;) { /* the arrival that brought byte `start` */
+		if ((int32_t)(b->arr[i].to - start) > 0 && (int32_t)(start - b->arr[i].from) >= 0) {
+			a = &b->arr[i];
+			break;
+		}
+	}
+	if (!a || a->ex == UINT32_MAX || e->ts_ns < a->ts)
+		return 0; /* handshake bytes, or a read of bytes from before the watch */
+	if (grow((void **)&w->reads, &b->cap_reads, w->n_reads + 1, sizeof(*w->reads)))
+		return -ENOMEM;
+	w->reads[w->n_reads++] = (struct ls_watch_read){ e->ts_ns, a->ts, a->ex, e->len, e->seq };
+	struct ls_watch_exchange *x = &w->ex[a->ex];
+	x->n_reads++;
+	if (!x->first_byte_read_ns)
+		x->first_byte_read_ns = e->ts_ns;
+	x->last_read_ns = e->ts_ns;
+	return 0;
+}
+
+static void on_state(struct walk *k, const struct ls_event *e)
+{
+	unsigned old = e->aux >> 8 & 0xff, new = e->aux & 0xff;
+
+	if (new == LS_TCP_FIN_WAIT1 && !k->c.closed_by)
+		k->c.closed_by = 1;
+	if (new == LS_TCP_CLOSE_WAIT && !k->c.closed_by)
+		k->c.closed_by = 2;
+	if (new == LS_TCP_TIME_WAIT || new == LS_TCP_FIN_WAIT2 || old == LS_TCP_FIN_WAIT2)
+		k->c.time_wait = 1;
+}
+
+static int on_event(struct build *b, struct walk *k, const struct ls_event *e)
+{
+	switch (e->kind) {
+	case LS_EV_CONNECT: k->c.connect_ns = e->ts_ns; break;
+	case LS_EV_ESTABLISHED: k->c.established_ns = e->ts_ns; break;
+	case LS_EV_TLS_START:
+		if (!k->c.tls_start_ns)
+			k->c.tls_start_ns = e->ts_ns;
+		k->c.n_handshakes++;
+		k->in_handshake = 1;
+		break;
+	case LS_EV_TLS_END:
+		if (!k->c.tls_end_ns)
+			k->c.tls_end_ns = e->ts_ns;
+		k->in_handshake = 0;
+		break;
+	case LS_EV_TLS_WRITE: k->write_pending = 1; break;
+	case LS_EV_SEND_START:
+		if (!k->send_start_ns)
+			k->send_start_ns = e->ts_ns;
+		break;
+	case LS_EV_SEND_END: return on_send_end(b, k, e);
+	case LS_EV_ARRIVED: return on_arrived(b, k, e);
+	case LS_EV_READ: return on_read(b, k, e);
+	case LS_EV_STATE: on_state(k, e); break;
+	case LS_EV_CLOSE:
+		k->c.close_ns = e->ts_ns;
+		on_state(k, e);
+		break;
+	default: break;
+	}
+	return 0;
+}
+
+/* TLS_START is emitted with TLS_END, stamped at the handshake's first entry: the store has
+ * it in time order, before the handshake's own sends. */
+static int walk_socket(struct build *b, const struct ls_sock_events *s)
+{
+	struct walk k = { .cur = UINT32_MAX };
+	struct ls_watch *w = b->w;
+	int err = 0;
+
+	k.c.cookie = s->cookie;
+	k.c.first_ex = (uint32_t)w->n_ex;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ls_event *e = &s->ev[i];
+		if (e->kind == LS_EV_TLS_WRITE)
+			k.has_tls_write = 1;
+		if (!k.c.tgid && e->tgid)
+			k.c.tgid = e->tgid;
+		if (!k.c.lport && e->lport)
+			k.c.lport = e->lport;
+		if (!k.c.rport && e->rport)
+			k.c.rport = e->rport;
+	}
+	b->n_arr = 0;
+	size_t first_read = w->n_reads;
+	for (size_t i = 0; i < s->n && !err; i++)
+		err = on_event(b, &k, &s->ev[i]);
+	for (uint32_t i = 0; i < k.c.n_ex && !err; i++)
+		err = ls_watch_split(b, k.c.first_ex + i, first_read);
+	if (err)
+		return err;
+	if (!k.c.n_ex) {
+		w->n_conns_no_ex++;
+		return 0;
+	}
+	if (grow((void **)&w->conns, &b->cap_conns, w->n_conns + 1, sizeof(*w->conns)))
+		return -ENOMEM;
+	w->conns[w->n_conns++] = k.c;
+	return 0;
+}
+
+int ls_watch_build(const struct ls_evstore *ev, const struct ls_watch_opts *o, struct ls_watch *w)
+{
+	struct build b = { .w = w };
+	int err = 0;
+
+	memset(w, 0, sizeof(*w));
+	for (size_t i = 0; ev && i < ls_evstore_sockets(ev) && !err; i++) {
+		const struct ls_sock_events *s = ls_evstore_at(ev, i);
+		if (!s->cookie) {
+			for (size_t j = 0; j < s->n; j++)
+				if (s->ev[j].kind == LS_EV_TLS_END)
+					w->tls_unlinked++;
+			continue;
+		}
+		for (size_t j = 0; j < s->n && !w->have_server; j++)
+			if (s->ev[j].role == LS_ROLE_SERVER)
+				w->have_server = 1;
+		if (wanted(s, o))
+			err = walk_socket(&b, s);
+	}
+	free(b.arr);
+	if (!err)
+		ls_watch_join_server(w, ev);
+	if (err)
+		ls_watch_free(w);
+	return err;
+}
+
+void ls_watch_free(struct ls_watch *w)
+{
+	free(w->conns);
+	free(w->ex);
+	free(w->reads);
+	free(w->gaps);
+	memset(w, 0, sizeof(*w));
+}

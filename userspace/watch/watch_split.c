@@ -1,0 +1,116 @@
+/* watch_split.c — inside one exchange: its arrivals grouped in bursts (LS_WATCH_BURST_NS),
+ * the response head told apart, the first frame, the arrival-to-arrival gaps; and the watched
+ * server's side of each exchange. The head rule (timing only: the probes never read payload):
+ * servers that stream (vLLM, SGLang, the simulator) write the response head as soon as they
+ * take the request, and the first token a step or more later. The first burst is the head when
+ * a second one follows and the first came in under a quarter of the time to the second. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "watch/watch_int.h"
+
+#define grow ls_watch_grow
+
+static int seq_after(uint32_t a, uint32_t b) /* a > b in TCP sequence space */
+{
+	return (int32_t)(a - b) > 0;
+}
+
+int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
+{
+	struct ls_watch *w = b->w;
+	struct ls_watch_exchange *x = &w->ex[ix];
+	uint64_t burst_ts[2] = { 0, 0 }, prev_ts = 0, burst_start = 0;
+	uint32_t burst_from[2] = { 0, 0 };
+	size_t first_gap = w->n_gaps;
+
+	x->first_gap = (uint32_t)first_gap;
+	for (size_t i = 0; i < b->n_arr; i++) {
+		const struct ls_watch_arrival *a = &b->arr[i];
+		if (a->ex != ix)
+			continue;
+		if (!x->n_bursts || a->ts - prev_ts > LS_WATCH_BURST_NS) {
+			if (x->n_bursts < 2) {
+				burst_ts[x->n_bursts] = a->ts;
+				burst_from[x->n_bursts] = a->from;
+			}
+			if (x->n_bursts) {
+				if (grow((void **)&w->gaps, &b->cap_gaps, w->n_gaps + 1, sizeof(*w->gaps)))
+					return -ENOMEM;
+				w->gaps[w->n_gaps++] = a->ts - burst_start;
+			}
+			burst_start = a->ts;
+			x->n_bursts++;
+		}
+		prev_ts = a->ts;
+	}
+	x->n_gaps = (uint32_t)(w->n_gaps - first_gap);
+	if (!x->n_bursts)
+		return 0;
+	x->first_data_ns = burst_ts[0];
+	x->data_seq = burst_from[0];
+	if (x->n_bursts >= 2 && x->sent_ns && burst_ts[0] >= x->sent_ns &&
+	    4 * (burst_ts[0] - x->sent_ns) < burst_ts[1] - burst_ts[0]) {
+		x->head_apart = 1;
+		x->first_data_ns = burst_ts[1];
+		x->data_seq = burst_from[1];
+		/* the head's gap is not an inter-token gap */
+		memmove(&w->gaps[first_gap], &w->gaps[first_gap + 1], (w->n_gaps - first_gap - 1) * sizeof(*w->gaps));
+		w->n_gaps--;
+		x->n_gaps--;
+	}
+	for (size_t i = first_read; i < w->n_reads; i++)
+		if (w->reads[i].ex == ix && seq_after(w->reads[i].end_seq, x->data_seq)) {
+			x->first_data_read_ns = w->reads[i].read_ns;
+			break;
+		}
+	return 0;
+}
+
+/* The server socket whose ports mirror the connection's. */
+static const struct ls_sock_events *server_end(const struct ls_evstore *ev, const struct ls_watch_conn *c)
+{
+	for (size_t i = 0; i < ls_evstore_sockets(ev); i++) {
+		const struct ls_sock_events *s = ls_evstore_at(ev, i);
+		for (size_t j = 0; j < s->n; j++) {
+			const struct ls_event *e = &s->ev[j];
+			if (e->role != LS_ROLE_SERVER || !e->lport)
+				continue;
+			if (e->lport == c->rport && e->rport == c->lport)
+				return s;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Both ends share the sequence space: the server has read the request when its copied_seq
+ * reaches the harness's write_seq after it, and it writes the first frame when its write_seq
+ * reaches the frame's first byte. */
+static void server_side(struct ls_watch_exchange *x, const struct ls_sock_events *s)
+{
+	for (size_t j = 0; j < s->n; j++) {
+		const struct ls_event *e = &s->ev[j];
+		if (!x->srv_read_ns && e->kind == LS_EV_READ && e->ts_ns >= x->send_first_ns &&
+		    !seq_after(x->req_end_seq, e->seq))
+			x->srv_read_ns = e->ts_ns;
+		if (!x->srv_write_ns && x->first_data_ns && e->kind == LS_EV_SEND_START && e->seq == x->data_seq &&
+		    e->ts_ns <= x->first_data_ns)
+			x->srv_write_ns = e->ts_ns; /* the send that queued the frame's first byte */
+	}
+}
+
+void ls_watch_join_server(struct ls_watch *w, const struct ls_evstore *ev)
+{
+	if (!w->have_server || !ev)
+		return;
+	for (size_t i = 0; i < w->n_conns; i++) {
+		struct ls_watch_conn *c = &w->conns[i];
+		const struct ls_sock_events *s = server_end(ev, c);
+		if (!s)
+			continue;
+		c->srv_cookie = s->cookie;
+		for (uint32_t k = 0; k < c->n_ex; k++)
+			server_side(&w->ex[c->first_ex + k], s);
+	}
+}
