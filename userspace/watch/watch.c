@@ -64,8 +64,10 @@ struct walk {
 	int has_tls_write;      /* the harness's SSL_write calls are seen on this socket */
 	int write_pending;      /* an SSL_write since the last exchange began */
 	int in_handshake;
-	uint64_t send_start_ns; /* first SEND_START not yet followed by its SEND_END */
+	int send_open;          /* a SEND_START not yet followed by its SEND_END */
+	int send_taken;         /* ... and it is a request's */
 	uint32_t rcv_seen;      /* highest rcv_nxt so far */
+	uint64_t closing_ns;    /* first FIN_WAIT1 / CLOSE_WAIT / CLOSE */
 	int rcv_known;
 };
 
@@ -85,22 +87,35 @@ static int new_exchange(struct build *b, struct walk *k, uint64_t first_ns)
 	return 0;
 }
 
-static int on_send_end(struct build *b, struct walk *k, const struct ls_event *e)
+/* A send starts: the request's first byte is queued now, before any reply can come (on
+ * loopback the reply can arrive before sock_send_length fires). */
+static int on_send_start(struct build *b, struct walk *k, const struct ls_event *e)
 {
-	uint64_t first = k->send_start_ns ? k->send_start_ns : e->ts_ns;
-
-	k->send_start_ns = 0;
-	if (k->in_handshake || (k->has_tls_write && !k->write_pending && k->cur == UINT32_MAX) ||
-	    (k->has_tls_write && !k->write_pending && b->w->ex[k->cur].first_byte_ns))
+	if (k->send_open)
+		return 0; /* more skbs of the same sendmsg */
+	k->send_open = 1;
+	k->send_taken = 0;
+	if (k->in_handshake || (k->has_tls_write && !k->write_pending &&
+				(k->cur == UINT32_MAX || b->w->ex[k->cur].first_byte_ns)))
 		return 0; /* TLS protocol bytes, not a request */
+	k->send_taken = 1;
+	k->write_pending = 0; /* one SSL_write, one request: a later unasked send is TLS's own */
 	if (k->cur == UINT32_MAX || b->w->ex[k->cur].first_byte_ns)
-		if (new_exchange(b, k, first))
-			return -ENOMEM;
+		return new_exchange(b, k, e->ts_ns);
+	return 0;
+}
+
+static void on_send_end(struct build *b, struct walk *k, const struct ls_event *e)
+{
+	int taken = k->send_taken;
+
+	k->send_open = k->send_taken = 0;
+	if (!taken || k->cur == UINT32_MAX)
+		return;
 	struct ls_watch_exchange *x = &b->w->ex[k->cur];
 	x->sent_ns = e->ts_ns;
 	x->req_bytes += e->len;
 	x->req_end_seq = e->seq;
-	return 0;
 }
 
 static int on_arrived(struct build *b, struct walk *k, const struct ls_event *e)
@@ -132,7 +147,7 @@ static int on_read(struct build *b, struct walk *k, const struct ls_event *e)
 	uint32_t start = e->seq - e->len;
 	const struct arrival *a = NULL;
 
-	(void)k;
+	k->send_open = 0; /* a sendmsg that sent nothing (EAGAIN) has no SEND_END: it ended before this */
 	for (size_t i = b->n_arr; i-- > 0;) { /* the arrival that brought byte `start` */
 		if ((int32_t)(b->arr[i].to - start) > 0 && (int32_t)(start - b->arr[i].from) >= 0) {
 			a = &b->arr[i];
@@ -162,6 +177,8 @@ static void on_state(struct walk *k, const struct ls_event *e)
 		k->c.closed_by = 2;
 	if (new == LS_TCP_TIME_WAIT || new == LS_TCP_FIN_WAIT2 || old == LS_TCP_FIN_WAIT2)
 		k->c.time_wait = 1;
+	if (!k->closing_ns && (new == LS_TCP_FIN_WAIT1 || new == LS_TCP_CLOSE_WAIT || new == 7))
+		k->closing_ns = e->ts_ns;
 }
 
 static int on_event(struct build *b, struct walk *k, const struct ls_event *e)
@@ -181,11 +198,8 @@ static int on_event(struct build *b, struct walk *k, const struct ls_event *e)
 		k->in_handshake = 0;
 		break;
 	case LS_EV_TLS_WRITE: k->write_pending = 1; break;
-	case LS_EV_SEND_START:
-		if (!k->send_start_ns)
-			k->send_start_ns = e->ts_ns;
-		break;
-	case LS_EV_SEND_END: return on_send_end(b, k, e);
+	case LS_EV_SEND_START: return on_send_start(b, k, e);
+	case LS_EV_SEND_END: on_send_end(b, k, e); break;
 	case LS_EV_ARRIVED: return on_arrived(b, k, e);
 	case LS_EV_READ: return on_read(b, k, e);
 	case LS_EV_STATE: on_state(k, e); break;
@@ -196,6 +210,43 @@ static int on_event(struct build *b, struct walk *k, const struct ls_event *e)
 	default: break;
 	}
 	return 0;
+}
+
+#define CLOSE_NOTIFY_MAX_BYTES 64    /* a TLS alert record: 24 bytes in TLS 1.3, 31 in 1.2 (GCM) */
+#define CLOSE_NOTIFY_NEAR_NS 1000000ull
+
+/* On a TLS socket, a last small arrival next to the close is the peer's close_notify alert,
+ * not response bytes: it leaves its exchange (and its reads). */
+static void drop_close_notify(struct build *b, struct walk *k, size_t first_read)
+{
+	struct ls_watch *w = b->w;
+	struct ls_watch_arrival *a = b->n_arr ? &b->arr[b->n_arr - 1] : NULL;
+
+	if (!a || a->ex == UINT32_MAX || !k->closing_ns || a->to - a->from > CLOSE_NOTIFY_MAX_BYTES ||
+	    (a->ts > k->closing_ns ? a->ts - k->closing_ns : k->closing_ns - a->ts) > CLOSE_NOTIFY_NEAR_NS)
+		return;
+	struct ls_watch_exchange *x = &w->ex[a->ex];
+	x->resp_bytes -= a->to - a->from;
+	x->last_byte_ns = 0;
+	for (size_t i = 0; i + 1 < b->n_arr; i++)
+		if (b->arr[i].ex == a->ex)
+			x->last_byte_ns = b->arr[i].ts;
+	size_t kept = first_read;
+	for (size_t i = first_read; i < w->n_reads; i++) {
+		if (w->reads[i].ex == a->ex && w->reads[i].arrived_ns == a->ts) {
+			x->n_reads--;
+			continue;
+		}
+		w->reads[kept++] = w->reads[i];
+	}
+	w->n_reads = kept;
+	x->last_read_ns = 0;
+	for (size_t i = first_read; i < w->n_reads; i++)
+		if (w->reads[i].ex == a->ex)
+			x->last_read_ns = w->reads[i].read_ns;
+	if (!x->last_byte_ns) /* the exchange was only that alert */
+		x->first_byte_ns = x->first_byte_read_ns = 0;
+	a->ex = UINT32_MAX;
 }
 
 /* TLS_START is emitted with TLS_END, stamped at the handshake's first entry: the store has
@@ -223,6 +274,8 @@ static int walk_socket(struct build *b, const struct ls_sock_events *s)
 	size_t first_read = w->n_reads;
 	for (size_t i = 0; i < s->n && !err; i++)
 		err = on_event(b, &k, &s->ev[i]);
+	if (!err && k.has_tls_write)
+		drop_close_notify(b, &k, first_read);
 	for (uint32_t i = 0; i < k.c.n_ex && !err; i++)
 		err = ls_watch_split(b, k.c.first_ex + i, first_read);
 	if (err)

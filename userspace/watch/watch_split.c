@@ -49,8 +49,8 @@ int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 		return 0;
 	x->first_data_ns = burst_ts[0];
 	x->data_seq = burst_from[0];
-	if (x->n_bursts >= 2 && x->sent_ns && burst_ts[0] >= x->sent_ns &&
-	    4 * (burst_ts[0] - x->sent_ns) < burst_ts[1] - burst_ts[0]) {
+	uint64_t to_first = burst_ts[0] > x->sent_ns ? burst_ts[0] - x->sent_ns : 0;
+	if (x->n_bursts >= 2 && x->sent_ns && 4 * to_first < burst_ts[1] - burst_ts[0]) {
 		x->head_apart = 1;
 		x->first_data_ns = burst_ts[1];
 		x->data_seq = burst_from[1];
