@@ -78,7 +78,7 @@ int ls_harness_result_read(const char *path, struct ls_harness_result *r, char *
 		snprintf(why, why_len, "--harness-result %s: cannot read it", path);
 		return -EIO;
 	}
-	cJSON *o = cJSON_Parse(text);
+	cJSON *o = cJSON_ParseWithOpts(text, NULL, 1); /* whole file: one object, or JSONL */
 	if (o) {
 		err = from_object(o, r);
 		r->format = cJSON_GetObjectItemCaseSensitive(o, "backend") ||
