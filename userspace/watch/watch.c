@@ -160,7 +160,8 @@ static int on_read(struct build *b, struct walk *k, const struct ls_event *e)
 		return -ENOMEM;
 	w->reads[w->n_reads++] = (struct ls_watch_read){ e->ts_ns, a->ts, a->ex, e->len, e->seq };
 	struct ls_watch_exchange *x = &w->ex[a->ex];
-	x->n_reads++;
+	if (!x->n_reads++)
+		x->first_read = (uint32_t)(w->n_reads - 1);
 	if (!x->first_byte_read_ns)
 		x->first_byte_read_ns = e->ts_ns;
 	x->last_read_ns = e->ts_ns;
@@ -311,8 +312,10 @@ int ls_watch_build(const struct ls_evstore *ev, const struct ls_watch_opts *o, s
 			err = walk_socket(&b, s);
 	}
 	free(b.arr);
-	if (!err)
+	if (!err) {
+		ls_watch_heads_by_server(w);
 		ls_watch_join_server(w, ev);
+	}
 	if (err)
 		ls_watch_free(w);
 	return err;

@@ -48,7 +48,10 @@ struct ls_watch_exchange {
 	uint64_t last_byte_ns, last_read_ns;
 	uint32_t resp_bytes;
 	uint32_t n_reads, n_bursts;
+	uint32_t first_read;     /* index in reads of its first read (when n_reads) */
 	uint32_t first_gap, n_gaps; /* its arrival-to-arrival gaps: gaps[first_gap ..) (data bursts) */
+	uint64_t burst2_ns;      /* the second burst: where the first frame is when the first is the head */
+	uint32_t burst2_seq;
 	uint64_t srv_read_ns;    /* the server read the whole request (watched server) */
 	uint64_t srv_write_ns;   /* the server started writing the first frame */
 };

@@ -24,6 +24,8 @@ int ls_watch_grow(void **p, size_t *cap, size_t need, size_t size);
 /* After a socket's walk: exchange ex's bursts, head, first frame, gaps; the socket's reads start
  * at w->reads[first_read]. 0, or -ENOMEM. */
 int ls_watch_split(struct build *b, uint32_t ex, size_t first_read);
+/* After every socket: the head rule made consistent per server port (watch_split.c). */
+void ls_watch_heads_by_server(struct ls_watch *w);
 /* The watched server's end of every connection, and its read/first write per exchange. */
 void ls_watch_join_server(struct ls_watch *w, const struct ls_evstore *ev);
 

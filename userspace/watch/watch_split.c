@@ -16,6 +16,84 @@ static int seq_after(uint32_t a, uint32_t b) /* a > b in TCP sequence space */
 	return (int32_t)(a - b) > 0;
 }
 
+/* The first burst of exchange ix is its head: the first frame is the second burst, and the
+ * head's gap is not an inter-token gap. */
+static void head_apart(struct ls_watch *w, uint32_t ix)
+{
+	struct ls_watch_exchange *x = &w->ex[ix];
+	size_t g = x->first_gap;
+
+	if (x->head_apart || x->n_bursts < 2 || !x->n_gaps)
+		return;
+	x->head_apart = 1;
+	x->first_data_ns = x->burst2_ns;
+	x->data_seq = x->burst2_seq;
+	memmove(&w->gaps[g], &w->gaps[g + 1], (w->n_gaps - g - 1) * sizeof(*w->gaps));
+	w->n_gaps--;
+	x->n_gaps--;
+	for (size_t i = ix + 1; i < w->n_ex; i++)
+		if (w->ex[i].first_gap > g) /* during the build: only this socket's, not yet split */
+			w->ex[i].first_gap--;
+}
+
+static void first_data_read(struct ls_watch *w, uint32_t ix, size_t first_read)
+{
+	struct ls_watch_exchange *x = &w->ex[ix];
+
+	x->first_data_read_ns = 0;
+	if (x->n_reads && x->first_read > first_read)
+		first_read = x->first_read;
+	for (size_t i = first_read; i < w->n_reads; i++)
+		if (w->reads[i].ex == ix && seq_after(w->reads[i].end_seq, x->data_seq)) {
+			x->first_data_read_ns = w->reads[i].read_ns;
+			break;
+		}
+}
+
+/* A server writes its head apart from the first frame for every response or for none: when
+ * most responses from one server port had it apart, so do the others that came in two or more
+ * bursts (a busy server's head can come late enough to miss the timing rule). */
+void ls_watch_heads_by_server(struct ls_watch *w)
+{
+	for (size_t i = 0; i < w->n_conns; i++) {
+		uint16_t port = w->conns[i].rport;
+		size_t apart = 0, multi = 0, j;
+		for (j = 0; j < i && w->conns[j].rport != port; j++)
+			;
+		if (j < i)
+			continue; /* this port was done */
+		for (j = 0; j < w->n_ex; j++)
+			if (w->conns[w->ex[j].conn].rport == port && w->ex[j].n_bursts >= 2) {
+				multi++;
+				apart += w->ex[j].head_apart;
+			}
+		if (2 * apart <= multi)
+			continue;
+		for (j = 0; j < w->n_ex; j++)
+			if (w->conns[w->ex[j].conn].rport == port && !w->ex[j].head_apart && w->ex[j].n_bursts >= 2 &&
+			    w->ex[j].n_gaps)
+				w->ex[j].head_apart = 2; /* flipped below, in one pass over the gaps */
+	}
+	size_t out = 0;
+	for (size_t j = 0; j < w->n_ex; j++) {
+		struct ls_watch_exchange *x = &w->ex[j];
+		size_t from = x->first_gap, n = x->n_gaps;
+		if (x->head_apart == 2) {
+			x->head_apart = 1;
+			x->first_data_ns = x->burst2_ns;
+			x->data_seq = x->burst2_seq;
+			from++;
+			n--;
+			first_data_read(w, (uint32_t)j, 0);
+		}
+		memmove(&w->gaps[out], &w->gaps[from], n * sizeof(*w->gaps));
+		x->first_gap = (uint32_t)out;
+		x->n_gaps = (uint32_t)n;
+		out += n;
+	}
+	w->n_gaps = out;
+}
+
 int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 {
 	struct ls_watch *w = b->w;
@@ -49,21 +127,12 @@ int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 		return 0;
 	x->first_data_ns = burst_ts[0];
 	x->data_seq = burst_from[0];
+	x->burst2_ns = burst_ts[1];
+	x->burst2_seq = burst_from[1];
 	uint64_t to_first = burst_ts[0] > x->sent_ns ? burst_ts[0] - x->sent_ns : 0;
-	if (x->n_bursts >= 2 && x->sent_ns && 4 * to_first < burst_ts[1] - burst_ts[0]) {
-		x->head_apart = 1;
-		x->first_data_ns = burst_ts[1];
-		x->data_seq = burst_from[1];
-		/* the head's gap is not an inter-token gap */
-		memmove(&w->gaps[first_gap], &w->gaps[first_gap + 1], (w->n_gaps - first_gap - 1) * sizeof(*w->gaps));
-		w->n_gaps--;
-		x->n_gaps--;
-	}
-	for (size_t i = first_read; i < w->n_reads; i++)
-		if (w->reads[i].ex == ix && seq_after(w->reads[i].end_seq, x->data_seq)) {
-			x->first_data_read_ns = w->reads[i].read_ns;
-			break;
-		}
+	if (x->n_bursts >= 2 && x->sent_ns && 4 * to_first < burst_ts[1] - burst_ts[0])
+		head_apart(w, ix);
+	first_data_read(w, ix, first_read);
 	return 0;
 }
 
