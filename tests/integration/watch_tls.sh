@@ -33,6 +33,7 @@ for x in reqs:
     d = min((x["first_frame_ns"] - t for t in firsts if t <= x["first_frame_ns"]), default=None)
     assert d is not None and d < 2000000, f"first frame {x['first_frame_ns']} is no truth write's (+{d})"
     assert x["sent_ns"] > 0 and x["request_bytes"] > 0
+    assert x["head_apart"] == 1, "the head (not TLS 1.3 session tickets) is the first burst"
 PY
 grep -q "4 TLS handshake\|[1-4] TLS handshake" "$TMP/out.txt" || fail "the summary does not count the handshakes"
 echo "ok: TLS handshakes tied to their connections"

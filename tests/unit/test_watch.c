@@ -148,8 +148,8 @@ Test(watch, tls_bytes_are_not_requests)
 	CEV(LS_EV_TLS_WRITE, 900, 0, 200, 0);
 	CEV(LS_EV_SEND_START, 901, 380, 230, 0);
 	CEV(LS_EV_SEND_END, 902, 610, 230, 0);
-	CEV(LS_EV_ARRIVED, 1000, 1700, 0, 1500); /* head */
-	CEV(LS_EV_READ, 1010, 1700, 200, 0);
+	CEV(LS_EV_ARRIVED, 2000, 1700, 0, 1500); /* head */
+	CEV(LS_EV_READ, 2010, 1700, 200, 0);
 	CEV(LS_EV_ARRIVED, 11000, 1900, 0, 1700); /* frame */
 	CEV(LS_EV_READ, 11010, 1900, 200, 0);
 	CEV(LS_EV_SEND_START, 20000, 610, 24, 0); /* our close_notify: no SSL_write */
@@ -162,7 +162,7 @@ Test(watch, tls_bytes_are_not_requests)
 	cr_assert_eq(w.n_ex, 1, "one request: %zu", w.n_ex);
 	const struct ls_watch_exchange *x = &w.ex[0];
 	cr_expect_eq(x->sent_ns, 902 * US);
-	cr_expect_eq(x->first_byte_ns, 1000 * US);
+	cr_expect_eq(x->first_byte_ns, 2000 * US);
 	cr_expect_eq(x->head_apart, 1);
 	cr_expect_eq(x->first_data_ns, 11000 * US);
 	cr_expect_eq(x->last_byte_ns, 11000 * US, "close_notify is not the last response byte");
@@ -260,4 +260,36 @@ Test(watch, harness_result_formats)
 	cr_expect_neq(ls_harness_result_read(p, &r, why, sizeof(why)), 0);
 	cr_expect(strstr(why, "ttfts") != NULL, "%s", why);
 	unlink(p);
+}
+
+/* TLS 1.3 session tickets that come between the request's two SSL_writes (head, body) are not
+ * its response: one exchange, its response the bytes after the body. */
+Test(watch, tickets_between_request_writes)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+
+	CEV(LS_EV_CONNECT, 10, 0, 0, 3);
+	CEV(LS_EV_TLS_START, 30, 0, 0, 0);
+	CEV(LS_EV_TLS_END, 600, 0, 0, 0);
+	CEV(LS_EV_SEND_START, 610, 300, 80, 0); /* client Finished (memory BIO): TLS 1.3 */
+	CEV(LS_EV_SEND_END, 611, 380, 80, 0);
+	CEV(LS_EV_TLS_WRITE, 900, 0, 200, 0);
+	CEV(LS_EV_SEND_START, 901, 380, 235, 0);
+	CEV(LS_EV_SEND_END, 902, 615, 235, 0);
+	CEV(LS_EV_ARRIVED, 2000, 1510, 0, 1000); /* two tickets */
+	CEV(LS_EV_READ, 2010, 1510, 510, 0);
+	CEV(LS_EV_TLS_WRITE, 8000, 0, 300, 0);
+	CEV(LS_EV_SEND_START, 8001, 615, 359, 0);
+	CEV(LS_EV_SEND_END, 8002, 974, 359, 0);
+	CEV(LS_EV_ARRIVED, 8100, 1700, 0, 1510);
+	CEV(LS_EV_READ, 8110, 1700, 190, 0);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 1, "%zu exchanges", w.n_ex);
+	cr_expect_eq(w.ex[0].req_bytes, 594);
+	cr_expect_eq(w.ex[0].first_byte_ns, 8100 * US);
+	cr_expect_eq(w.ex[0].n_reads, 1);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
 }

@@ -39,6 +39,7 @@ struct ls_probes {
 	int client_tls[LS_MAX_PIDS];     /* 1: its own libssl probed, 2: the system one only (re-scan) */
 	size_t n_client_pids;
 	int follow, ssl_read, tls_entry_all, no_tls;
+	char sys_libssl[512];            /* follow: the system libssl, probed for every process; "" none */
 	char notes[1024];
 };
 
@@ -506,27 +507,34 @@ static int same_file(const char *a, const char *b)
 	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* TLS for a newly seen pid, or a re-scan of one that had no libssl of its own: its mapped libssl
- * when there is one (unless that is the system one, already probed for it), else the system
- * libssl (the one latscope itself maps), probed for this pid before the pid loads it. */
+/* TLS for a newly seen pid, or a re-scan of one that had no libssl of its own. The system
+ * libssl (the one latscope itself maps) is probed once for every process (pid -1; the programs
+ * filter by the watch map), so a child that loads it is covered from its first call, with no
+ * race against its start; a pid that maps another libssl (a venv's, a bundled one) gets that
+ * one probed for it when the scan finds it. */
 static void follow_tls(struct ls_probes *p, size_t i)
 {
 	pid_t pid = p->client_pids[i];
-	char lib[512], sys[512];
-	int have_sys = find_libssl(getpid(), sys, sizeof(sys)) == 0;
+	char lib[512];
 
 	if (p->no_tls || p->client_tls[i] == 1 || pid == getpid())
 		return;
 	if (find_libssl(pid, lib, sizeof(lib)) == 0) {
-		if (!(p->client_tls[i] == 2 && have_sys && same_file(lib, sys)))
+		if (!(p->sys_libssl[0] && same_file(lib, p->sys_libssl)))
 			attach_tls_lib(p, pid, lib);
 		p->client_tls[i] = 1;
+	}
+}
+
+/* The system libssl, probed for every process (see follow_tls). */
+static void attach_sys_tls(struct ls_probes *p)
+{
+	if (p->no_tls || find_libssl(getpid(), p->sys_libssl, sizeof(p->sys_libssl))) {
+		p->sys_libssl[0] = '\0';
 		return;
 	}
-	if (p->client_tls[i] == 0 && have_sys && attach_tls_lib(p, pid, sys) == 0)
-		p->client_tls[i] = 2;
-	else if (p->client_tls[i] == 0)
-		p->client_tls[i] = 3; /* nothing to attach to: re-scanned, noted at the end if never found */
+	if (attach_tls_lib(p, -1, p->sys_libssl))
+		p->sys_libssl[0] = '\0';
 }
 
 size_t ls_probes_follow(struct ls_probes *p)
@@ -725,8 +733,10 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 		if (p->stats_fd < 0)
 			note(p, "BPF run-time stats unavailable: %s", strerror(errno));
 	}
-	if (p->follow)
-		ls_probes_follow(p); /* the given pids, each with its libssl or the system one */
+	if (p->follow) {
+		attach_sys_tls(p);
+		ls_probes_follow(p); /* the given pids, each with its own libssl when it has another */
+	}
 	else if (!opts->no_tls)
 		for (size_t i = 0; i < opts->n_client_pids; i++)
 			attach_tls(p, opts->client_pids[i], opts->ssl_read);

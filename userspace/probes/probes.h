@@ -71,9 +71,10 @@ size_t ls_probes_cost(const struct ls_probes *p, struct ls_probe_cost *out, size
 		      uint64_t *drain_ns, uint64_t *events);
 
 /* Fork following (opts.follow_forks): the kernel adds a watched process's children to the
- * watch map; this finds them there, attaches the libssl uprobes to each (the libssl it maps,
- * else the system one latscope maps, which covers a library the child loads later), re-scans
- * the maps of pids that had none, and drops the pids that are gone. Call it every few tens of
+ * watch map; this finds them there and attaches the libssl uprobes to each one that maps a
+ * libssl other than the system one (which ls_probes_open probed for every process, filtered
+ * by the watch map in the kernel), re-scans the maps of pids that had none yet, and drops the
+ * pids that are gone. Call it every few tens of
  * ms. Returns how many client pids are watched now. */
 size_t ls_probes_follow(struct ls_probes *p);
 /* Every client pid seen so far (also gone ones), for the report. */

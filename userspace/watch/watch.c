@@ -66,8 +66,12 @@ struct walk {
 	int in_handshake;
 	int send_open;          /* a SEND_START not yet followed by its SEND_END */
 	int send_taken;         /* ... and it is a request's */
+	size_t first_read;      /* this socket's first entry in w->reads */
 	uint32_t rcv_seen;      /* highest rcv_nxt so far */
 	uint64_t closing_ns;    /* first FIN_WAIT1 / CLOSE_WAIT / CLOSE */
+	int hs_last_send;       /* in the handshake, the harness spoke last (so far) */
+	int tls13;              /* the handshake ended with the client's flight: TLS 1.3, tickets follow */
+
 	int rcv_known;
 };
 
@@ -87,6 +91,44 @@ static int new_exchange(struct build *b, struct walk *k, uint64_t first_ns)
 	return 0;
 }
 
+#define TICKETS_AFTER_NS 5000000ull /* TLS 1.3 tickets: this soon after the handshake, */
+#define TICKETS_SPAN_NS 2000000ull  /* all within this, */
+#define TICKETS_MAX_BYTES 4096      /* this many bytes at most */
+
+/* Takes the arrivals of exchange ix out of it (and their reads): they were not its response. */
+static void unassign(struct build *b, uint32_t ix, size_t first_read)
+{
+	struct ls_watch *w = b->w;
+	struct ls_watch_exchange *x = &w->ex[ix];
+	size_t kept = first_read;
+
+	for (size_t i = 0; i < b->n_arr; i++)
+		if (b->arr[i].ex == ix)
+			b->arr[i].ex = UINT32_MAX;
+	for (size_t i = first_read; i < w->n_reads; i++)
+		if (w->reads[i].ex != ix)
+			w->reads[kept++] = w->reads[i];
+	w->n_reads = kept;
+	x->first_byte_ns = x->first_byte_read_ns = x->last_byte_ns = x->last_read_ns = 0;
+	x->resp_bytes = x->n_reads = 0;
+}
+
+/* The first exchange after a TLS 1.3 handshake got a few KiB at once soon after the handshake,
+ * and then the harness writes again: those were the server's session tickets (sent when it read
+ * the client's Finished), come while the harness was still writing its request (head, then
+ * body). An HTTP server answers only a whole request. */
+static int session_tickets(struct build *b, struct walk *k)
+{
+	struct ls_watch_exchange *x = &b->w->ex[k->cur];
+
+	if (!k->tls13 || x->nth || !k->c.tls_end_ns || x->resp_bytes > TICKETS_MAX_BYTES ||
+	    x->first_byte_ns < k->c.tls_end_ns || x->first_byte_ns - k->c.tls_end_ns > TICKETS_AFTER_NS ||
+	    x->last_byte_ns - x->first_byte_ns > TICKETS_SPAN_NS)
+		return 0;
+	unassign(b, k->cur, k->first_read);
+	return 1;
+}
+
 /* A send starts: the request's first byte is queued now, before any reply can come (on
  * loopback the reply can arrive before sock_send_length fires). */
 static int on_send_start(struct build *b, struct walk *k, const struct ls_event *e)
@@ -95,11 +137,18 @@ static int on_send_start(struct build *b, struct walk *k, const struct ls_event 
 		return 0; /* more skbs of the same sendmsg */
 	k->send_open = 1;
 	k->send_taken = 0;
+	if (k->in_handshake)
+		k->hs_last_send = 1;
 	if (k->in_handshake || (k->has_tls_write && !k->write_pending &&
-				(k->cur == UINT32_MAX || b->w->ex[k->cur].first_byte_ns)))
+				(k->cur == UINT32_MAX || b->w->ex[k->cur].first_byte_ns))) {
+		if (!k->in_handshake && k->c.tls_end_ns && k->cur == UINT32_MAX)
+			k->tls13 = 1; /* the client's Finished after the call (memory BIO): 1-RTT, TLS 1.3 */
 		return 0; /* TLS protocol bytes, not a request */
+	}
 	k->send_taken = 1;
 	k->write_pending = 0; /* one SSL_write, one request: a later unasked send is TLS's own */
+	if (k->cur != UINT32_MAX && b->w->ex[k->cur].first_byte_ns && session_tickets(b, k))
+		return 0; /* the request goes on */
 	if (k->cur == UINT32_MAX || b->w->ex[k->cur].first_byte_ns)
 		return new_exchange(b, k, e->ts_ns);
 	return 0;
@@ -128,9 +177,12 @@ static int on_arrived(struct build *b, struct walk *k, const struct ls_event *e)
 		return 0;
 	k->rcv_seen = e->seq;
 	k->rcv_known = 1;
+	if (k->in_handshake)
+		k->hs_last_send = 0;
 	if (grow((void **)&b->arr, &b->cap_arr, b->n_arr + 1, sizeof(*b->arr)))
 		return -ENOMEM;
 	b->arr[b->n_arr++] = (struct arrival){ e->ts_ns, from, e->seq, k->cur };
+
 	if (k->cur == UINT32_MAX)
 		return 0;
 	struct ls_watch_exchange *x = &b->w->ex[k->cur];
@@ -196,6 +248,8 @@ static int on_event(struct build *b, struct walk *k, const struct ls_event *e)
 	case LS_EV_TLS_END:
 		if (!k->c.tls_end_ns)
 			k->c.tls_end_ns = e->ts_ns;
+		if (k->in_handshake && k->hs_last_send)
+			k->tls13 = 1; /* the client's Finished inside the call (socket BIO, curl) */
 		k->in_handshake = 0;
 		break;
 	case LS_EV_TLS_WRITE: k->write_pending = 1; break;
@@ -273,6 +327,7 @@ static int walk_socket(struct build *b, const struct ls_sock_events *s)
 	}
 	b->n_arr = 0;
 	size_t first_read = w->n_reads;
+	k.first_read = first_read;
 	for (size_t i = 0; i < s->n && !err; i++)
 		err = on_event(b, &k, &s->ev[i]);
 	if (!err && k.has_tls_write)

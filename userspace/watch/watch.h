@@ -16,6 +16,9 @@
 /* Arrivals on one socket closer than this are one burst (a final token frame, the usage frame
  * and [DONE] leave together): one unit for arrival-to-arrival gaps. */
 #define LS_WATCH_BURST_NS 200000ull
+/* A response's first burst: what came within this of its first byte (the head, and on TLS 1.3
+ * session tickets written just before it). */
+#define LS_WATCH_PREAMBLE_NS 2000000ull
 
 struct ls_watch_conn {
 	uint64_t cookie;

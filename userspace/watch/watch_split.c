@@ -86,7 +86,8 @@ void ls_watch_heads_by_server(struct ls_watch *w)
 			n--;
 			first_data_read(w, (uint32_t)j, 0);
 		}
-		memmove(&w->gaps[out], &w->gaps[from], n * sizeof(*w->gaps));
+		if (n)
+			memmove(&w->gaps[out], &w->gaps[from], n * sizeof(*w->gaps));
 		x->first_gap = (uint32_t)out;
 		x->n_gaps = (uint32_t)n;
 		out += n;
@@ -107,7 +108,10 @@ int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 		const struct ls_watch_arrival *a = &b->arr[i];
 		if (a->ex != ix)
 			continue;
-		if (!x->n_bursts || a->ts - prev_ts > LS_WATCH_BURST_NS) {
+		/* the first burst spans LS_WATCH_PREAMBLE_NS from its start: TLS 1.3 tickets and the head */
+		uint64_t apart = x->n_bursts == 1 ? (a->ts - burst_ts[0] > LS_WATCH_PREAMBLE_NS) :
+						    (a->ts - prev_ts > LS_WATCH_BURST_NS);
+		if (!x->n_bursts || apart) {
 			if (x->n_bursts < 2) {
 				burst_ts[x->n_bursts] = a->ts;
 				burst_from[x->n_bursts] = a->from;

@@ -126,7 +126,8 @@ int ls_watch_summarise(const struct ls_watch *w, struct ls_watch_summary *s)
 	for (size_t i = 0; i < w->n_reads; i++)
 		v[i] = w->reads[i].read_ns - w->reads[i].arrived_ns;
 	ls_watch_dist_of(v, w->n_reads, &s->held_read);
-	memcpy(v, w->gaps, w->n_gaps * sizeof(*v));
+	if (w->n_gaps)
+		memcpy(v, w->gaps, w->n_gaps * sizeof(*v));
 	ls_watch_dist_of(v, w->n_gaps, &s->itl_kernel);
 	conn_figures(w, v, s);
 	exchange_figures(w, v, s);
