@@ -293,3 +293,41 @@ Test(watch, tickets_between_request_writes)
 	ls_watch_free(&w);
 	ls_evstore_free(st);
 }
+
+/* A server that writes its head apart does so for every response: when most responses from a
+ * port show it by the timing rule, one whose head came late (a busy server) is split the same
+ * way, and its head's gap leaves the inter-token gaps. */
+Test(watch, head_rule_follows_the_server_majority)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+	uint32_t seq = 5000;
+
+	for (int r = 0; r < 3; r++) { /* three requests on one connection */
+		uint64_t t0 = 100000 * (uint64_t)(r + 1);
+		uint64_t head = r == 2 ? 6000 : 100; /* the last one's head came 6 ms after the send */
+		CEV(LS_EV_SEND_START, t0, 1000 + 100 * r, 100, 0);
+		CEV(LS_EV_SEND_END, t0 + 5, 1100 + 100 * r, 100, 0);
+		CEV(LS_EV_ARRIVED, t0 + head, seq + 100, 0, seq);
+		CEV(LS_EV_READ, t0 + head + 10, seq + 100, 100, 0);
+		seq += 100;
+		for (int f = 1; f <= 3; f++) {
+			CEV(LS_EV_ARRIVED, t0 + 10000 * f, seq + 100, 0, seq);
+			CEV(LS_EV_READ, t0 + 10000 * f + 10, seq + 100, 100, 0);
+			seq += 100;
+		}
+	}
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 3);
+	for (int r = 0; r < 3; r++) {
+		cr_expect_eq(w.ex[r].head_apart, 1, "request %d", r);
+		cr_expect_eq(w.ex[r].first_data_ns, (100000ull * (r + 1) + 10000) * US, "request %d", r);
+		cr_expect_eq(w.ex[r].n_gaps, 2, "request %d", r);
+	}
+	cr_expect_eq(w.n_gaps, 6);
+	for (size_t g = 0; g < w.n_gaps; g++)
+		cr_expect_eq(w.gaps[g], 10000 * US, "gap %zu", g);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}

@@ -140,21 +140,25 @@ int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 	return 0;
 }
 
-/* The server socket whose ports mirror the connection's. */
-static const struct ls_sock_events *server_end(const struct ls_evstore *ev, const struct ls_watch_conn *c)
+/* A server socket's ports (from its first event that has them). */
+struct srv_end {
+	uint16_t lport, rport;
+	const struct ls_sock_events *s;
+};
+
+static size_t server_ends(const struct ls_evstore *ev, struct srv_end *out)
 {
+	size_t n = 0;
+
 	for (size_t i = 0; i < ls_evstore_sockets(ev); i++) {
 		const struct ls_sock_events *s = ls_evstore_at(ev, i);
-		for (size_t j = 0; j < s->n; j++) {
-			const struct ls_event *e = &s->ev[j];
-			if (e->role != LS_ROLE_SERVER || !e->lport)
-				continue;
-			if (e->lport == c->rport && e->rport == c->lport)
-				return s;
-			break;
-		}
+		for (size_t j = 0; j < s->n && j < 4; j++) /* the role is the same on every event */
+			if (s->ev[j].role == LS_ROLE_SERVER && s->ev[j].lport) {
+				out[n++] = (struct srv_end){ s->ev[j].lport, s->ev[j].rport, s };
+				break;
+			}
 	}
-	return NULL;
+	return n;
 }
 
 /* Both ends share the sequence space: the server has read the request when its copied_seq
@@ -175,15 +179,30 @@ static void server_side(struct ls_watch_exchange *x, const struct ls_sock_events
 
 void ls_watch_join_server(struct ls_watch *w, const struct ls_evstore *ev)
 {
-	if (!w->have_server || !ev)
+	struct srv_end *ends;
+	size_t n;
+
+	if (!w->have_server || !ev || !(ends = malloc((ls_evstore_sockets(ev) + 1) * sizeof(*ends))))
 		return;
+	n = server_ends(ev, ends);
 	for (size_t i = 0; i < w->n_conns; i++) {
 		struct ls_watch_conn *c = &w->conns[i];
-		const struct ls_sock_events *s = server_end(ev, c);
+		const struct ls_sock_events *s = NULL;
+		uint64_t ref = c->established_ns ? c->established_ns : w->ex[c->first_ex].send_first_ns, best = UINT64_MAX;
+		for (size_t k = 0; k < n; k++) { /* ports are reused: the one that began nearest this one */
+			if (ends[k].lport != c->rport || ends[k].rport != c->lport)
+				continue;
+			uint64_t t = ends[k].s->ev[0].ts_ns, d = t > ref ? t - ref : ref - t;
+			if (d < best) {
+				best = d;
+				s = ends[k].s;
+			}
+		}
 		if (!s)
 			continue;
 		c->srv_cookie = s->cookie;
 		for (uint32_t k = 0; k < c->n_ex; k++)
 			server_side(&w->ex[c->first_ex + k], s);
 	}
+	free(ends);
 }
