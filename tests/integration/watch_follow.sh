@@ -20,6 +20,17 @@ n=$(grep -c '"type":"request"' "$TMP/pid.jsonl")
 [ "$n" -ge 2 ] && [ "$n" -le 30 ] || fail "--pid: $n requests seen (expected some of the 30)"
 grep -q "pid $bg" "$TMP/pid.txt" || fail "--pid: the report does not name pid $bg"
 echo "--pid: $n of 30 requests seen after the attach"
+# --pid --duration: watch stops before the client does (~6 s; loading the probes takes ~1-2 s).
+"$PY" "$CLIENT" --base-url "http://127.0.0.1:$PORT" --model latscope-sim --num-prompts 60 \
+	--max-concurrency 2 --output-len 20 --ignore-eos >/dev/null 2>&1 &
+bg=$!
+start=$(date +%s%N)
+timeout 60 "$BIN" watch --pid "$bg" --duration 0.5 --output "$TMP/dur.txt" 2>/dev/null || fail "--duration: watch failed"
+took=$((($(date +%s%N) - start) / 1000000))
+kill -0 "$bg" 2>/dev/null || fail "--duration 0.5: the client ended first (it runs ~6 s)"
+wait "$bg"
+[ "$took" -lt 5000 ] || fail "--duration 0.5: watch took $took ms"
+echo "--pid --duration 0.5: watch ended after $took ms, the client still running"
 # sh -c: the client is sh's child.
 timeout 60 "$BIN" watch --record "$TMP/sh.jsonl" --output "$TMP/sh.txt" -- sh -c "\"$PY\" \"$CLIENT\" \
 	--base-url http://127.0.0.1:$PORT --model latscope-sim --num-prompts 4 --max-concurrency 2 \
