@@ -196,8 +196,10 @@ static int read_harness(const char *path, struct ls_harness_result *hr, int *hav
 	*have = 0;
 	if (!path)
 		return 0;
-	if (ls_harness_result_read(path, hr, why, sizeof(why))) {
-		fprintf(stderr, "latscope watch: %s\n", why);
+	int err = ls_harness_result_read(path, hr, why, sizeof(why));
+	if (err) {
+		if (err != -EIO) /* ls_read_file said why it could not read the file */
+			fprintf(stderr, "latscope watch: %s\n", why);
 		return -1;
 	}
 	*have = 1;
