@@ -266,7 +266,7 @@ static int ls_watch_report(struct watch_state *st)
 		.what = what, .pids = pids, .n_pids = n, .watched_s = (st->t1_ns - st->t0_ns) / 1e9,
 		.exit_known = st->exit_known, .exit_code = st->exit_code, .notes = notes.data ? notes.data : "",
 		.harness_path = a->harness, .max_rows = a->max_rows, .port = a->port, .t0_ns = st->t0_ns,
-		.probe_events = events,
+		.probe_events = events, .lost_events = ls_evstore_lost_total(ls_probes_events(st->probes)),
 	};
 	ctx.n_server_pids = ls_probes_server_pids(st->probes, &srv);
 	ctx.server_pids = srv;

@@ -174,6 +174,9 @@ void ls_watch_report_text(FILE *out, const struct ls_watch *w, const struct ls_w
 	if (ctx->probe_events && w->n_reads)
 		fprintf(out, "\nprobes: %llu events, %.2f per read of response bytes\n",
 			(unsigned long long)ctx->probe_events, (double)ctx->probe_events / (double)w->n_reads);
+	if (ctx->lost_events)
+		fprintf(out, "probes: %llu events LOST (ring buffer full): the requests on those sockets are "
+			"incomplete\n", (unsigned long long)ctx->lost_events);
 	conn_table(out, w, ctx);
 	request_table(out, w, ctx);
 	if (w->n_ex > ctx->max_rows || w->n_conns > ctx->max_rows)

@@ -23,6 +23,7 @@ struct ls_watch_report_ctx {
 	uint16_t port;
 	uint64_t t0_ns;          /* the watch's start: times in the tables are from here */
 	uint64_t probe_events;   /* events drained, for "events per read" */
+	uint64_t lost_events;    /* events the ring buffer dropped */
 };
 
 void ls_watch_report_text(FILE *out, const struct ls_watch *w, const struct ls_watch_summary *s,
