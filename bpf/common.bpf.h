@@ -126,6 +126,16 @@ LS_MAP struct {
 	__type(value, __u64);
 } ls_lost SEC(".maps");
 
+/* The last SSL* this thread started a handshake step on, until a send links it (key: tid).
+ * Python's asyncio drives SSL through memory BIOs: its socket writes come right after the
+ * SSL_do_handshake call returns, never inside it. */
+LS_MAP struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} ls_ssl_last SEC(".maps");
+
 /* Reserves an event; on a full ring counts the loss per kind and per socket. */
 static __always_inline struct ls_event *ls_reserve(__u16 kind, __u64 cookie)
 {
@@ -244,12 +254,19 @@ static __always_inline void ls_ssl_link(__u64 cookie)
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 *ssl = bpf_map_lookup_elem(&ls_ssl_cur, &tid);
 	struct ls_ssl_info *s;
+	int last = 0;
 
+	if (!ssl) { /* outside any SSL call: the session a memory-BIO handshake step left */
+		ssl = bpf_map_lookup_elem(&ls_ssl_last, &tid);
+		last = 1;
+	}
 	if (!ssl)
 		return;
 	s = bpf_map_lookup_elem(&ls_ssl, ssl);
 	if (s && !s->cookie)
 		s->cookie = cookie;
+	if (last)
+		bpf_map_delete_elem(&ls_ssl_last, &tid);
 }
 
 #endif

@@ -54,8 +54,11 @@ int BPF_KPROBE(ls_ssl_connect, void *ssl)
 		struct ls_ssl_info fresh = { .start_ns = bpf_ktime_get_ns() };
 
 		bpf_map_update_elem(&ls_ssl, &key, &fresh, BPF_ANY);
+		s = bpf_map_lookup_elem(&ls_ssl, &key);
 	}
 	bpf_map_update_elem(&ls_ssl_cur, &tid, &key, BPF_ANY);
+	if (s && !s->cookie) /* also attached to SSL_do_handshake (Python): see ls_ssl_last */
+		bpf_map_update_elem(&ls_ssl_last, &tid, &key, BPF_ANY);
 	return 0;
 }
 

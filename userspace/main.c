@@ -23,6 +23,8 @@ static void usage(FILE *out)
 		"            and show which rule moved which number\n"
 		"  report    re-derive a profile's metrics from a saved record file\n"
 		"  lab       put real round-trip time between bench and sim (namespaces + delay line)\n"
+		"  watch     attach to another benchmark client (-- COMMAND, or --pid) and show the time it\n"
+		"            held bytes the kernel had and spent before sending, next to what it reported\n"
 		"  version   print the version\n",
 		LATSCOPE_VERSION);
 }
@@ -38,6 +40,7 @@ int main(int argc, char **argv)
 		{ "compare", cmd_compare },
 		{ "report", cmd_report },
 		{ "lab", cmd_lab },
+		{ "watch", cmd_watch },
 	};
 
 	if (argc < 2) {

@@ -31,6 +31,7 @@ SPECIAL=(
 	'latscope sim --gpu *'	'skip: needs a CUDA device; tests/gpu/smoke.sh runs the simulator with --gpu on a GPU machine'
 	'tests/gpu/smoke.sh*'	'skip: a GPU machine check; tests/run runs it as e2e/gpu/smoke'
 	'*tests/run *'	'skip: the test suite itself, not run from inside it'
+	'*latscope watch * -- tests/clients/aiohttp_client.py *'	'skip: runs the Python client from the repository root; tests/integration/watch_python.sh runs it under watch'
 )
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/latscope-readme.XXXXXX") || exit 1

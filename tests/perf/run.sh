@@ -11,7 +11,8 @@
 # simulator's own figures (streams held at once from its truth file, CPU per frame from
 # /proc/PID/schedstat). Then tests/perf/probes_cost.sh (probes' cost on both sides).
 # The simulator and the harness are pinned to different cores when there are two.
-# Env: LATSCOPE_PERF_QUICK=1 (smaller cases, ~1 min), LATSCOPE_PERF_SKIP_COST=1.
+# Env: LATSCOPE_PERF_QUICK=1 (smaller cases, ~1 min), LATSCOPE_PERF_SKIP_COST=1, LATSCOPE_PERF_SKIP_WATCH=1.
+# Last, tests/perf/watch_cost.sh: a Python client watched by `latscope watch` against unwatched.
 set -u
 cd "$(dirname "$0")/../.."
 BIN=${LATSCOPE_BIN:-$PWD/build/latscope}
@@ -291,5 +292,11 @@ fi
 	done <<<"$COST"
 	printf '],"elapsed_s":%s}\n' $(($(date +%s) - T0))
 } >"$OUT/results.json"
+# `latscope watch` on a Python client: its reported numbers with and without watch (C=64).
+if [ "${LATSCOPE_PERF_SKIP_WATCH:-0}" != 1 ]; then
+	echo
+	echo "tests/perf/watch_cost.sh (a watched Python client, C=64):"
+	ROUNDS=$([ "$QUICK" = 1 ] && echo 1 || echo 2) tests/perf/watch_cost.sh 64 2>&1 | tee "$OUT/watch_cost.txt"
+fi
 echo
 echo "results: $OUT/results.json, table: $OUT/table.txt, per-case reports: $OUT/*.out ($(($(date +%s) - T0)) s)"

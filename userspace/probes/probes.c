@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "latscope.skel.h"
@@ -18,7 +19,7 @@
 #include "base/loop_hook.h"
 #include "probes/probes.h"
 
-#define LS_MAX_EXTRA_LINKS 32
+#define LS_MAX_EXTRA_LINKS 512 /* uprobes: up to 8 per client pid (watch follows children) */
 #define LS_MAX_PIDS 64
 
 struct ls_probes {
@@ -34,6 +35,11 @@ struct ls_probes {
 	uint64_t budget;          /* events this drain may still take, 0 = no limit */
 	pid_t server_pids[LS_MAX_PIDS];
 	size_t n_server_pids;
+	pid_t client_pids[LS_MAX_PIDS];  /* every client pid seen (follow_forks adds children) */
+	int client_tls[LS_MAX_PIDS];     /* 1: its own libssl probed, 2: the system one only (re-scan) */
+	size_t n_client_pids;
+	int follow, ssl_read, tls_entry_all, no_tls;
+	char sys_libssl[512];            /* follow: the system libssl, probed for every process; "" none */
 	char notes[1024];
 };
 
@@ -404,16 +410,14 @@ static int attach_uprobe(struct ls_probes *p, struct bpf_program *prog, pid_t pi
 	return 0;
 }
 
-static void attach_tls(struct ls_probes *p, pid_t pid, int ssl_read)
+/* The uprobes on one libssl for pid. 0, or -errno of the first that failed. SSL_connect is
+ * what libcurl calls; Python's ssl module drives SSL_do_handshake and SSL_write_ex instead
+ * (tls_entry_all), which the same programs read (same arguments, 1 on success). */
+static int attach_tls_lib(struct ls_probes *p, pid_t pid, const char *lib)
 {
 	struct latscope_bpf *s = p->skel;
-	char lib[512];
 	int err;
 
-	if (find_libssl(pid, lib, sizeof(lib))) {
-		note(p, "TLS handshake not probed in pid %d: it has no libssl mapped", (int)pid);
-		return;
-	}
 	err = attach_uprobe(p, s->progs.ls_ssl_connect, pid, lib, "SSL_connect", 0);
 	if (!err)
 		err = attach_uprobe(p, s->progs.ls_ssl_connect_ret, pid, lib, "SSL_connect", 1);
@@ -421,7 +425,14 @@ static void attach_tls(struct ls_probes *p, pid_t pid, int ssl_read)
 		err = attach_uprobe(p, s->progs.ls_ssl_write, pid, lib, "SSL_write", 0);
 	if (!err)
 		err = attach_uprobe(p, s->progs.ls_ssl_free, pid, lib, "SSL_free", 0);
-	if (!err && ssl_read) {
+	if (!err && p->tls_entry_all) {
+		err = attach_uprobe(p, s->progs.ls_ssl_connect, pid, lib, "SSL_do_handshake", 0);
+		if (!err)
+			err = attach_uprobe(p, s->progs.ls_ssl_connect_ret, pid, lib, "SSL_do_handshake", 1);
+		if (!err)
+			err = attach_uprobe(p, s->progs.ls_ssl_write, pid, lib, "SSL_write_ex", 0);
+	}
+	if (!err && p->ssl_read) {
 		err = attach_uprobe(p, s->progs.ls_ssl_read, pid, lib, "SSL_read", 0);
 		if (!err)
 			err = attach_uprobe(p, s->progs.ls_ssl_read_ret, pid, lib, "SSL_read", 1);
@@ -429,6 +440,19 @@ static void attach_tls(struct ls_probes *p, pid_t pid, int ssl_read)
 	if (err)
 		note(p, "TLS uprobes on %s (pid %d) failed: %s: TLS handshake not attributed", lib, (int)pid,
 		     strerror(-err));
+	return err;
+}
+
+static void attach_tls(struct ls_probes *p, pid_t pid, int ssl_read)
+{
+	char lib[512];
+
+	(void)ssl_read; /* p->ssl_read */
+	if (find_libssl(pid, lib, sizeof(lib))) {
+		note(p, "TLS handshake not probed in pid %d: it has no libssl mapped", (int)pid);
+		return;
+	}
+	attach_tls_lib(p, pid, lib);
 }
 
 /* Every kernel program, attached one by one so a failure names its hook. */
@@ -457,6 +481,109 @@ static int attach_kernel(struct ls_probes *p, char *why, size_t why_len)
 		}
 	}
 	return 0;
+}
+
+/* --- following children (watch) ---------------------------------------------------------- */
+
+static int attach_follow(struct ls_probes *p, char *why, size_t why_len)
+{
+	struct latscope_bpf *s = p->skel;
+
+	if (!p->follow)
+		return 0;
+	s->links.ls_fork = bpf_program__attach(s->progs.ls_fork);
+	if (!s->links.ls_fork) {
+		snprintf(why, why_len, "attaching tp_btf/sched_process_fork failed: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Same file (device and inode) at both paths. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* TLS for a newly seen pid, or a re-scan of one that had no libssl of its own. The system
+ * libssl (the one latscope itself maps) is probed once for every process (pid -1; the programs
+ * filter by the watch map), so a child that loads it is covered from its first call, with no
+ * race against its start; a pid that maps another libssl (a venv's, a bundled one) gets that
+ * one probed for it when the scan finds it. */
+static void follow_tls(struct ls_probes *p, size_t i)
+{
+	pid_t pid = p->client_pids[i];
+	char lib[512];
+
+	if (p->no_tls || p->client_tls[i] == 1 || pid == getpid())
+		return;
+	if (find_libssl(pid, lib, sizeof(lib)) == 0) {
+		if (!(p->sys_libssl[0] && same_file(lib, p->sys_libssl)))
+			attach_tls_lib(p, pid, lib);
+		p->client_tls[i] = 1;
+	}
+}
+
+/* The system libssl, probed for every process (see follow_tls). */
+static void attach_sys_tls(struct ls_probes *p)
+{
+	if (p->no_tls || find_libssl(getpid(), p->sys_libssl, sizeof(p->sys_libssl))) {
+		p->sys_libssl[0] = '\0';
+		return;
+	}
+	if (attach_tls_lib(p, -1, p->sys_libssl))
+		p->sys_libssl[0] = '\0';
+}
+
+size_t ls_probes_follow(struct ls_probes *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.ls_tgids);
+	__u32 key, next, *prev = NULL;
+	struct ls_tgid_info info;
+	size_t live = 0;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &info) || info.role != LS_ROLE_CLIENT)
+			continue;
+		if (!pid_exists((pid_t)key)) { /* gone: never let a reused pid be watched */
+			bpf_map_delete_elem(fd, &key);
+			continue;
+		}
+		live++;
+		size_t i = 0;
+		while (i < p->n_client_pids && p->client_pids[i] != (pid_t)key)
+			i++;
+		if (i == p->n_client_pids) {
+			if (i == LS_MAX_PIDS)
+				continue;
+			p->client_pids[p->n_client_pids++] = (pid_t)key;
+		}
+		follow_tls(p, i);
+	}
+	return live;
+}
+
+size_t ls_probes_client_pids(const struct ls_probes *p, const pid_t **pids)
+{
+	*pids = p ? p->client_pids : NULL;
+	return p ? p->n_client_pids : 0;
+}
+
+int ls_probes_client_tls(const struct ls_probes *p, size_t i)
+{
+	return p && i < p->n_client_pids && p->client_tls[i] == 1;
+}
+
+void ls_probes_unwatch(struct ls_probes *p, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+
+	if (p)
+		bpf_map_delete_elem(bpf_map__fd(p->skel->maps.ls_tgids), &key);
 }
 
 /* The syscalls:sys_{enter,exit}_connect tracepoints are attached through tracefs (libbpf reads
@@ -527,6 +654,8 @@ static int load_skel(struct ls_probes *p, const struct ls_probes_opts *opts, uin
 	}
 	p->skel->rodata->ls_wake_bytes = ring / 4;
 	bpf_map__set_max_entries(p->skel->maps.ls_events, ring);
+	if (!opts->follow_forks)
+		bpf_program__set_autoload(p->skel->progs.ls_fork, false);
 	if (opts->no_tls || !opts->ssl_read) {
 		bpf_program__set_autoload(p->skel->progs.ls_ssl_read, false);
 		bpf_program__set_autoload(p->skel->progs.ls_ssl_read_ret, false);
@@ -586,6 +715,10 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 		return NULL;
 	}
 	p->stats_fd = -1;
+	p->follow = opts->follow_forks;
+	p->ssl_read = opts->ssl_read;
+	p->tls_entry_all = opts->tls_entry_all;
+	p->no_tls = opts->no_tls;
 	if (load_skel(p, opts, ring, why, why_len) || watch_pids(p, opts, why, why_len))
 		goto fail;
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.ls_events), handle_event, p, NULL);
@@ -593,17 +726,21 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 		snprintf(why, why_len, "creating the ring buffer reader failed: %s", strerror(errno));
 		goto fail;
 	}
-	if (ensure_tracefs(why, why_len) || attach_kernel(p, why, why_len))
+	if (ensure_tracefs(why, why_len) || attach_kernel(p, why, why_len) || attach_follow(p, why, why_len))
 		goto fail;
 	if (opts->stats) {
 		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (p->stats_fd < 0)
 			note(p, "BPF run-time stats unavailable: %s", strerror(errno));
 	}
-	if (!opts->no_tls)
+	if (p->follow) {
+		attach_sys_tls(p);
+		ls_probes_follow(p); /* the given pids, each with its own libssl when it has another */
+	}
+	else if (!opts->no_tls)
 		for (size_t i = 0; i < opts->n_client_pids; i++)
 			attach_tls(p, opts->client_pids[i], opts->ssl_read);
-	else
+	if (opts->no_tls)
 		note(p, "TLS uprobes off: TLS handshake not attributed");
 	if (!p->n_server_pids)
 		note(p, "no server watched (--server-pid/--server-comm): server and network time reported "

@@ -27,6 +27,8 @@ struct ls_probes_opts {
 	int          no_tls;       /* do not attach the libssl uprobes */
 	int          ssl_read;     /* opt in: uretprobe on SSL_read (~10 us per call here) */
 	int          stats;        /* count run time per program (BPF_STATS_RUN_TIME) for ls_probes_cost */
+	int          follow_forks; /* watch: a process a watched one forks is watched too (ls_probes_follow) */
+	int          tls_entry_all;/* watch: also SSL_do_handshake and SSL_write_ex (Python's ssl module) */
 };
 
 /* What the probes cost: per program, runs and time inside the BPF program (opts.stats), and the
@@ -67,6 +69,20 @@ size_t ls_probes_server_pids(const struct ls_probes *p, const pid_t **pids);
  * time spent in ls_probes_drain so far, events: events drained. */
 size_t ls_probes_cost(const struct ls_probes *p, struct ls_probe_cost *out, size_t cap,
 		      uint64_t *drain_ns, uint64_t *events);
+
+/* Fork following (opts.follow_forks): the kernel adds a watched process's children to the
+ * watch map; this finds them there and attaches the libssl uprobes to each one that maps a
+ * libssl other than the system one (which ls_probes_open probed for every process, filtered
+ * by the watch map in the kernel), re-scans the maps of pids that had none yet, and drops the
+ * pids that are gone. Call it every few tens of
+ * ms. Returns how many client pids are watched now. */
+size_t ls_probes_follow(struct ls_probes *p);
+/* Every client pid seen so far (also gone ones), for the report. */
+size_t ls_probes_client_pids(const struct ls_probes *p, const pid_t **pids);
+/* 1 when client pid i (ls_probes_client_pids order) was seen mapping a libssl of its own. */
+int ls_probes_client_tls(const struct ls_probes *p, size_t i);
+/* Stops watching pid (e.g. latscope itself, watched only until its child was forked). */
+void ls_probes_unwatch(struct ls_probes *p, pid_t pid);
 
 /* Reads SO_COOKIE of fd (the join key with the probes). 0 when unavailable. */
 uint64_t ls_socket_cookie(int fd);

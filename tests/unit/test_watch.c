@@ -1,0 +1,333 @@
+/* watch/ on hand-made probe events: exchanges cut per connection (send burst, response until
+ * the next send), the response head told apart by timing, reads against the oldest byte they
+ * delivered, TLS's own bytes left out (handshake, unasked sends, close_notify), the server's
+ * side joined by port pair, the summary, and the harness-result formats. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "watch/watch.h"
+
+#define US 1000ull
+#define C 100
+#define S 200
+#define TGID 4242
+
+static void ev(struct ls_evstore *st, uint64_t cookie, uint8_t role, uint16_t kind, uint64_t ts_us,
+	       uint32_t seq, uint32_t len, uint32_t aux)
+{
+	struct ls_event e = { 0 };
+
+	e.ts_ns = ts_us * US;
+	e.cookie = cookie;
+	e.role = role;
+	e.kind = kind;
+	e.seq = seq;
+	e.len = len;
+	e.aux = aux;
+	e.tgid = TGID;
+	e.lport = role == LS_ROLE_CLIENT ? 40000 : 8000;
+	e.rport = role == LS_ROLE_CLIENT ? 8000 : 40000;
+	cr_assert_eq(ls_evstore_add(st, &e), 0);
+}
+#define CEV(kind, ts, seq, len, aux) ev(st, C, LS_ROLE_CLIENT, kind, ts, seq, len, aux)
+#define SEV(kind, ts, seq, len) ev(st, S, LS_ROLE_SERVER, kind, ts, seq, len, 0)
+
+/* One plain HTTP/1.1 stream: connect at 0, request sent at 100 (100 bytes, seq 1000 -> 1100),
+ * head arrives at 150 (bytes 5000..5100), frames at 10,000 / 20,000 / 30,000 us (100 bytes each),
+ * read 20 / 50 / 10 / 30 us after. Then a second request on the same connection. */
+static void one_stream(struct ls_evstore *st)
+{
+	CEV(LS_EV_CONNECT, 10, 0, 0, 3);
+	CEV(LS_EV_ESTABLISHED, 40, 0, 0, 0);
+	CEV(LS_EV_SEND_START, 90, 1000, 100, 0);
+	CEV(LS_EV_SEND_END, 100, 1100, 100, 0);
+	CEV(LS_EV_ARRIVED, 150, 5100, 0, 5000);
+	CEV(LS_EV_READ, 170, 5100, 100, 0);
+	uint32_t seq = 5100;
+	uint64_t at[3] = { 10000, 20000, 30000 }, lag[3] = { 50, 10, 30 };
+	for (int i = 0; i < 3; i++) {
+		CEV(LS_EV_ARRIVED, at[i], seq + 100, 0, seq);
+		CEV(LS_EV_READ, at[i] + lag[i], seq + 100, 100, 0);
+		seq += 100;
+	}
+	CEV(LS_EV_SEND_START, 40000, 1100, 50, 0); /* the next request, same connection */
+	CEV(LS_EV_SEND_END, 40010, 1150, 50, 0);
+	CEV(LS_EV_ARRIVED, 45000, seq + 200, 0, seq);
+	CEV(LS_EV_READ, 45100, seq + 200, 200, 0);
+	CEV(LS_EV_STATE, 50000, 0, 0, 1 << 8 | 4); /* ESTABLISHED -> FIN_WAIT1: the harness closed */
+	CEV(LS_EV_CLOSE, 50100, 0, 0, 5 << 8 | 7);
+}
+
+Test(watch, exchanges_head_reads_and_gaps)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	uint32_t tgid = TGID;
+	struct ls_watch_opts o = { .tgids = &tgid, .n_tgids = 1 };
+
+	one_stream(st);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_conns, 1);
+	cr_assert_eq(w.n_ex, 2);
+	const struct ls_watch_conn *c = &w.conns[0];
+	cr_expect_eq(c->connect_ns, 10 * US);
+	cr_expect_eq(c->established_ns, 40 * US);
+	cr_expect_eq(c->closed_by, 1);
+	cr_expect_eq(c->n_ex, 2);
+	const struct ls_watch_exchange *x = &w.ex[0];
+	cr_expect_eq(x->send_first_ns, 90 * US);
+	cr_expect_eq(x->sent_ns, 100 * US);
+	cr_expect_eq(x->req_bytes, 100);
+	cr_expect_eq(x->first_byte_ns, 150 * US);
+	cr_expect_eq(x->head_apart, 1, "the head came 50 us after the send, the frame 10 ms later");
+	cr_expect_eq(x->first_data_ns, 10000 * US);
+	cr_expect_eq(x->first_data_read_ns, 10050 * US);
+	cr_expect_eq(x->n_reads, 4);
+	cr_expect_eq(x->n_gaps, 2);
+	cr_expect_eq(w.gaps[x->first_gap], 10000 * US);
+	cr_expect_eq(x->last_byte_ns, 30000 * US);
+	cr_expect_eq(w.ex[1].sent_ns, 40010 * US);
+	cr_expect_eq(w.ex[1].head_apart, 0, "a single burst is the whole response");
+	cr_expect_eq(w.ex[1].first_data_ns, 45000 * US);
+
+	struct ls_watch_summary s;
+	cr_assert_eq(ls_watch_summarise(&w, &s), 0);
+	cr_expect_eq(s.held_read.n, 5);
+	cr_expect_float_eq(s.held_read.max_ns, 100 * US, 1, "the second request's read, 100 us late");
+	cr_expect_float_eq(s.held_read.p50_ns, 30 * US, 1);
+	cr_expect_eq(s.connect_to_sent.n, 1);
+	cr_expect_float_eq(s.connect_to_sent.p50_ns, 90 * US, 1);
+	cr_expect_float_eq(s.ttft_kernel.p50_ns, (9900 * US + 4990 * US) / 2.0, 1);
+	cr_expect_float_eq(s.conns_per_request, 0.5, 1e-9);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+/* A read that delivers two frames at once is held from the older one's arrival. */
+Test(watch, read_of_two_frames_counts_from_the_older)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+
+	CEV(LS_EV_SEND_START, 0, 0, 10, 0);
+	CEV(LS_EV_SEND_END, 5, 10, 10, 0);
+	CEV(LS_EV_ARRIVED, 1000, 100, 0, 0);
+	CEV(LS_EV_ARRIVED, 2000, 200, 0, 0);
+	CEV(LS_EV_READ, 7000, 200, 200, 0);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_reads, 1);
+	cr_expect_eq(w.reads[0].read_ns - w.reads[0].arrived_ns, 6000 * US);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+/* TLS: the handshake's sends and arrivals, a send no SSL_write asked for (asyncio's Finished)
+ * and session tickets before the request are no request; the peer's close_notify next to the
+ * close is no response byte. */
+Test(watch, tls_bytes_are_not_requests)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+
+	CEV(LS_EV_CONNECT, 0, 0, 0, 3);
+	CEV(LS_EV_ESTABLISHED, 20, 0, 0, 0);
+	CEV(LS_EV_TLS_START, 30, 0, 0, 0);
+	CEV(LS_EV_SEND_START, 40, 0, 300, 0); /* ClientHello */
+	CEV(LS_EV_SEND_END, 41, 300, 300, 0);
+	CEV(LS_EV_ARRIVED, 500, 1000, 0, 0); /* ServerHello .. Finished */
+	CEV(LS_EV_READ, 510, 1000, 1000, 0);
+	CEV(LS_EV_TLS_END, 600, 0, 0, 0);
+	CEV(LS_EV_SEND_START, 610, 300, 80, 0); /* client Finished, after the call returned */
+	CEV(LS_EV_SEND_END, 611, 380, 80, 0);
+	CEV(LS_EV_ARRIVED, 700, 1500, 0, 1000); /* session tickets */
+	CEV(LS_EV_READ, 705, 1500, 500, 0);
+	CEV(LS_EV_TLS_WRITE, 900, 0, 200, 0);
+	CEV(LS_EV_SEND_START, 901, 380, 230, 0);
+	CEV(LS_EV_SEND_END, 902, 610, 230, 0);
+	CEV(LS_EV_ARRIVED, 2000, 1700, 0, 1500); /* head */
+	CEV(LS_EV_READ, 2010, 1700, 200, 0);
+	CEV(LS_EV_ARRIVED, 11000, 1900, 0, 1700); /* frame */
+	CEV(LS_EV_READ, 11010, 1900, 200, 0);
+	CEV(LS_EV_SEND_START, 20000, 610, 24, 0); /* our close_notify: no SSL_write */
+	CEV(LS_EV_SEND_END, 20001, 634, 24, 0);
+	CEV(LS_EV_STATE, 20002, 0, 0, 1 << 8 | 4);
+	CEV(LS_EV_ARRIVED, 20100, 1924, 0, 1900); /* the server's close_notify */
+	CEV(LS_EV_READ, 20110, 1924, 24, 0);
+	CEV(LS_EV_CLOSE, 20200, 0, 0, 4 << 8 | 7);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 1, "one request: %zu", w.n_ex);
+	const struct ls_watch_exchange *x = &w.ex[0];
+	cr_expect_eq(x->sent_ns, 902 * US);
+	cr_expect_eq(x->first_byte_ns, 2000 * US);
+	cr_expect_eq(x->head_apart, 1);
+	cr_expect_eq(x->first_data_ns, 11000 * US);
+	cr_expect_eq(x->last_byte_ns, 11000 * US, "close_notify is not the last response byte");
+	cr_expect_eq(x->n_reads, 2);
+	cr_expect_eq(w.conns[0].n_handshakes, 1);
+	cr_expect_eq(w.conns[0].tls_end_ns - w.conns[0].tls_start_ns, 570 * US);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+/* The server's end, by mirrored ports: its read of the whole request, its write of the frame. */
+Test(watch, server_side_joined)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+
+	one_stream(st);
+	SEV(LS_EV_READ, 120, 1100, 100);
+	SEV(LS_EV_SEND_START, 130, 5000, 100);
+	SEV(LS_EV_SEND_START, 9980, 5100, 100);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert(w.have_server);
+	cr_assert_eq(w.n_conns, 1, "the server socket is not a connection of the harness");
+	cr_expect_eq(w.ex[0].srv_read_ns, 120 * US);
+	cr_expect_eq(w.ex[0].srv_write_ns, 9980 * US);
+	struct ls_watch_summary s;
+	cr_assert_eq(ls_watch_summarise(&w, &s), 0);
+	cr_expect_eq(s.n_server, 1);
+	cr_expect_float_eq(s.part_server.p50_ns, 9860 * US, 1);
+	cr_expect_float_eq(s.part_network.p50_ns, (20 + 20) * US, 1);
+	cr_expect_float_eq(s.part_client.p50_ns, (10 + 50) * US, 1);
+	cr_expect_float_eq(s.part_unattributed.p50_ns, 0, 1);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+Test(watch, port_and_tgid_filters)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	uint32_t other = 1;
+	struct ls_watch_opts by_port = { .port = 9999 }, by_tgid = { .tgids = &other, .n_tgids = 1 };
+
+	one_stream(st);
+	cr_assert_eq(ls_watch_build(st, &by_port, &w), 0);
+	cr_expect_eq(w.n_conns, 0);
+	ls_watch_free(&w);
+	cr_assert_eq(ls_watch_build(st, &by_tgid, &w), 0);
+	cr_expect_eq(w.n_conns, 0);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+static const char *write_tmp(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/latscope-hr-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+Test(watch, harness_result_formats)
+{
+	struct ls_harness_result r;
+	char why[256];
+	const char *p;
+
+	p = write_tmp("{\"backend\":\"vllm\",\"ttfts\":[0.1,0.2,null],\"itls\":[[0.01,0.02],[],[0.03]]}");
+	cr_assert_eq(ls_harness_result_read(p, &r, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(r.n_ttfts, 2);
+	cr_expect_eq(r.n_itls, 3);
+	cr_expect_eq(r.ttfts[1], 200000000ull);
+	cr_expect_str_eq(r.format, "vllm --save-result");
+	ls_harness_result_free(&r);
+	unlink(p);
+	p = write_tmp("{\"run\":1}\n{\"ttfts\":[1.0],\"itls\":[[0.5]]}\n{\"ttfts\":[0.25,0.5],\"itls\":[[0.01]]}\n");
+	cr_assert_eq(ls_harness_result_read(p, &r, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(r.n_ttfts, 2, "the last line with ttfts");
+	cr_expect_str_eq(r.format, "sglang --output-details");
+	ls_harness_result_free(&r);
+	unlink(p);
+	p = write_tmp("{\"ttfts\":[0.5],\"itls\":[0.1,0.2]}");
+	cr_assert_eq(ls_harness_result_read(p, &r, why, sizeof(why)), 0, "%s", why);
+	cr_expect_str_eq(r.format, "generic");
+	cr_expect_eq(r.n_itls, 2);
+	ls_harness_result_free(&r);
+	unlink(p);
+	p = write_tmp("{\"completed\":3}");
+	cr_expect_neq(ls_harness_result_read(p, &r, why, sizeof(why)), 0);
+	cr_expect(strstr(why, "ttfts") != NULL, "%s", why);
+	unlink(p);
+}
+
+/* TLS 1.3 session tickets that come between the request's two SSL_writes (head, body) are not
+ * its response: one exchange, its response the bytes after the body. */
+Test(watch, tickets_between_request_writes)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+
+	CEV(LS_EV_CONNECT, 10, 0, 0, 3);
+	CEV(LS_EV_TLS_START, 30, 0, 0, 0);
+	CEV(LS_EV_TLS_END, 600, 0, 0, 0);
+	CEV(LS_EV_SEND_START, 610, 300, 80, 0); /* client Finished (memory BIO): TLS 1.3 */
+	CEV(LS_EV_SEND_END, 611, 380, 80, 0);
+	CEV(LS_EV_TLS_WRITE, 900, 0, 200, 0);
+	CEV(LS_EV_SEND_START, 901, 380, 235, 0);
+	CEV(LS_EV_SEND_END, 902, 615, 235, 0);
+	CEV(LS_EV_ARRIVED, 2000, 1510, 0, 1000); /* two tickets */
+	CEV(LS_EV_READ, 2010, 1510, 510, 0);
+	CEV(LS_EV_TLS_WRITE, 8000, 0, 300, 0);
+	CEV(LS_EV_SEND_START, 8001, 615, 359, 0);
+	CEV(LS_EV_SEND_END, 8002, 974, 359, 0);
+	CEV(LS_EV_ARRIVED, 8100, 1700, 0, 1510);
+	CEV(LS_EV_READ, 8110, 1700, 190, 0);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 1, "%zu exchanges", w.n_ex);
+	cr_expect_eq(w.ex[0].req_bytes, 594);
+	cr_expect_eq(w.ex[0].first_byte_ns, 8100 * US);
+	cr_expect_eq(w.ex[0].n_reads, 1);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+/* A server that writes its head apart does so for every response: when most responses from a
+ * port show it by the timing rule, one whose head came late (a busy server) is split the same
+ * way, and its head's gap leaves the inter-token gaps. */
+Test(watch, head_rule_follows_the_server_majority)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+	uint32_t seq = 5000;
+
+	for (int r = 0; r < 3; r++) { /* three requests on one connection */
+		uint64_t t0 = 100000 * (uint64_t)(r + 1);
+		uint64_t head = r == 2 ? 6000 : 100; /* the last one's head came 6 ms after the send */
+		CEV(LS_EV_SEND_START, t0, 1000 + 100 * r, 100, 0);
+		CEV(LS_EV_SEND_END, t0 + 5, 1100 + 100 * r, 100, 0);
+		CEV(LS_EV_ARRIVED, t0 + head, seq + 100, 0, seq);
+		CEV(LS_EV_READ, t0 + head + 10, seq + 100, 100, 0);
+		seq += 100;
+		for (int f = 1; f <= 3; f++) {
+			CEV(LS_EV_ARRIVED, t0 + 10000 * f, seq + 100, 0, seq);
+			CEV(LS_EV_READ, t0 + 10000 * f + 10, seq + 100, 100, 0);
+			seq += 100;
+		}
+	}
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 3);
+	for (int r = 0; r < 3; r++) {
+		cr_expect_eq(w.ex[r].head_apart, 1, "request %d", r);
+		cr_expect_eq(w.ex[r].first_data_ns, (100000ull * (r + 1) + 10000) * US, "request %d", r);
+		cr_expect_eq(w.ex[r].n_gaps, 2, "request %d", r);
+	}
+	cr_expect_eq(w.n_gaps, 6);
+	for (size_t g = 0; g < w.n_gaps; g++)
+		cr_expect_eq(w.gaps[g], 10000 * US, "gap %zu", g);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}

@@ -1,0 +1,208 @@
+/* watch_split.c — inside one exchange: its arrivals grouped in bursts (LS_WATCH_BURST_NS),
+ * the response head told apart, the first frame, the arrival-to-arrival gaps; and the watched
+ * server's side of each exchange. The head rule (timing only: the probes never read payload):
+ * servers that stream (vLLM, SGLang, the simulator) write the response head as soon as they
+ * take the request, and the first token a step or more later. The first burst is the head when
+ * a second one follows and the first came in under a quarter of the time to the second. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "watch/watch_int.h"
+
+#define grow ls_watch_grow
+
+static int seq_after(uint32_t a, uint32_t b) /* a > b in TCP sequence space */
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* The first burst of exchange ix is its head: the first frame is the second burst, and the
+ * head's gap is not an inter-token gap. */
+static void head_apart(struct ls_watch *w, uint32_t ix)
+{
+	struct ls_watch_exchange *x = &w->ex[ix];
+	size_t g = x->first_gap;
+
+	if (x->head_apart || x->n_bursts < 2 || !x->n_gaps)
+		return;
+	x->head_apart = 1;
+	x->first_data_ns = x->burst2_ns;
+	x->data_seq = x->burst2_seq;
+	memmove(&w->gaps[g], &w->gaps[g + 1], (w->n_gaps - g - 1) * sizeof(*w->gaps));
+	w->n_gaps--;
+	x->n_gaps--;
+	for (size_t i = ix + 1; i < w->n_ex; i++)
+		if (w->ex[i].first_gap > g) /* during the build: only this socket's, not yet split */
+			w->ex[i].first_gap--;
+}
+
+static void first_data_read(struct ls_watch *w, uint32_t ix, size_t first_read)
+{
+	struct ls_watch_exchange *x = &w->ex[ix];
+
+	x->first_data_read_ns = 0;
+	if (x->n_reads && x->first_read > first_read)
+		first_read = x->first_read;
+	for (size_t i = first_read; i < w->n_reads; i++)
+		if (w->reads[i].ex == ix && seq_after(w->reads[i].end_seq, x->data_seq)) {
+			x->first_data_read_ns = w->reads[i].read_ns;
+			break;
+		}
+}
+
+/* A server writes its head apart from the first frame for every response or for none: when
+ * most responses from one server port had it apart, so do the others that came in two or more
+ * bursts (a busy server's head can come late enough to miss the timing rule). */
+void ls_watch_heads_by_server(struct ls_watch *w)
+{
+	for (size_t i = 0; i < w->n_conns; i++) {
+		uint16_t port = w->conns[i].rport;
+		size_t apart = 0, multi = 0, j;
+		for (j = 0; j < i && w->conns[j].rport != port; j++)
+			;
+		if (j < i)
+			continue; /* this port was done */
+		for (j = 0; j < w->n_ex; j++)
+			if (w->conns[w->ex[j].conn].rport == port && w->ex[j].n_bursts >= 2) {
+				multi++;
+				apart += w->ex[j].head_apart;
+			}
+		if (2 * apart <= multi)
+			continue;
+		for (j = 0; j < w->n_ex; j++)
+			if (w->conns[w->ex[j].conn].rport == port && !w->ex[j].head_apart && w->ex[j].n_bursts >= 2 &&
+			    w->ex[j].n_gaps)
+				w->ex[j].head_apart = 2; /* flipped below, in one pass over the gaps */
+	}
+	size_t out = 0;
+	for (size_t j = 0; j < w->n_ex; j++) {
+		struct ls_watch_exchange *x = &w->ex[j];
+		size_t from = x->first_gap, n = x->n_gaps;
+		if (x->head_apart == 2) {
+			x->head_apart = 1;
+			x->first_data_ns = x->burst2_ns;
+			x->data_seq = x->burst2_seq;
+			from++;
+			n--;
+			first_data_read(w, (uint32_t)j, 0);
+		}
+		if (n)
+			memmove(&w->gaps[out], &w->gaps[from], n * sizeof(*w->gaps));
+		x->first_gap = (uint32_t)out;
+		x->n_gaps = (uint32_t)n;
+		out += n;
+	}
+	w->n_gaps = out;
+}
+
+int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
+{
+	struct ls_watch *w = b->w;
+	struct ls_watch_exchange *x = &w->ex[ix];
+	uint64_t burst_ts[2] = { 0, 0 }, prev_ts = 0, burst_start = 0;
+	uint32_t burst_from[2] = { 0, 0 };
+	size_t first_gap = w->n_gaps;
+
+	x->first_gap = (uint32_t)first_gap;
+	for (size_t i = 0; i < b->n_arr; i++) {
+		const struct ls_watch_arrival *a = &b->arr[i];
+		if (a->ex != ix)
+			continue;
+		/* the first burst spans LS_WATCH_PREAMBLE_NS from its start: TLS 1.3 tickets and the head */
+		uint64_t apart = x->n_bursts == 1 ? (a->ts - burst_ts[0] > LS_WATCH_PREAMBLE_NS) :
+						    (a->ts - prev_ts > LS_WATCH_BURST_NS);
+		if (!x->n_bursts || apart) {
+			if (x->n_bursts < 2) {
+				burst_ts[x->n_bursts] = a->ts;
+				burst_from[x->n_bursts] = a->from;
+			}
+			if (x->n_bursts) {
+				if (grow((void **)&w->gaps, &b->cap_gaps, w->n_gaps + 1, sizeof(*w->gaps)))
+					return -ENOMEM;
+				w->gaps[w->n_gaps++] = a->ts - burst_start;
+			}
+			burst_start = a->ts;
+			x->n_bursts++;
+		}
+		prev_ts = a->ts;
+	}
+	x->n_gaps = (uint32_t)(w->n_gaps - first_gap);
+	if (!x->n_bursts)
+		return 0;
+	x->first_data_ns = burst_ts[0];
+	x->data_seq = burst_from[0];
+	x->burst2_ns = burst_ts[1];
+	x->burst2_seq = burst_from[1];
+	uint64_t to_first = burst_ts[0] > x->sent_ns ? burst_ts[0] - x->sent_ns : 0;
+	if (x->n_bursts >= 2 && x->sent_ns && 4 * to_first < burst_ts[1] - burst_ts[0])
+		head_apart(w, ix);
+	first_data_read(w, ix, first_read);
+	return 0;
+}
+
+/* A server socket's ports (from its first event that has them). */
+struct srv_end {
+	uint16_t lport, rport;
+	const struct ls_sock_events *s;
+};
+
+static size_t server_ends(const struct ls_evstore *ev, struct srv_end *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ls_evstore_sockets(ev); i++) {
+		const struct ls_sock_events *s = ls_evstore_at(ev, i);
+		for (size_t j = 0; j < s->n && j < 4; j++) /* the role is the same on every event */
+			if (s->ev[j].role == LS_ROLE_SERVER && s->ev[j].lport) {
+				out[n++] = (struct srv_end){ s->ev[j].lport, s->ev[j].rport, s };
+				break;
+			}
+	}
+	return n;
+}
+
+/* Both ends share the sequence space: the server has read the request when its copied_seq
+ * reaches the harness's write_seq after it, and it writes the first frame when its write_seq
+ * reaches the frame's first byte. */
+static void server_side(struct ls_watch_exchange *x, const struct ls_sock_events *s)
+{
+	for (size_t j = 0; j < s->n; j++) {
+		const struct ls_event *e = &s->ev[j];
+		if (!x->srv_read_ns && e->kind == LS_EV_READ && e->ts_ns >= x->send_first_ns &&
+		    !seq_after(x->req_end_seq, e->seq))
+			x->srv_read_ns = e->ts_ns;
+		if (!x->srv_write_ns && x->first_data_ns && e->kind == LS_EV_SEND_START && e->seq == x->data_seq &&
+		    e->ts_ns <= x->first_data_ns)
+			x->srv_write_ns = e->ts_ns; /* the send that queued the frame's first byte */
+	}
+}
+
+void ls_watch_join_server(struct ls_watch *w, const struct ls_evstore *ev)
+{
+	struct srv_end *ends;
+	size_t n;
+
+	if (!w->have_server || !ev || !(ends = malloc((ls_evstore_sockets(ev) + 1) * sizeof(*ends))))
+		return;
+	n = server_ends(ev, ends);
+	for (size_t i = 0; i < w->n_conns; i++) {
+		struct ls_watch_conn *c = &w->conns[i];
+		const struct ls_sock_events *s = NULL;
+		uint64_t ref = c->established_ns ? c->established_ns : w->ex[c->first_ex].send_first_ns, best = UINT64_MAX;
+		for (size_t k = 0; k < n; k++) { /* ports are reused: the one that began nearest this one */
+			if (ends[k].lport != c->rport || ends[k].rport != c->lport)
+				continue;
+			uint64_t t = ends[k].s->ev[0].ts_ns, d = t > ref ? t - ref : ref - t;
+			if (d < best) {
+				best = d;
+				s = ends[k].s;
+			}
+		}
+		if (!s)
+			continue;
+		c->srv_cookie = s->cookie;
+		for (uint32_t k = 0; k < c->n_ex; k++)
+			server_side(&w->ex[c->first_ex + k], s);
+	}
+	free(ends);
+}
