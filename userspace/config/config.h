@@ -75,6 +75,7 @@ struct ls_config {
 	char    *server_comm;
 	char    *trace_path;
 	char    *gpu_dir;
+	char    *html_path;         /* --html FILE (report/html.h) */
 };
 
 /* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2

@@ -145,6 +145,7 @@ void ls_metrics_free(struct ls_metrics *m)
 	free(m->ok);
 	free(m->itl_off);
 	free(m->itl_pool);
+	free(m->out_bins);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -257,6 +258,10 @@ static int peak_output(const struct ls_run *run, const struct ls_read_rules *rul
 	for (size_t b = 0; b < n_buckets; b++)
 		if (s->buckets[b] > m->peak_output_tps)
 			m->peak_output_tps = s->buckets[b];
+	m->out_bins = s->buckets; /* kept: the HTML report draws the same buckets */
+	m->n_out_bins = n_buckets;
+	m->out_bins_from_ns = min_start;
+	s->buckets = NULL;
 	return 0;
 }
 

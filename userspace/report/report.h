@@ -57,11 +57,47 @@ int ls_report_json_write(const char *path, const struct ls_metrics *m, const str
 			 const struct ls_report_ctx *ctx);
 /* The same JSON as a malloc'd string (NULL on ENOMEM). */
 char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx);
+/* The same JSON as a cJSON tree (caller deletes it; NULL on ENOMEM): the HTML page reads every
+ * number it shows from this tree, so page and file cannot disagree. */
+struct cJSON;
+struct cJSON *ls_report_json_tree(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx);
+
+/* The result JSON's name of percentile p: prefix "p", p 99, suffix "_ttft_ms" -> "p99_ttft_ms". */
+void ls_report_pct_key(char *buf, size_t cap, const char *prefix, double p, const char *suffix);
 
 /* The sections that stages own the data of, printed here. */
 /* The report section "Where the latency went": p50/p90/p99 of every part for TTFT, ITL and
  * E2EL over measured requests, each part's share of the total, and what is missing and why. */
 void ls_attribution_print(FILE *out, const struct ls_attribution *a);
+
+/* One window kind of "Where the latency went", as the text prints it and the HTML page draws
+ * it (one computation for both). */
+enum ls_attr_win { LS_ATTR_TTFT, LS_ATTR_ITL, LS_ATTR_E2EL, LS_ATTR_WIN__COUNT };
+#define LS_ATTR_BANDS 3 /* the stacked bars: P50, P90, P99 */
+struct ls_attr_window {
+	size_t n;                                  /* samples (requests; gaps for ITL) */
+	size_t n_pcts;
+	double pcts[LS_MAX_PERCENTILES];           /* the attribution rules' percentiles */
+	int    shown[LS_PART__COUNT + 1];          /* rows the report shows; [LS_PART__COUNT]: total */
+	double pct_ms[LS_PART__COUNT + 1][LS_MAX_PERCENTILES]; /* each part's own percentiles */
+	double share[LS_PART__COUNT + 1];          /* % of the summed total */
+	/* The parts of the samples around the total's P50/P90/P99 (within 1% of n in rank),
+	 * averaged: they add up to band_total_ms, the bar's length. */
+	double band_pct[LS_ATTR_BANDS];
+	double band_ms[LS_ATTR_BANDS][LS_PART__COUNT];
+	double band_total_ms[LS_ATTR_BANDS];
+	double band_slot_wait_ms[LS_ATTR_BANDS];   /* their mean admitted - scheduled (run given; not ITL) */
+	size_t band_n[LS_ATTR_BANDS];
+};
+const char *ls_attr_win_name(enum ls_attr_win w); /* "TTFT", "ITL", "E2EL" */
+/* Fills out for window kind w over a's measured requests; run (NULL: none) gives the slot
+ * waits, a->req[i] being run->requests[i]. 0 or -ENOMEM. */
+int ls_attribution_window(const struct ls_attribution *a, enum ls_attr_win w, const struct ls_run *run,
+			  struct ls_attr_window *out);
+/* Harness stamp - kernel arrival of every frame of run's measured requests (a->req[i] being
+ * run->requests[i]), ascending, malloc'd into *out (NULL when none). 0 or -ENOMEM. */
+int ls_attribution_client_delays(const struct ls_run *run, const struct ls_attribution *a, uint64_t **out,
+				 size_t *n_out);
 
 /* The GPU steps section: steps, step times, busy share, idle gaps, losses, per-process state. */
 void ls_gpu_report_print(FILE *out, const struct ls_gpu_steps *gs, uint64_t from_ns,
