@@ -99,6 +99,13 @@ int ls_attribution_window(const struct ls_attribution *a, enum ls_attr_win w, co
 int ls_attribution_client_delays(const struct ls_run *run, const struct ls_attribution *a, uint64_t **out,
 				 size_t *n_out);
 
+/* Reads the attribution JSONL bench wrote beside a --record file (attribution_file.c) back into
+ * an attribution of run (one entry per run record, matched by id; requests without a line are
+ * marked no_events and not_ok), under rules' percentiles. NULL with errno: ENOENT (no such
+ * file: no message), or after a message naming path:line. */
+struct ls_attribution *ls_attribution_load(const char *path, const struct ls_run *run,
+					   const struct ls_read_rules *rules);
+
 /* The GPU steps section: steps, step times, busy share, idle gaps, losses, per-process state. */
 void ls_gpu_report_print(FILE *out, const struct ls_gpu_steps *gs, uint64_t from_ns,
 			 uint64_t to_ns);
