@@ -202,6 +202,7 @@ struct ls_metrics {
 	double   *out_bins;
 	size_t    n_out_bins;
 	uint64_t  out_bins_from_ns;
+	double   *in_flight_bins;   /* the same grid: mean requests in flight (peak_concurrency's intervals) */
 };
 
 /* Computes everything. 0 or -ENOMEM. run->start_ns / end_ns give the duration; when end_ns

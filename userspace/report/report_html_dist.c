@@ -87,33 +87,11 @@ static void timeline_chart(struct ls_page *p, const struct ls_html_run *h, uint6
 	}
 }
 
-/* Requests in flight, time-weighted over each one-second bucket of the metrics' output buckets
- * (the same grid as the tokens per second beside it). */
-static int in_flight(const struct ls_html_run *h, double *out)
-{
-	const struct ls_metrics *m = h->m;
-	const uint64_t from = m->out_bins_from_ns, sec = 1000000000ull;
-	memset(out, 0, m->n_out_bins * sizeof(*out));
-	for (size_t i = 0; i < h->run->n_requests; i++) {
-		const struct ls_request *r = &h->run->requests[i];
-		if (r->warmup || !r->started_ns || r->finished_ns <= r->started_ns)
-			continue;
-		uint64_t s = r->started_ns > from ? r->started_ns - from : 0, e = r->finished_ns > from ? r->finished_ns - from : 0;
-		for (size_t b = s / sec; b < m->n_out_bins && b * sec < e; b++) {
-			uint64_t lo = b * sec > s ? b * sec : s, hi = (b + 1) * sec < e ? (b + 1) * sec : e;
-			out[b] += (double)(hi - lo) / (double)sec;
-		}
-	}
-	return 0;
-}
-
 static void per_second(struct ls_page *p, const struct ls_html_run *h, uint64_t t0)
 {
 	const struct ls_metrics *m = h->m;
-	double *x = malloc((m->n_out_bins + 1) * sizeof(*x)), *fl = malloc((m->n_out_bins + 1) * sizeof(*fl));
-	if (!x || !fl || in_flight(h, fl)) {
-		free(x);
-		free(fl);
+	double *x = malloc((m->n_out_bins + 1) * sizeof(*x));
+	if (!x) {
 		p->err = -ENOMEM;
 		return;
 	}
@@ -121,7 +99,7 @@ static void per_second(struct ls_page *p, const struct ls_html_run *h, uint64_t 
 	for (size_t b = 0; b < m->n_out_bins; b++)
 		x[b] = off + (double)b;
 	const char *titles[2] = { "Requests in flight (mean over each second)", "Output tokens per second" };
-	const char *notes[2] = { "From started to the last byte, as the peak-concurrency figure counts them.",
+	const char *notes[2] = { "Ok requests from started to their E2EL end, as the peak-concurrency figure counts them.",
 				 m->rules.itl_mode == LS_ITL_FRAME ? "One-second buckets from the first start, as "
 				 "max_output_tokens_per_s reads them (this profile counts a frame as a token)."
 				 : "One-second buckets from the first start, as max_output_tokens_per_s reads them." };
@@ -131,12 +109,11 @@ static void per_second(struct ls_page *p, const struct ls_html_run *h, uint64_t 
 		cJSON *series = cJSON_AddArrayToObject(c, "series"), *o = cJSON_CreateObject();
 		cJSON_AddItemToArray(series, o);
 		cJSON_AddStringToObject(o, "name", i ? "output tokens/s" : "in flight");
-		add_ms(cJSON_AddArrayToObject(o, "values"), i ? m->out_bins : fl, m->n_out_bins);
+		add_ms(cJSON_AddArrayToObject(o, "values"), i ? m->out_bins : m->in_flight_bins, m->n_out_bins);
 		cJSON_AddStringToObject(c, "xlabel", "s from the run's start");
 		cJSON_AddStringToObject(c, "ylabel", i ? "tokens/s" : "requests");
 	}
 	free(x);
-	free(fl);
 }
 
 void lp_section_timeline(struct ls_page *p, const struct ls_html_run *h)
