@@ -88,6 +88,7 @@ start_sim --step-ms 10 --max-batch 64 || exit 1
 	>"$tmp/demo.txt" 2>&1 || bad "the demo run: exit $?: $(tail -3 "$tmp/demo.txt")"
 stop_sim
 $CHECK static "$tmp/demo.html" "$tmp/demo.json" || bad "demo: the page's numbers or references"
+grep -q '<footer>Charts drawn by Chart.js v3.*MIT License' "$tmp/demo.html" || bad "demo: no Chart.js license note"
 in_browser demo "$tmp/demo.html"
 mkdir -p "$ROOT/build"
 browse "$tmp/demo.html" "$tmp/top" 1400 --screenshot="$ROOT/build/html-report.png" || bad "the top screenshot"

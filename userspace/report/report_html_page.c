@@ -281,8 +281,10 @@ static void license_note(struct ls_page *p, const char *js)
 	char note[512];
 	size_t k = 0;
 	for (const char *s = a ? a + 3 : NULL; s && s < b && k + 2 < sizeof(note); s++)
-		if (*s != '*' && *s != '\n' && !(*s == ' ' && k && note[k - 1] == ' '))
+		if (*s != '*' && *s != '\n' && !(*s == ' ' && (!k || note[k - 1] == ' ')))
 			note[k++] = *s;
+	while (k && note[k - 1] == ' ')
+		k--;
 	note[k] = 0;
 	lp_puts(p, "<footer>Charts drawn by ");
 	lp_text(p, k ? note : "Chart.js (MIT License)");
