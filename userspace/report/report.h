@@ -1,6 +1,7 @@
 /* report.h — a run's results for people (the text block) and for tools (--save-result JSON).
  * Takes: struct ls_metrics, ls_checks, ls_attribution, GPU steps, compare columns, what the run was.
- * Gives: the text block, --save-result JSON, per-request JSONL (record_file.h), the Perfetto trace.
+ * Gives: the text block, --save-result JSON, per-request JSONL (record_file.h), the Perfetto trace,
+ * the --html page (html.h).
  * Both read struct ls_metrics (metrics.h) plus what the run was; neither computes a metric. */
 #ifndef LATSCOPE_REPORT_H
 #define LATSCOPE_REPORT_H
