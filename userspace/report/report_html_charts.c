@@ -103,6 +103,10 @@ void lp_section_attribution(struct ls_page *p, const struct ls_html_run *h)
 			p->err = -ENOMEM;
 			return;
 		}
+	if (!s[LS_ATTR_TTFT].n) {
+		lp_missing(p, "TTFT, ITL and E2EL by part", "no request succeeded: there is no latency to split");
+		return;
+	}
 	for (int w = 0; w < LS_ATTR_WIN__COUNT; w++) {
 		if (!s[w].n)
 			continue;
