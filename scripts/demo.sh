@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: start the simulator on loopback, run a short benchmark against it (with probes
-# on both sides when root and BTF allow), print the report, stop the simulator.
+# on both sides when root and BTF allow), print the report, write its HTML page to
+# build/demo/report.html (and print where), stop the simulator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/latscope
@@ -18,7 +19,10 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 echo "latscope demo: simulator on 127.0.0.1:$port (10 ms steps); 100 requests at 20 req/s"
+mkdir -p build/demo
+html=build/demo/report.html
 "$bin" bench --base-url "http://127.0.0.1:$port" --backend openai --model sim \
 	--dataset-name random --random-input-len 128 --random-output-len 64 \
 	--num-prompts 100 --request-rate 20 --max-concurrency 32 --seed 1 --disable-tqdm \
-	--server-pid "$sim"
+	--server-pid "$sim" --html "$html"
+echo "latscope demo: the HTML report is $PWD/$html (one file: open it in a browser, offline)"

@@ -4,6 +4,10 @@
 #ifndef LATSCOPE_COMMANDS_H
 #define LATSCOPE_COMMANDS_H
 
+#ifndef LATSCOPE_VERSION
+#define LATSCOPE_VERSION "0.1.0" /* in main.c's --version and the HTML report */
+#endif
+
 #define LS_EXIT_NONE_OK 3 /* bench: every measured request failed */
 
 int cmd_bench(int argc, char **argv);   /* cmd/bench.c */

@@ -3,10 +3,6 @@
 #include <string.h>
 #include "commands.h"
 
-#ifndef LATSCOPE_VERSION
-#define LATSCOPE_VERSION "0.1.0"
-#endif
-
 static void usage(FILE *out)
 {
 	fprintf(out,

@@ -42,6 +42,11 @@ struct bench {
 	struct ls_checks   checks;       /* printed last, after every other block */
 	struct ls_bench_probes *probes; /* probes + attribution (bench_probes.c) */
 	char               date[32], arrival_desc[96], run_tag[32];
+	int                argc;       /* the command line, for the HTML page */
+	char             **argv;
+	struct ls_run_report rr;       /* kept for --html until the probes' report is in */
+	struct ls_report_ctx ctx;
+	int                have_rr;
 };
 
 static int build_dataset(struct bench *b)
@@ -396,7 +401,13 @@ static int results(struct bench *b, FILE *out)
 	if (!err && !written && path)
 		fprintf(stderr, "latscope bench: result written to %s\n", path);
 	free(path);
-	ls_run_report_free(&rr);
+	if (c->html_path) { /* the page needs the attribution, made after this */
+		b->rr = rr;
+		b->ctx = ctx;
+		b->have_rr = 1;
+	} else {
+		ls_run_report_free(&rr);
+	}
 	return err ? err : written ? 1 : 0; /* 1: the report is printed, a file was not written */
 }
 
@@ -414,6 +425,8 @@ static int check_outputs(const struct bench *b)
 	}
 	if (!rc && c->trace_path)
 		rc = ls_outfile_check("--trace", c->trace_path, 0);
+	if (!rc && c->html_path)
+		rc = ls_html_check("--html", c->html_path);
 	return rc;
 }
 
@@ -482,6 +495,26 @@ static int prepare(struct bench *b)
 	return 0;
 }
 
+/* --html: the page of the run, with the attribution the probes' report made. 0 or -errno. */
+static int write_html(struct bench *b)
+{
+	const struct ls_config *c = &b->cfg;
+	char watched[512];
+	ls_bench_probes_watched(b->probes, watched, sizeof(watched));
+	char *cmdline = ls_html_command_line("latscope", b->argc, b->argv);
+	struct ls_html_run page = {
+		.attr = ls_bench_probes_attribution(b->probes), .attr_why = watched, .command_line = cmdline,
+		.connection = c->profile.send.per_request_conn ? "a new connection per request (SGLang's aiohttp session "
+								 "per request)" : "keep-alive pool, connections reused (vLLM)",
+		.watched = watched,
+	};
+	int err = ls_run_report_html(c->html_path, &b->rr, &b->run, &b->ctx, &page);
+	if (!err)
+		fprintf(stderr, "latscope bench: HTML report written to %s\n", c->html_path);
+	free(cmdline);
+	return err;
+}
+
 /* The report of a run that ended, whole even when a file could not be written, and the exit
  * code: 0, 1 (a file not written, an interrupt), or LS_EXIT_NONE_OK. */
 static int report(struct bench *b)
@@ -494,6 +527,12 @@ static int report(struct bench *b)
 		ls_checks_print(out, &b->checks);
 	}
 	ls_wrap_close(&wrap);
+	if (b->have_rr) {
+		if (write_html(b))
+			results_rc = results_rc ? results_rc : 1;
+		ls_run_report_free(&b->rr);
+		b->have_rr = 0;
+	}
 	if (results_rc < 0)
 		return 1;
 	if (results_rc || probes_rc)
@@ -515,6 +554,8 @@ int cmd_bench(int argc, char **argv)
 {
 	struct bench b;
 	memset(&b, 0, sizeof(b));
+	b.argc = argc;
+	b.argv = argv;
 	int rc = ls_config_parse(&b.cfg, argc, argv);
 	if (rc) {
 		ls_config_free(&b.cfg);

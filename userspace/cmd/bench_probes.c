@@ -27,6 +27,7 @@ struct ls_bench_probes {
 	int ended;
 	uint64_t steal_before_ms, steal_after_ms; /* /proc/stat steal, all vCPUs */
 	int have_steal;
+	struct ls_attribution *attr; /* after ls_bench_probes_report, for the HTML page */
 };
 
 int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms)
@@ -136,26 +137,12 @@ static int loop_spins(const struct ls_config *cfg)
 static void print_client_delay(FILE *out, const struct ls_run *run, const struct ls_attribution *a,
 			       int loop_sleeps)
 {
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	uint64_t *d;
 
-	for (size_t i = 0; i < a->n && i < run->n_requests; i++)
-		cap += a->req[i].n_frames;
-	if (!cap || !(d = malloc(cap * sizeof(*d))))
+	if (ls_attribution_client_delays(run, a, &d, &n))
 		return;
-	for (size_t i = 0; i < a->n && i < run->n_requests; i++) {
-		const struct ls_request *r = &run->requests[i];
-		const struct ls_req_attr *ra = &a->req[i];
-		if (r->warmup)
-			continue;
-		for (uint32_t f = 0; f < ra->n_frames && f < r->n_frames; f++) {
-			uint64_t k = ra->frames[f].kernel_ns, s = r->frames[f].arrived_ns;
-			if (k && s >= k)
-				d[n++] = s - k;
-		}
-	}
 	if (n) {
-		ls_sort_u64(d, n);
 		double p50 = ls_percentile_u64(d, n, 50);
 		fprintf(out, "client delay per frame (harness stamp - kernel arrival, n=%zu): P50 %.3f ms, "
 			"P99 %.3f ms, max %.3f ms\n", n, p50 / 1e6, ls_percentile_u64(d, n, 99) / 1e6, d[n - 1] / 1e6);
@@ -405,10 +392,34 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 		else if (!err)
 			err = e;
 	}
-	ls_attribution_free(a);
+	ls_attribution_free(bp->attr);
+	bp->attr = a; /* kept for the HTML page (ls_bench_probes_attribution) */
 	if (have_gs)
 		ls_gpu_steps_free(&gs);
 	return err;
+}
+
+const struct ls_attribution *ls_bench_probes_attribution(const struct ls_bench_probes *bp)
+{
+	return bp ? bp->attr : NULL;
+}
+
+void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t cap)
+{
+	const struct ls_config *cfg = bp ? bp->cfg : NULL;
+	size_t len;
+
+	if (!bp || !bp->probes) {
+		snprintf(buf, cap, "probes off: %s", bp ? bp->why : "not opened");
+		return;
+	}
+	len = (size_t)snprintf(buf, cap, "eBPF probes on: the harness");
+	for (uint32_t i = 0; i < cfg->n_server_pids && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? ", " : ", server pid ", cfg->server_pids[i]);
+	if (cfg->server_comm && len < cap)
+		len += (size_t)snprintf(buf + len, cap - len, ", servers named %s", cfg->server_comm);
+	if (!cfg->n_server_pids && !cfg->server_comm && len < cap)
+		snprintf(buf + len, cap - len, " only (no server watched)");
 }
 
 void ls_bench_probes_close(struct ls_bench_probes *bp)
@@ -416,5 +427,6 @@ void ls_bench_probes_close(struct ls_bench_probes *bp)
 	if (!bp)
 		return;
 	ls_probes_close(bp->probes);
+	ls_attribution_free(bp->attr);
 	free(bp);
 }

@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "driver/driver.h"
 #include "base/record.h"
+#include "attribution/attribution.h"
 
 struct ls_bench_probes;
 
@@ -31,6 +32,12 @@ void ls_bench_probes_run_ended(struct ls_bench_probes *bp);
  * --record path and the probes ran: ls_bench_attribution_path) and --trace. 0, or -errno when an output file
  * could not be written (message on stderr). bp NULL: nothing. */
 int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out);
+
+/* The attribution ls_bench_probes_report made (NULL before it, or when bp is NULL); freed by
+ * ls_bench_probes_close. */
+const struct ls_attribution *ls_bench_probes_attribution(const struct ls_bench_probes *bp);
+/* What was watched, in words: "eBPF probes on: the harness, server pid 12" or "probes off: WHY". */
+void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t cap);
 
 /* Detaches the probes and frees everything. NULL is fine. */
 void ls_bench_probes_close(struct ls_bench_probes *bp);

@@ -12,6 +12,7 @@
 #include "metrics/checks.h"
 #include "metrics/metrics.h"
 #include "report/report.h"
+#include "report/html.h"
 
 /* One run's numbers, as `bench` (after its run) and `report` (from a record file) both give
  * them: metrics under a profile's read rules, then the checks. */
@@ -33,6 +34,12 @@ int ls_run_report_compute(struct ls_run_report *rr, const char *cmd, const struc
  * 0 or -errno from writing the JSON (the message names the path). */
 int ls_run_report_print(FILE *out, const struct ls_run_report *rr, const struct ls_run *run,
 			const struct ls_report_ctx *ctx, const char *save_path);
+
+/* The HTML page of rr (report/html.h) to path: page gives what the run was beyond ctx (its
+ * attribution, command line, connection, what was watched); the metrics, run and labels are
+ * rr's, as ls_run_report_print gives them to the result JSON. 0 or -errno after a message. */
+int ls_run_report_html(const char *path, const struct ls_run_report *rr, const struct ls_run *run,
+		       const struct ls_report_ctx *ctx, const struct ls_html_run *page);
 
 void ls_run_report_free(struct ls_run_report *rr);
 

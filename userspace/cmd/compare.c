@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "report/wrap.h"
 #include "report/compare.h"
+#include "report/html.h"
 #include "config/config.h"
 #include "server/http_easy.h"
 #include "server/specdecode.h"
@@ -40,6 +41,7 @@ static void usage(FILE *out)
 		"                       [a temporary directory, removed at the end]\n"
 		"  --markdown           print the table as GitHub markdown\n"
 		"  --no-flush           do not POST /flush_cache before each run\n"
+		"  --html FILE          also write the comparison as one self-contained HTML page\n"
 		"  --help               this help\n"
 		"\n"
 		"Every other flag is a `latscope bench` flag (latscope bench --help), except --profile and\n"
@@ -52,6 +54,9 @@ static void usage(FILE *out)
 
 struct compare {
 	const char *profiles;
+	const char *html;            /* --html FILE: the compare page */
+	int         argc;            /* the command line, for the page */
+	char      **argv;
 	char        dir[400];  /* records and outputs; fits record_path with the run name */
 	int         keep_dir, markdown, no_flush;
 	char      **bench_argv;      /* "bench", user flags..., then per run: --profile P --record F --disable-tqdm */
@@ -82,6 +87,12 @@ static int parse_args(struct compare *c, int argc, char **argv)
 		if (IS("--help") || IS("-h")) {
 			usage(stdout);
 			return -1;
+		} else if (IS("--html")) {
+			c->html = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+			if (!c->html || !*c->html) {
+				fprintf(stderr, "latscope compare: --html needs a file name\n");
+				return 2;
+			}
 		} else if (IS("--profiles") || IS("--records-dir")) {
 			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
 			if (!v) {
@@ -290,11 +301,26 @@ static void remove_dir(const struct compare *c)
 	rmdir(c->dir);
 }
 
+static int write_html(const struct compare *c)
+{
+	char *cmdline = ls_html_command_line("latscope", c->argc, c->argv);
+	int err = ls_html_write_compare(c->html, c->runs, c->n_runs, c->cols, (size_t)c->n_cols, cmdline,
+					LATSCOPE_VERSION);
+	if (!err)
+		fprintf(stderr, "latscope compare: HTML report written to %s\n", c->html);
+	free(cmdline);
+	return err;
+}
+
 int cmd_compare(int argc, char **argv)
 {
 	struct compare c;
 	memset(&c, 0, sizeof(c));
+	c.argc = argc;
+	c.argv = argv;
 	int rc = parse_args(&c, argc, argv), exit_code = 1, made_dir = 0;
+	if (!rc && c.html && ls_html_check("--html", c.html))
+		rc = 1;
 	if (rc) {
 		exit_code = rc < 0 ? 0 : rc;
 		goto out;
@@ -336,6 +362,8 @@ int cmd_compare(int argc, char **argv)
 	ls_cmp_print(out, c.runs, c.n_runs, c.cols, (size_t)c.n_cols, c.markdown);
 	if (!c.markdown)
 		ls_wrap_close(&wrap);
+	if (c.html && write_html(&c))
+		goto out;
 	if (c.keep_dir)
 		printf("\nRecords and each run's bench report: %s/run-N.{jsonl,txt} (latscope report FILE --profile P "
 		       "re-reads them)\n", c.dir);

@@ -13,6 +13,8 @@
 #include "config/config.h"
 #include "report/record_file.h"
 #include "report/report.h"
+#include "report/html.h"
+#include "cmd/bench_probes.h"
 
 static void usage(FILE *out)
 {
@@ -31,6 +33,9 @@ static void usage(FILE *out)
 		"  --accept-length A          the server's speculative accept length for rules that\n"
 		"                             depend on it (sglang-oai) [estimated from the records]\n"
 		"  --save-result FILE         also write the result JSON (vLLM's keys + \"latscope\")\n"
+		"  --html FILE                also write one self-contained HTML page (with --profiles: the\n"
+		"                             compare page); the attribution file beside the records\n"
+		"                             (RECORDS.attribution.jsonl) is drawn when it is there\n"
 		"  --markdown                 with --profiles: the table as GitHub markdown\n"
 		"  --help                     this help\n"
 		"\n"
@@ -41,7 +46,9 @@ static void usage(FILE *out)
 }
 
 struct report_args {
-	const char *path, *profile, *profiles, *percentiles, *save;
+	const char *path, *profile, *profiles, *percentiles, *save, *html;
+	int         argc;             /* the command line, for the HTML page */
+	char      **argv;
 	unsigned    percentile_metrics;
 	struct ls_goodput goodput;
 	double      accept_len;      /* < 0: estimate */
@@ -90,6 +97,8 @@ static int parse_value(struct report_args *a, const char *f, int argc, char **ar
 			fprintf(stderr, "latscope report: --accept-length '%s' must be a number >= 0\n", v);
 			return 2;
 		}
+	} else if (!strcmp(f, "--html")) {
+		a->html = v;
 	} else {
 		a->save = v;
 	}
@@ -100,6 +109,8 @@ static int parse_value(struct report_args *a, const char *f, int argc, char **ar
 static int parse_args(struct report_args *a, int argc, char **argv)
 {
 	memset(a, 0, sizeof(*a));
+	a->argc = argc;
+	a->argv = argv;
 	a->accept_len = -1;
 	a->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
 	for (int i = 1; i < argc; i++) {
@@ -122,7 +133,7 @@ static int parse_args(struct report_args *a, int argc, char **argv)
 		}
 		static const char *const with_value[] = { "--profile", "--profiles", "--metric-percentiles",
 							  "--percentile-metrics", "--goodput", "--accept-length",
-							  "--save-result" };
+							  "--save-result", "--html" };
 		int known = 0;
 		for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
 			known |= !strcmp(f, with_value[k]);
@@ -168,6 +179,46 @@ static double estimate_accept_len(const struct ls_run *run)
 	return frames ? (double)tokens / (double)frames : 0;
 }
 
+/* Connections the records opened, in words (the record file does not keep the policy). */
+static void connections(const struct ls_run *run, char *buf, size_t cap)
+{
+	size_t opened = 0, n = 0;
+	for (size_t i = 0; i < run->n_requests; i++)
+		if (!run->requests[i].warmup) {
+			n++;
+			opened += run->requests[i].new_connection != 0;
+		}
+	snprintf(buf, cap, "%zu connections opened for %zu requests (%s)", opened, n,
+		 opened >= n && n ? "a new one per request" : "connections reused");
+}
+
+/* --html for one profile's reading, with the attribution file beside the records when there. */
+static int html_page(const struct report_args *a, const struct ls_run_report *rr, const struct ls_run *run,
+		     const struct ls_report_ctx *ctx)
+{
+	char *attr_path = ls_bench_attribution_path(a->path), why[700], conn[160], watched[700];
+	char *cmdline = ls_html_command_line("latscope", a->argc, a->argv);
+	struct ls_attribution *attr = NULL;
+	struct ls_profile honest;
+	if (attr_path && !ls_profile_builtin("honest", &honest)) /* as bench attributes: the honest way */
+		attr = ls_attribution_load(attr_path, run, &honest.read);
+	if (!attr)
+		snprintf(why, sizeof(why), "%s %s beside the records (bench writes it with --record when the probes "
+			 "run: as root, with kernel BTF)", errno == ENOENT ? "no attribution file" : "could not read",
+			 attr_path ? attr_path : "?");
+	snprintf(watched, sizeof(watched), "read back from %s%s%s", a->path, attr ? " and " : "", attr ? attr_path : "");
+	connections(run, conn, sizeof(conn));
+	struct ls_html_run page = { .attr = attr, .attr_why = attr ? NULL : why, .command_line = cmdline,
+				    .connection = conn, .watched = watched };
+	int err = ls_run_report_html(a->html, rr, run, ctx, &page);
+	if (!err)
+		fprintf(stderr, "latscope report: HTML report written to %s\n", a->html);
+	ls_attribution_free(attr);
+	free(attr_path);
+	free(cmdline);
+	return err;
+}
+
 static int one_profile(const struct report_args *a, struct ls_run *run, const struct ls_record_meta *meta)
 {
 	struct ls_profile prof;
@@ -207,6 +258,8 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 	int rc = ls_run_report_print(out, &rr, run, &ctx, a->save) ? 1 : 0;
 	ls_checks_print(out, &rr.checks);
 	ls_wrap_close(&wrap);
+	if (a->html && html_page(a, &rr, run, &ctx))
+		rc = 1;
 	ls_run_report_free(&rr);
 	return rc;
 }
@@ -240,6 +293,12 @@ static int many_profiles(const struct report_args *a, struct ls_run *run, const 
 		ls_cmp_print(out, &one, 1, cols, (size_t)n, a->markdown);
 		if (!a->markdown)
 			ls_wrap_close(&wrap);
+		char *cmdline = a->html ? ls_html_command_line("latscope", a->argc, a->argv) : NULL;
+		if (a->html && ls_html_write_compare(a->html, &one, 1, cols, (size_t)n, cmdline, LATSCOPE_VERSION))
+			rc = 1;
+		else if (a->html)
+			fprintf(stderr, "latscope report: HTML report written to %s\n", a->html);
+		free(cmdline);
 	}
 	ls_cmp_free(NULL, 0, cols, (size_t)n); /* the run is the caller's */
 	return rc;
@@ -254,6 +313,8 @@ int cmd_report(int argc, char **argv)
 	struct ls_run run;
 	struct ls_record_meta meta;
 	memset(&run, 0, sizeof(run));
+	if (a.html && ls_html_check("--html", a.html))
+		return 1;
 	if (ls_record_load(a.path, &run, &meta))
 		return 1;
 	rc = a.profiles ? many_profiles(&a, &run, &meta) : one_profile(&a, &run, &meta);

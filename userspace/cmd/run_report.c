@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include "cmd/cmd.h"
+#include "commands.h"
 
 int ls_run_report_compute(struct ls_run_report *rr, const char *cmd, const struct ls_run *run,
 			  const struct ls_read_rules *rules, const struct ls_goodput *goodput,
@@ -19,8 +20,9 @@ int ls_run_report_compute(struct ls_run_report *rr, const char *cmd, const struc
 	return 0;
 }
 
-int ls_run_report_print(FILE *out, const struct ls_run_report *rr, const struct ls_run *run,
-			const struct ls_report_ctx *ctx, const char *save_path)
+/* The labels as the result JSON gets them: the caller's, with rr's figures. */
+static void full_ctx(const struct ls_run_report *rr, const struct ls_run *run, const struct ls_report_ctx *ctx,
+		     struct ls_report_ctx *out)
 {
 	struct ls_report_ctx c = *ctx;
 
@@ -31,6 +33,15 @@ int ls_run_report_print(FILE *out, const struct ls_run_report *rr, const struct 
 		c.server_gone_at_s = run->server_gone_ns > run->start_ns ? (double)(run->server_gone_ns - run->start_ns) / 1e9 : 0;
 		c.n_connect_failed_gone = run->n_connect_failed_gone;
 	}
+	*out = c;
+}
+
+int ls_run_report_print(FILE *out, const struct ls_run_report *rr, const struct ls_run *run,
+			const struct ls_report_ctx *ctx, const char *save_path)
+{
+	struct ls_report_ctx c;
+
+	full_ctx(rr, run, ctx, &c);
 	ls_report_text(out, &rr->metrics, &c);
 	fflush(out);
 	return save_path ? ls_report_json_write(save_path, &rr->metrics, run, &c) : 0;
@@ -39,4 +50,18 @@ int ls_run_report_print(FILE *out, const struct ls_run_report *rr, const struct 
 void ls_run_report_free(struct ls_run_report *rr)
 {
 	ls_metrics_free(&rr->metrics);
+}
+
+int ls_run_report_html(const char *path, const struct ls_run_report *rr, const struct ls_run *run,
+		       const struct ls_report_ctx *ctx, const struct ls_html_run *page)
+{
+	struct ls_report_ctx c;
+	struct ls_html_run h = *page;
+
+	full_ctx(rr, run, ctx, &c);
+	h.m = &rr->metrics;
+	h.run = run;
+	h.ctx = &c;
+	h.version = LATSCOPE_VERSION;
+	return ls_html_write_run(path, &h);
 }

@@ -291,7 +291,8 @@ void ls_config_free(struct ls_config *c)
 {
 	char **strs[] = { &c->backend_name, &c->base_url, &c->host, &c->endpoint, &c->model, &c->dataset_path, &c->cacert,
 			  &c->result_dir, &c->result_filename, &c->record_path, &c->profile_name,
-			  &c->config_path, &c->server_comm, &c->trace_path, &c->gpu_dir };
+			  &c->config_path, &c->server_comm, &c->trace_path, &c->gpu_dir,
+			  &c->html_path };
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
 		free(*strs[i]);
 		*strs[i] = NULL;

@@ -93,6 +93,7 @@ struct ls_config {
 		uint32_t sharegpt_context_len;        /* SGLang's filter, 0 = none */
 		size_t   dataset_offset;
 	} peer;
+	char    *html_path;         /* --html FILE (report/html.h) */
 };
 
 /* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2

@@ -143,6 +143,9 @@ const struct ls_opt ls_config_opts[] = {
 	{ "trace", O_TRACE, LS_ARG_ONE, "FILE", "write a Perfetto / Chrome trace-event JSON of the run", NULL },
 	{ "gpu-dir", O_GPU_DIR, LS_ARG_ONE, "DIR",
 	  "CUPTI GPU step rings of the server (liblatscope_cupti.so): splits server into queue + gpu", NULL },
+	{ "html", O_HTML, LS_ARG_ONE, "FILE",
+	  "also write one self-contained HTML page of the run (charts by Debian's libjs-chart.js, inlined)",
+	  "page" },
 	{ "help", O_HELP, LS_ARG_NONE, NULL, "this help", "other" },
 	{ "h", O_HELP, LS_ARG_NONE, NULL, NULL, NULL }, /* -h */
 };
@@ -204,6 +207,7 @@ static char **text_field(struct ls_config *c, enum opt_id id)
 	case O_SERVER_COMM: return &c->server_comm;
 	case O_TRACE: return &c->trace_path;
 	case O_GPU_DIR: return &c->gpu_dir;
+	case O_HTML: return &c->html_path;
 	default: return NULL;
 	}
 }

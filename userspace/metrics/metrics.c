@@ -145,6 +145,8 @@ void ls_metrics_free(struct ls_metrics *m)
 	free(m->ok);
 	free(m->itl_off);
 	free(m->itl_pool);
+	free(m->out_bins);
+	free(m->in_flight_bins);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -257,6 +259,10 @@ static int peak_output(const struct ls_run *run, const struct ls_read_rules *rul
 	for (size_t b = 0; b < n_buckets; b++)
 		if (s->buckets[b] > m->peak_output_tps)
 			m->peak_output_tps = s->buckets[b];
+	m->out_bins = s->buckets; /* kept: the HTML report draws the same buckets */
+	m->n_out_bins = n_buckets;
+	m->out_bins_from_ns = min_start;
+	s->buckets = NULL;
 	return 0;
 }
 
@@ -279,6 +285,31 @@ static int peak_concurrency(const struct ls_run *run, struct scratch *s, struct 
 		s->events[ne++] = (struct ls_conc_event){ v->end_ns > start ? v->end_ns : start, -1 };
 	}
 	m->peak_concurrency = (uint32_t)ls_peak_in_flight(s->events, ne);
+	return 0;
+}
+
+/* Requests in flight, time-weighted over each of the output buckets (out_bins' grid), over
+ * the intervals peak_concurrency sweeps: started -> E2EL end of the ok requests. */
+static int in_flight_bins(const struct ls_run *run, struct scratch *s, struct ls_metrics *m)
+{
+	const uint64_t from = m->out_bins_from_ns, sec = 1000000000ull;
+	if (!m->n_out_bins)
+		return 0;
+	if (!(m->in_flight_bins = calloc(m->n_out_bins, sizeof(*m->in_flight_bins))))
+		return -ENOMEM;
+	for (size_t i = 0, k = 0; i < run->n_requests; i++) {
+		if (run->requests[i].warmup)
+			continue;
+		const struct ls_req_view *v = &s->views[k++];
+		uint64_t start = ls_origin_ns(&run->requests[i], LS_ORIGIN_STARTED);
+		if (!v->ok || v->end_ns <= start)
+			continue;
+		uint64_t a = start > from ? start - from : 0, e = v->end_ns > from ? v->end_ns - from : 0;
+		for (size_t b = a / sec; b < m->n_out_bins && b * sec < e; b++) {
+			uint64_t lo = b * sec > a ? b * sec : a, hi = (b + 1) * sec < e ? (b + 1) * sec : e;
+			m->in_flight_bins[b] += (double)(hi - lo) / (double)sec;
+		}
+	}
 	return 0;
 }
 
@@ -559,7 +590,7 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 	summaries(run, rules, &s, m);
 	throughputs(rules, &s, &t, m);
 	goodput_of(rules, goodput, &s, m);
-	if (peak_output(run, rules, &s, m) || peak_concurrency(run, &s, m))
+	if (peak_output(run, rules, &s, m) || peak_concurrency(run, &s, m) || in_flight_bins(run, &s, m))
 		goto fail;
 	scratch_free(&s);
 	return 0;

@@ -196,6 +196,13 @@ struct ls_metrics {
 	int      *ok;
 	size_t   *itl_off;          /* request i's ITLs (headline mode) are itl_pool[itl_off[i] .. itl_off[i+1]) */
 	double   *itl_pool;
+	/* The one-second buckets peak_output_tps is the largest of: output tokens (frames in frame
+	 * mode) arrived in [out_bins_from_ns + b s, + 1 s), from the earliest start; NULL when no
+	 * request was ok. */
+	double   *out_bins;
+	size_t    n_out_bins;
+	uint64_t  out_bins_from_ns;
+	double   *in_flight_bins;   /* the same grid: mean requests in flight (peak_concurrency's intervals) */
 };
 
 /* Computes everything. 0 or -ENOMEM. run->start_ns / end_ns give the duration; when end_ns

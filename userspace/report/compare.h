@@ -75,6 +75,17 @@ int ls_cmp_compute(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *co
 void ls_cmp_print(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
 		  size_t n_cols, int markdown);
 
+/* The table's rows one at a time, for the HTML page: how many, each row's label, and the
+ * cell of column c in row as ls_cmp_print prints it. */
+size_t ls_cmp_n_rows(void);
+const char *ls_cmp_row_label(size_t row);
+void ls_cmp_cell(size_t row, const struct ls_cmp_col *c, char *buf, size_t cap);
+/* The rows after the table: each rule that differs with its effect, then what sending did. */
+void ls_cmp_print_effects(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
+			  size_t n_cols);
+/* What run sent, one line ("backend openai, arrival gamma, ..."), as ls_cmp_print says it. */
+void ls_cmp_run_desc(const struct ls_cmp_run *run, char *buf, size_t cap);
+
 /* Frees the runs' records and every metric computed. runs NULL: the caller keeps its runs, and
  * then gave only the first column's run (nothing is computed on it that the columns lack). */
 void ls_cmp_free(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols, size_t n_cols);

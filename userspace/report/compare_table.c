@@ -255,6 +255,26 @@ static const char *const row_labels[ROW__COUNT] = {
 	"Slot wait inside TTFT, mean (ms)",
 };
 
+static void cell(enum row row, const struct ls_cmp_col *c, char *buf, size_t cap);
+
+size_t ls_cmp_n_rows(void)
+{
+	return ROW__COUNT;
+}
+
+const char *ls_cmp_row_label(size_t row)
+{
+	return row < ROW__COUNT ? row_labels[row] : "?";
+}
+
+void ls_cmp_cell(size_t row, const struct ls_cmp_col *c, char *buf, size_t cap)
+{
+	if (row < ROW__COUNT)
+		cell((enum row)row, c, buf, cap);
+	else
+		snprintf(buf, cap, "?");
+}
+
 static void cell(enum row row, const struct ls_cmp_col *c, char *buf, size_t cap)
 {
 	const struct ls_metrics *m = &c->m;
@@ -647,6 +667,24 @@ static void send_rows(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, c
 		slot_wait_row(out, runs, k, cols, n_cols);
 }
 
+void ls_cmp_print_effects(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
+			  size_t n_cols)
+{
+	for (int k = 0; k < RULE__COUNT; k++)
+		effect_row(out, cols, n_cols, (enum rule)k);
+	send_rows(out, runs, n_runs, cols, n_cols);
+}
+
+void ls_cmp_run_desc(const struct ls_cmp_run *run, char *buf, size_t cap)
+{
+	if (run->send_known)
+		send_desc(&run->send, buf, cap);
+	else
+		snprintf(buf, cap, "records %s (sent by profile %s, arrival %s, backend %s)",
+			 run->record_path[0] ? run->record_path : "-", run->meta.profile[0] ? run->meta.profile : "?",
+			 run->meta.arrival[0] ? run->meta.arrival : "?", run->meta.backend[0] ? run->meta.backend : "?");
+}
+
 void ls_cmp_print(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const struct ls_cmp_col *cols,
 		  size_t n_cols, int markdown)
 {
@@ -678,9 +716,7 @@ void ls_cmp_print(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, const
 	print_table(out, cols, n_cols, markdown);
 	fprintf(out, "\nRules that differ, one at a time on run %zu's records (%s's rules otherwise):\n", cols[0].run + 1,
 		cols[0].prof.name);
-	for (int k = 0; k < RULE__COUNT; k++)
-		effect_row(out, cols, n_cols, (enum rule)k);
-	send_rows(out, runs, n_runs, cols, n_cols);
+	ls_cmp_print_effects(out, runs, n_runs, cols, n_cols);
 	for (size_t k = 0; k < n_runs; k++) {
 		size_t first = first_on_run(cols, n_cols, k);
 		if (first == n_cols || !runs[k].checks.n)

@@ -1,5 +1,6 @@
 /* report_attribution.c — the report section "Where the latency went" (text) and the parts of
  * each request as JSON for the per-request JSONL. */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,16 +9,33 @@
 #include "attribution/attribution.h"
 #include "report/report.h"
 
-enum win { WIN_TTFT, WIN_ITL, WIN_E2EL, WIN__COUNT };
-static const char *const win_names[WIN__COUNT] = { "TTFT", "ITL", "E2EL" };
+static const char *const win_names[LS_ATTR_WIN__COUNT] = { "TTFT", "ITL", "E2EL" };
+static const double band_pcts[LS_ATTR_BANDS] = { 50, 90, 99 };
+
+const char *ls_attr_win_name(enum ls_attr_win w)
+{
+	return w < LS_ATTR_WIN__COUNT ? win_names[w] : "?";
+}
 
 static int measured(const struct ls_req_attr *r)
 {
 	return !(r->flags & (LS_ATTR_WARMUP | LS_ATTR_NOT_OK));
 }
 
-/* Values of one part (or the total when part == LS_PART__COUNT) over a window kind, in ms. */
-static size_t collect(const struct ls_attribution *a, enum win w, int part, double *out)
+/* One sample of a window: its total, and where its parts are. */
+struct sample {
+	double   total_ms;
+	uint32_t req, gap;
+};
+
+static const struct ls_parts *sample_parts(const struct ls_attribution *a, enum ls_attr_win w,
+					   const struct sample *s)
+{
+	const struct ls_req_attr *r = &a->req[s->req];
+	return w == LS_ATTR_ITL ? &r->gaps[s->gap] : w == LS_ATTR_TTFT ? &r->ttft : &r->e2el;
+}
+
+static size_t collect_samples(const struct ls_attribution *a, enum ls_attr_win w, struct sample *out)
 {
 	size_t n = 0;
 
@@ -25,63 +43,177 @@ static size_t collect(const struct ls_attribution *a, enum win w, int part, doub
 		const struct ls_req_attr *r = &a->req[i];
 		if (!measured(r))
 			continue;
-		if (w == WIN_ITL) {
+		if (w == LS_ATTR_ITL) {
 			for (uint32_t g = 0; g < r->n_gaps; g++)
-				out[n++] = (part == LS_PART__COUNT ? r->gap_ns[g] : r->gaps[g].ns[part]) / 1e6;
+				out[n++] = (struct sample){ r->gap_ns[g] / 1e6, (uint32_t)i, g };
 		} else {
-			const struct ls_parts *p = w == WIN_TTFT ? &r->ttft : &r->e2el;
-			uint64_t total = w == WIN_TTFT ? r->ttft_ns : r->e2el_ns;
-			out[n++] = (part == LS_PART__COUNT ? total : p->ns[part]) / 1e6;
+			uint64_t total = w == LS_ATTR_TTFT ? r->ttft_ns : r->e2el_ns;
+			out[n++] = (struct sample){ total / 1e6, (uint32_t)i, 0 };
 		}
 	}
 	return n;
 }
 
-static size_t max_samples(const struct ls_attribution *a, enum win w)
+static size_t max_samples(const struct ls_attribution *a, enum ls_attr_win w)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < a->n; i++)
-		n += w == WIN_ITL ? a->req[i].n_gaps : 1;
+		n += w == LS_ATTR_ITL ? a->req[i].n_gaps : 1;
 	return n;
 }
 
-static void print_window(FILE *out, const struct ls_attribution *a, enum win w, double *buf)
+static int by_total(const void *x, const void *y)
 {
-	const double *pct = a->rules.percentiles;
-	size_t np = a->rules.n_percentiles, n;
-	double total_sum = 0;
+	double a = ((const struct sample *)x)->total_ms, b = ((const struct sample *)y)->total_ms;
+	return a < b ? -1 : a > b;
+}
 
-	n = collect(a, w, LS_PART__COUNT, buf);
-	if (!n) {
+/* Parts averaged over the samples whose total ranks within 1% of n around percentile p (at
+ * least the one sample there): their sum is the band's mean total, so a stacked bar of them is
+ * as long as the latency at p, give or take the band. s is sorted by total. */
+static void band(const struct ls_attribution *a, enum ls_attr_win w, const struct sample *s, size_t n,
+		 const struct ls_run *run, int k, struct ls_attr_window *out)
+{
+	double pos = band_pcts[k] / 100.0 * (double)(n - 1), half = (double)n / 100.0;
+	size_t lo = pos - half > 0 ? (size_t)(pos - half + 0.5) : 0;
+	size_t hi = (size_t)(pos + half + 0.5) < n ? (size_t)(pos + half + 0.5) : n - 1, cnt = 0;
+	double slot = 0;
+
+	if (hi < lo)
+		hi = lo;
+	for (size_t j = lo; j <= hi; j++, cnt++) {
+		const struct ls_parts *p = sample_parts(a, w, &s[j]);
+		for (int part = 0; part < LS_PART__COUNT; part++)
+			out->band_ms[k][part] += p->ns[part] / 1e6;
+		out->band_total_ms[k] += s[j].total_ms;
+		const struct ls_request *r = run && s[j].req < run->n_requests ? &run->requests[s[j].req] : NULL;
+		if (w != LS_ATTR_ITL && r && r->admitted_ns > r->scheduled_ns && r->scheduled_ns)
+			slot += (r->admitted_ns - r->scheduled_ns) / 1e6;
+	}
+	for (int part = 0; part < LS_PART__COUNT; part++)
+		out->band_ms[k][part] /= (double)cnt;
+	out->band_total_ms[k] /= (double)cnt;
+	out->band_slot_wait_ms[k] = slot / (double)cnt;
+	out->band_n[k] = cnt;
+}
+
+/* Whether the text and the page show a part's row: the total, client, every part that has
+ * time, and the parts the probes could have filled. */
+static int part_shown(const struct ls_attribution *a, int part, double sum)
+{
+	return part == LS_PART__COUNT || part == LS_PART_CLIENT || sum > 0 ||
+	       (part == LS_PART_NETWORK && a->have_client) ||
+	       (part == LS_PART_SERVER && a->have_server && !a->have_gpu) || part == LS_PART_UNATTRIBUTED;
+}
+
+/* Percentiles of one part's values (total when part == LS_PART__COUNT), and their sum. */
+static double part_stats(const struct ls_attribution *a, enum ls_attr_win w, const struct sample *s, size_t n,
+			 int part, double *buf, struct ls_attr_window *out)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		buf[i] = part == LS_PART__COUNT ? s[i].total_ms : sample_parts(a, w, &s[i])->ns[part] / 1e6;
+		sum += buf[i];
+	}
+	ls_sort_doubles(buf, n);
+	for (size_t k = 0; k < out->n_pcts; k++)
+		out->pct_ms[part][k] = ls_percentile(buf, n, out->pcts[k]);
+	return sum;
+}
+
+int ls_attribution_window(const struct ls_attribution *a, enum ls_attr_win w, const struct ls_run *run,
+			  struct ls_attr_window *out)
+{
+	size_t cap = max_samples(a, w) + 1;
+	struct sample *s = malloc(cap * sizeof(*s));
+	double *buf = malloc(cap * sizeof(*buf)), total = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!s || !buf) {
+		free(s);
+		free(buf);
+		return -ENOMEM;
+	}
+	out->n_pcts = a->rules.n_percentiles;
+	memcpy(out->pcts, a->rules.percentiles, sizeof(out->pcts));
+	out->n = collect_samples(a, w, s);
+	if (out->n) {
+		total = part_stats(a, w, s, out->n, LS_PART__COUNT, buf, out);
+		out->shown[LS_PART__COUNT] = 1;
+		out->share[LS_PART__COUNT] = 100.0;
+		for (int part = 0; part < LS_PART__COUNT; part++) {
+			double sum = part_stats(a, w, s, out->n, part, buf, out);
+			out->shown[part] = part_shown(a, part, sum);
+			out->share[part] = total > 0 ? 100.0 * sum / total : 0.0;
+		}
+		qsort(s, out->n, sizeof(*s), by_total);
+		for (int k = 0; k < LS_ATTR_BANDS; k++) {
+			out->band_pct[k] = band_pcts[k];
+			band(a, w, s, out->n, run, k, out);
+		}
+	}
+	free(s);
+	free(buf);
+	return 0;
+}
+
+static void print_window(FILE *out, const struct ls_attribution *a, enum ls_attr_win w)
+{
+	struct ls_attr_window s;
+
+	if (ls_attribution_window(a, w, NULL, &s)) {
+		fprintf(out, "%s: (out of memory)\n", win_names[w]);
+		return;
+	}
+	if (!s.n) {
 		fprintf(out, "%s: no samples\n", win_names[w]);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		total_sum += buf[i];
-	fprintf(out, "%-5s (ms, n=%zu)     ", win_names[w], n);
-	for (size_t k = 0; k < np; k++)
-		fprintf(out, "     P%-4g", pct[k]);
+	fprintf(out, "%-5s (ms, n=%zu)     ", win_names[w], s.n);
+	for (size_t k = 0; k < s.n_pcts; k++)
+		fprintf(out, "     P%-4g", s.pcts[k]);
 	fprintf(out, "    share\n");
 	for (int part = 0; part <= LS_PART__COUNT; part++) {
-		double sum = 0;
-		int shown;
-
-		n = collect(a, w, part, buf);
-		for (size_t i = 0; i < n; i++)
-			sum += buf[i];
-		shown = part == LS_PART__COUNT || part == LS_PART_CLIENT || sum > 0 ||
-			(part == LS_PART_NETWORK && a->have_client) ||
-			(part == LS_PART_SERVER && a->have_server && !a->have_gpu) ||
-			(part == LS_PART_UNATTRIBUTED);
-		if (!shown)
+		if (!s.shown[part])
 			continue;
-		ls_sort_doubles(buf, n);
 		fprintf(out, "  %-20s", part == LS_PART__COUNT ? "total" : ls_part_name((enum ls_part)part));
-		for (size_t k = 0; k < np; k++)
-			fprintf(out, " %9.3f", ls_percentile(buf, n, pct[k]));
-		fprintf(out, " %7.1f%%\n", total_sum > 0 ? 100.0 * sum / total_sum : 0.0);
+		for (size_t k = 0; k < s.n_pcts; k++)
+			fprintf(out, " %9.3f", s.pct_ms[part][k]);
+		fprintf(out, " %7.1f%%\n", s.share[part]);
 	}
+}
+
+int ls_attribution_client_delays(const struct ls_run *run, const struct ls_attribution *a, uint64_t **out,
+				 size_t *n_out)
+{
+	size_t n = 0, cap = 0;
+	uint64_t *d;
+
+	*out = NULL;
+	*n_out = 0;
+	for (size_t i = 0; i < a->n && i < run->n_requests; i++)
+		cap += a->req[i].n_frames;
+	if (!cap)
+		return 0;
+	if (!(d = malloc(cap * sizeof(*d))))
+		return -ENOMEM;
+	for (size_t i = 0; i < a->n && i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		const struct ls_req_attr *ra = &a->req[i];
+		if (r->warmup)
+			continue;
+		for (uint32_t f = 0; f < ra->n_frames && f < r->n_frames; f++) {
+			uint64_t k = ra->frames[f].kernel_ns, s = r->frames[f].arrived_ns;
+			if (k && s >= k)
+				d[n++] = s - k;
+		}
+	}
+	ls_sort_u64(d, n);
+	*out = d;
+	*n_out = n;
+	return 0;
 }
 
 /* Kernel connect time against curl's CONNECT_TIME: curl starts its clock before connect() and
@@ -118,9 +250,6 @@ void ls_attribution_print(FILE *out, const struct ls_attribution *a)
 	size_t cap = 3 * a->n + 1, counts[8] = { 0 };
 	double *buf;
 
-	for (int w = 0; w < WIN__COUNT; w++)
-		if (max_samples(a, (enum win)w) + 1 > cap)
-			cap = max_samples(a, (enum win)w) + 1;
 	fprintf(out, "%s\n", "=============== Where the latency went ===============");
 	buf = malloc(cap * sizeof(*buf));
 	if (!buf) {
@@ -132,8 +261,8 @@ void ls_attribution_print(FILE *out, const struct ls_attribution *a)
 			counts[b] += (a->req[i].flags >> b) & 1;
 	if (a->why[0])
 		fprintf(out, "note: %s\n", a->why);
-	for (int w = 0; w < WIN__COUNT; w++)
-		print_window(out, a, (enum win)w, buf);
+	for (int w = 0; w < LS_ATTR_WIN__COUNT; w++)
+		print_window(out, a, (enum ls_attr_win)w);
 	print_connect(out, a, buf);
 	ls_handshake_print(out, a);
 	fprintf(out, "requests: %zu; reused connection %zu; no server events %zu; lost events %zu; "

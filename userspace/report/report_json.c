@@ -22,7 +22,7 @@ static cJSON *num_array_u(const uint32_t *v, size_t n)
 	return a;
 }
 
-static void pct_key(char *buf, size_t cap, const char *prefix, double p, const char *suffix)
+void ls_report_pct_key(char *buf, size_t cap, const char *prefix, double p, const char *suffix)
 {
 	if (p == floor(p))
 		snprintf(buf, cap, "%s%.0f%s", prefix, p, suffix);
@@ -43,7 +43,7 @@ static void add_vllm_metric(cJSON *root, const char *name, const struct ls_stat 
 	for (size_t k = 0; k < s->n_pcts; k++) {
 		char suffix[64];
 		snprintf(suffix, sizeof(suffix), "_%s_ms", name);
-		pct_key(key, sizeof(key), "p", s->pcts[k], suffix);
+		ls_report_pct_key(key, sizeof(key), "p", s->pcts[k], suffix);
 		cJSON_AddNumberToObject(root, key, s->pct_ms[k]);
 	}
 	if (r->itl_max && !strcmp(name, "itl"))
@@ -64,7 +64,7 @@ static cJSON *stat_obj(const struct ls_stat *s, const struct ls_read_rules *r)
 	cJSON_AddNumberToObject(o, "min_ms", s->min_ms);
 	cJSON_AddNumberToObject(o, "max_ms", s->max_ms);
 	for (size_t k = 0; k < s->n_pcts; k++) {
-		pct_key(key, sizeof(key), "p", s->pcts[k], "_ms");
+		ls_report_pct_key(key, sizeof(key), "p", s->pcts[k], "_ms");
 		cJSON_AddNumberToObject(o, key, s->pct_ms[k]);
 	}
 	return o;
@@ -230,7 +230,7 @@ static void add_spec_decode(cJSON *root, const struct ls_spec_stats *s)
 			      ls_json_doubles(s->per_pos_rate, (size_t)s->n_pos));
 }
 
-char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx)
+cJSON *ls_report_json_tree(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx)
 {
 	const struct ls_read_rules *r = &m->rules;
 	cJSON *root = cJSON_CreateObject();
@@ -251,7 +251,13 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 		add_vllm_metric(root, "e2el", &m->e2el, r);
 	add_spec_decode(root, ctx->spec);
 	cJSON_AddItemToObject(root, "latscope", latscope_obj(m, ctx));
-	char *text = cJSON_Print(root);
+	return root;
+}
+
+char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx)
+{
+	cJSON *root = ls_report_json_tree(m, run, ctx);
+	char *text = root ? cJSON_Print(root) : NULL;
 	cJSON_Delete(root);
 	return text;
 }
