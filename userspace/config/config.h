@@ -13,6 +13,7 @@
 #include "workload/dataset.h"
 #include "metrics/metrics.h"
 #include "config/profile.h"
+#include "config/config_peer.h"
 
 enum ls_probes_mode {
 	LS_PROBES_AUTO,
@@ -75,6 +76,8 @@ struct ls_config {
 	char    *server_comm;
 	char    *trace_path;
 	char    *gpu_dir;
+	/* the peers' request, server-control and output flags, and the harness (config_peer.h) */
+	struct ls_peer_opts peer;
 };
 
 /* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2

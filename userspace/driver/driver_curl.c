@@ -571,8 +571,12 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
 	reserve_frames(rec, rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096);
 
-	snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
-		 (unsigned long long)rec->id);
+	if (d->opts->request_id_prefix) /* vLLM: f"{request_id_prefix}{index}" */
+		snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s%llu", d->opts->request_id_prefix,
+			 (unsigned long long)rec->id);
+	else
+		snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
+			 (unsigned long long)rec->id);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, job->body);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
 
