@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "config/config_int.h"
 #include "config/config_peer.h"
 
@@ -25,7 +26,7 @@ enum peer_id {
 	P_NOTE_FIRST,
 	P_TOKENIZER = P_NOTE_FIRST, P_TOKENIZER_MODE, P_TRUST_REMOTE_CODE, P_SKIP_TOKENIZER_INIT,
 	P_USE_BEAM_SEARCH, P_NO_STREAM, P_SKIP_CHAT_TEMPLATE, P_APPLY_CHAT_TEMPLATE, P_TOKENIZE_PROMPT,
-	P_DISABLE_STREAM, P_TIMELINE_ITL_THRESHOLDS, P_PLOT_NOTE, P_SAVE_DETAILED_NOTE,
+	P_DISABLE_STREAM, P_TIMELINE_ITL_THRESHOLDS, P_PLOT_NOTE, P_SAVE_DETAILED_NOTE, P_PLOT_DATASET_STATS,
 	P_NOTE_END,
 };
 
@@ -54,6 +55,9 @@ static const char *const notes[P_NOTE_END - P_NOTE_FIRST] = {
 	[P_TIMELINE_ITL_THRESHOLDS - P_NOTE_FIRST] = "--timeline-itl-thresholds: see --plot-timeline",
 	[P_PLOT_NOTE - P_NOTE_FIRST] = "--plot-timeline: latscope draws the per-request timeline in its HTML report "
 				      "(--html) and its Perfetto trace (--trace FILE); no .timeline.html is written",
+	[P_PLOT_DATASET_STATS - P_NOTE_FIRST] = "--plot-dataset-stats: the prompt and output lengths are in the "
+					       "result JSON (input_lens, output_lens) and the record file; no .png "
+					       "is drawn",
 	[P_SAVE_DETAILED_NOTE - P_NOTE_FIRST] = "--save-detailed: latscope's result JSON always carries vLLM's "
 					       "per-request arrays (generated_texts are empty: latscope keeps "
 					       "no text)",
@@ -125,6 +129,7 @@ const struct ls_opt ls_config_peer_opts[] = {
 	  S "accepted: throughput over time is in latscope's HTML report (--html)", NULL },
 	{ "plot-timeline", P_PLOT_TIMELINE, LS_ARG_NONE, NULL, V "accepted: the timeline is latscope's HTML report / --trace", NULL },
 	{ "timeline-itl-thresholds", P_TIMELINE_ITL_THRESHOLDS, LS_ARG_ONE, "MS,MS", V "accepted (see --plot-timeline)", NULL },
+	{ "plot-dataset-stats", P_PLOT_DATASET_STATS, LS_ARG_NONE, NULL, V "accepted: the lengths are in the result JSON", NULL },
 	{ "tokenizer", P_TOKENIZER, LS_ARG_ONE, "NAME", "accepted: " NOTE_TOKENIZER, NULL },
 	{ "tokenizer-mode", P_TOKENIZER_MODE, LS_ARG_ONE, "MODE", V "accepted (see --tokenizer)", NULL },
 	{ "trust-remote-code", P_TRUST_REMOTE_CODE, LS_ARG_NONE, NULL, V "accepted (see --tokenizer)", NULL },
@@ -362,6 +367,28 @@ void ls_config_peer_free(struct ls_peer_opts *p)
 	p->n_metadata = 0;
 }
 
+/* SGLang downloads ShareGPT to /tmp/ShareGPT_V3_unfiltered_cleaned_split.json once and reads
+ * that file ever after (download_and_cache_file): latscope reads it there too ($TMPDIR first).
+ * 0, or 2 when out of memory. */
+static int sglang_cached_sharegpt(struct ls_config *c)
+{
+	const char *dirs[] = { getenv("TMPDIR"), "/tmp" };
+	for (size_t i = 0; i < 2; i++) {
+		char *path = NULL;
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		if (asprintf(&path, "%s/ShareGPT_V3_unfiltered_cleaned_split.json", dirs[i]) < 0)
+			return 2;
+		if (!access(path, R_OK)) {
+			fprintf(stderr, "latscope bench: --dataset-path: SGLang's cached ShareGPT file %s\n", path);
+			c->dataset_path = path;
+			return 0;
+		}
+		free(path);
+	}
+	return 0;
+}
+
 int ls_config_peer_finish(struct ls_config *c)
 {
 	struct ls_peer_opts *p = &c->peer;
@@ -377,6 +404,8 @@ int ls_config_peer_finish(struct ls_config *c)
 	if (p->harness == LS_HARNESS_SGLANG) {
 		p->req.rules = LS_BODY_SGLANG;
 		c->port = ls_config_peer_port(c);
+		if (c->dataset == LS_DATASET_SHAREGPT && !c->dataset_path && sglang_cached_sharegpt(c))
+			return 2;
 		if (c->dataset == LS_DATASET_SHAREGPT && !c->dataset_path) {
 			fprintf(stderr, "latscope bench: sglang.bench_serving downloads ShareGPT when --dataset-path is "
 					"empty; latscope does not download: pass --dataset-path FILE (or --dataset-name "

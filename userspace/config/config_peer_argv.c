@@ -68,7 +68,8 @@ static int own(struct ls_peer_argv *pa, char *s)
 	return 0;
 }
 
-/* argparse's allow_abbrev (SGLang's parser): a unique prefix of one flag stands for it. */
+/* argparse's allow_abbrev (both peers' parsers): a unique prefix of one flag stands for it
+ * (vLLM's recipes write --random-input 2048, SGLang's docstring --num-prompt 10). */
 static const char *expand_prefix(struct ls_peer_argv *pa, const char *arg, size_t len)
 {
 	size_t n;
@@ -88,6 +89,18 @@ static const char *expand_prefix(struct ls_peer_argv *pa, const char *arg, size_
 	return full;
 }
 
+/* vLLM's FlexibleArgumentParser reads --num_prompts as --num-prompts. */
+static const char *dashes(struct ls_peer_argv *pa, const char *arg, size_t len)
+{
+	char *copy = strdup(arg);
+	if (!copy || own(pa, copy))
+		return arg;
+	for (size_t i = 2; i < 2 + len; i++)
+		if (copy[i] == '_')
+			copy[i] = '-';
+	return copy;
+}
+
 /* One argument: returns the spelling latscope reads, NULL after a message (exit 2). */
 static const char *rewrite(struct ls_peer_argv *pa, char **argv, int i, int argc)
 {
@@ -98,8 +111,10 @@ static const char *rewrite(struct ls_peer_argv *pa, char **argv, int i, int argc
 	const char *value = a[2 + len] ? a + 3 + len : (i + 1 < argc ? argv[i + 1] : NULL);
 	if (refuse_out_of_scope(a + 2, len, value))
 		return NULL;
-	if (pa->harness == LS_HARNESS_SGLANG)
-		a = expand_prefix(pa, a, len);
+	if (pa->harness == LS_HARNESS_VLLM && memchr(a + 2, '_', len))
+		a = dashes(pa, a, len);
+	len = strcspn(a + 2, "=");
+	a = expand_prefix(pa, a, len); /* both parsers are argparse's, abbreviations allowed */
 	len = strcspn(a + 2, "=");
 	if ((len == 4 && !strncmp(a + 2, "port", 4)) || (len == 8 && !strncmp(a + 2, "base-url", 8)))
 		pa->port_given = 1;
@@ -240,7 +255,7 @@ static const char *const vllm_names[] = {
 	"trust-remote-code", "skip-tokenizer-init", "extra-body", "top-k", "min-p", "frequency-penalty",
 	"presence-penalty", "repetition-penalty", "logprobs", "use-beam-search", "request-id-prefix",
 	"ramp-up-", "save-detailed", "append-result", "metadata", "label", "plot-timeline",
-	"timeline-itl-thresholds", "no-stream", "skip-chat-template", "lora-modules", "lora-assignment",
+	"timeline-itl-thresholds", "plot-dataset-stats", "no-stream", "skip-chat-template", "lora-modules", "lora-assignment",
 	"input-len", "output-len", "random-prefix-len", "random-batch-size", "prefix-repetition-", "sonnet-",
 	"custom-output-len", "disable-shuffle", "no-oversample", "self-timed", NULL,
 };
