@@ -203,6 +203,8 @@ static void add_totals(cJSON *root, const struct ls_metrics *m)
 	cJSON_AddNumberToObject(root, "duration", m->duration_s);
 	cJSON_AddNumberToObject(root, "completed", (double)m->completed);
 	cJSON_AddNumberToObject(root, "total_input_tokens", (double)m->total_input);
+	cJSON_AddNumberToObject(root, "total_input_text_tokens", (double)m->total_input);
+	cJSON_AddNumberToObject(root, "total_input_vision_tokens", 0); /* text generation only */
 	cJSON_AddNumberToObject(root, "total_output_tokens", (double)m->total_output);
 	/* no tokenizer here: the server's own counts stand for the retokenized ones */
 	cJSON_AddNumberToObject(root, "total_output_tokens_retokenized", (double)m->total_output);
