@@ -87,6 +87,17 @@ static int apply_config_file(struct ls_config *c, cJSON *root, const char *path)
 			}
 			continue;
 		}
+		if (o->arg == LS_ARG_MANY && cJSON_IsArray(it)) { /* "header": ["a=1", "b=2"]: one value each */
+			for (const cJSON *e = it->child; e; e = e->next) {
+				const char *why = cJSON_IsString(e) ? ls_config_apply(c, o, e->valuestring)
+								    : "must be a list of strings";
+				if (why) {
+					fprintf(stderr, "latscope bench: %s: \"%s\" %s\n", path, it->string, why);
+					return 2;
+				}
+			}
+			continue;
+		}
 		char buf[512];
 		const char *text = json_text(it, buf, sizeof(buf));
 		const char *why = text ? ls_config_apply(c, o, text) : "has a value of the wrong type";
