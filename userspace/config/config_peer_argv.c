@@ -20,6 +20,7 @@ static const struct {
 	{ "multimodal", "vLLM", { "random-mm-base-items-per-request", "random-mm-num-mm-items-range-ratio",
 				  "random-mm-limit-mm-per-prompt", "random-mm-bucket-config", NULL } },
 	{ "pooling / reranking", "vLLM", { "no-reranker", NULL } },
+	{ "multimodal / audio", "vLLM", { "enable-multimodal-chat", "custom-ensure-client-side-data", NULL } },
 	{ "multimodal", "SGLang", { "image-count", "image-resolution", "random-image-count", "image-format",
 				    "image-content", "random-image-num-images", "random-image-resolution", NULL } },
 	{ "embedding", "SGLang", { "return-routed-experts", NULL } },
@@ -29,7 +30,9 @@ static const char *const out_of_scope_backends[] = {
 	"openai-embeddings-vlm2vec", "infinity-embeddings", "infinity-embeddings-clip", "vllm-pooling",
 	"vllm-rerank", "sglang-embedding", "vllm-embedding", NULL,
 };
-static const char *const out_of_scope_datasets[] = { "random-mm", "random-rerank", "mmmu", "image", NULL };
+static const char *const out_of_scope_datasets[] = {
+	"random-mm", "random-rerank", "custom_audio", "custom_image", "mmmu", "image", NULL,
+};
 
 /* 2 after a message when arg (a flag, maybe "--x=v") or its value is out of scope, else 0. */
 static int refuse_out_of_scope(const char *flag, size_t len, const char *value)
