@@ -344,8 +344,8 @@ static const char *apply_output(struct ls_config *c, int id, const char *v)
 
 const char *ls_config_peer_apply(struct ls_config *c, int id, const char *v)
 {
-	if (id == P_HARNESS)
-		return NULL; /* taken out of argv before parsing (config_peer_argv.c); a config file's is read there */
+	if (id == P_HARNESS) /* argv's is taken out before parsing (config_peer_argv.c): it decides how flags read */
+		return "is read from the command line only (--harness vllm|sglang), not from a config file";
 	if (id >= P_TEMPERATURE && id <= P_REPETITION_PENALTY)
 		return apply_sampling(&c->peer.req, id, v);
 	return apply_output(c, id, v);
