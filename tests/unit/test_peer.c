@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "config/config.h"
 #include "driver/request_extra.h"
 #include "workload/ramp.h"
@@ -332,4 +333,98 @@ Test(peer_cli, out_of_scope_flags_are_named_so, .init = cr_redirect_stderr)
 	cr_expect(strstr(err, "--backend openai-embeddings is an audio, pooling, embedding or multimodal backend"), "%s", err);
 	cr_expect(strstr(err, "--image-count is a multimodal flag of SGLang"), "%s", err);
 	cr_expect_null(strstr(err, "unknown flag"), "%s", err);
+}
+
+/* ---- The peers' output files ---- */
+#include "report/report.h"
+
+/* Three measured requests: TTFT 0.1/0.2/0.3 s, E2EL 1/2/3 s, 11/1/21 output tokens. */
+static void three(struct ls_metrics *m, double *ttft, double *e2el, uint32_t *in, uint32_t *out, int *ok,
+		  size_t *off, double *pool)
+{
+	memset(m, 0, sizeof(*m));
+	m->n = 3;
+	m->completed = 3;
+	m->duration_s = 4;
+	m->total_input = 30;
+	m->total_output = 33;
+	for (size_t i = 0; i < 3; i++) {
+		ttft[i] = 0.1 * (double)(i + 1);
+		e2el[i] = (double)(i + 1);
+		in[i] = 10;
+		ok[i] = 1;
+	}
+	out[0] = 11, out[1] = 1, out[2] = 21;
+	off[0] = 0, off[1] = 2, off[2] = 2, off[3] = 3; /* ITLs: 0.05, 0.07 | - | 0.5 */
+	pool[0] = 0.05, pool[1] = 0.07, pool[2] = 0.5;
+	m->ttfts_s = ttft, m->e2els_s = e2el, m->input_lens = in, m->output_lens = out, m->ok = ok;
+	m->itl_off = off, m->itl_pool = pool;
+}
+
+static cJSON *read_lines(const char *path, int *n_lines)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	static char line[65536];
+	cJSON *last = NULL;
+	*n_lines = 0;
+	while (fgets(line, sizeof(line), f)) {
+		cJSON_Delete(last);
+		cr_assert_not_null(last = cJSON_Parse(line), "line %d is not JSON: %s", *n_lines + 1, line);
+		(*n_lines)++;
+	}
+	fclose(f);
+	return last;
+}
+
+Test(peer_files, sglang_jsonl_has_its_statistics_and_appends, .init = cr_redirect_stderr)
+{
+	double ttft[3], e2el[3], pool[3];
+	uint32_t in[3], out[3];
+	int ok[3];
+	size_t off[4];
+	struct ls_metrics m;
+	three(&m, ttft, e2el, in, out, ok, off, pool);
+	struct ls_peer_report pr = { .tag = "t1", .dataset_name = "random", .random_input_len = 10,
+				     .random_output_len = 21, .output_details = 1 };
+	struct ls_report_ctx ctx = { .backend = "sglang", .request_rate = 8, .peer = &pr };
+	char path[] = "/tmp/latscope-peer-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(ls_report_sglang_write(path, &m, NULL, &ctx), 0);
+	cr_assert_eq(ls_report_sglang_write(path, &m, NULL, &ctx), 0); /* appended, as SGLang's "a" */
+	int lines;
+	cJSON *j = read_lines(path, &lines);
+	unlink(path);
+	cr_expect_eq(lines, 2);
+	cr_expect_str_eq(cJSON_GetObjectItem(j, "tag")->valuestring, "t1");
+	cr_expect_float_eq(num(j, "mean_ttft_ms"), 200, 1e-9);
+	cr_expect_float_eq(num(j, "median_ttft_ms"), 200, 1e-9);
+	cr_expect_float_eq(num(j, "std_ttft_ms"), sqrt(20000.0 / 3), 1e-9); /* np.std: population */
+	cr_expect_float_eq(num(j, "p99_ttft_ms"), 298, 1e-9);             /* numpy's linear rule */
+	cr_expect_float_eq(num(j, "mean_e2e_latency_ms"), 2000, 1e-9);
+	/* TPOT only where output_len > 1: (1 - 0.1) / 10 and (3 - 0.3) / 20 */
+	cr_expect_float_eq(num(j, "mean_tpot_ms"), (90.0 + 135.0) / 2, 1e-9);
+	cr_expect_float_eq(num(j, "max_itl_ms"), 500, 1e-9);
+	cr_expect_float_eq(num(j, "input_throughput"), 7.5, 1e-12);
+	cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "itls")), 3);
+	cr_expect_float_eq(num(j, "request_rate"), 8, 0);
+	cJSON_Delete(j);
+}
+
+Test(peer_files, vllm_append_result_adds_a_line, .init = cr_redirect_stderr)
+{
+	char path[] = "/tmp/latscope-peer-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(ls_report_append_line("--append-result", path, "{\"a\":1}"), 0);
+	cr_assert_eq(ls_report_append_line("--append-result", path, "{\"a\":2}"), 0);
+	int lines;
+	cJSON *j = read_lines(path, &lines);
+	unlink(path);
+	cr_expect_eq(lines, 2);
+	cr_expect_eq(num(j, "a"), 2);
+	cJSON_Delete(j);
 }
