@@ -5,7 +5,7 @@
 # --request-id-prefix, sampling flags, --logprobs, --extra-body, --served-model-name and
 # --lora-modules round-robin; SGLang's payload defaults (temperature 0.0, best_of 1) and
 # --lora-name (model and lora_path); and that the record file names the headers without
-# their values.
+# their values; the headers go to GET /v1/models too, as vLLM sends them there.
 set -u
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
@@ -30,6 +30,8 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def do_GET(self):
         if self.path == "/v1/models":
+            with open(out + "/models.jsonl", "a") as f:
+                f.write(json.dumps({k.lower(): v for k, v in self.headers.items()}) + "\n")
             return self.reply(200, "application/json", b'{"data":[{"id":"m","root":"m"}]}')
         self.reply(404, "application/json", b"{}")
     def do_POST(self):
@@ -61,6 +63,7 @@ if ! "$BIN" bench "${common[@]}" --header x-additional-info=0.3.3 "Authorization
 	echo "FAIL: the vLLM-flag run exited non-zero"; tail -5 "$tmp/vllm.log"; exit 1
 fi
 mv "$tmp/requests.jsonl" "$tmp/vllm.jsonl"
+mv "$tmp/models.jsonl" "$tmp/vllm-models.jsonl"
 if ! "$BIN" bench --harness sglang --backend vllm "${common[@]}" --lora-name ad1 --warmup-requests 0 \
 	--output-file "$tmp/sg.jsonl" >"$tmp/sglang.log" 2>&1; then
 	echo "FAIL: the SGLang-flag run exited non-zero"; tail -5 "$tmp/sglang.log"; exit 1
@@ -86,6 +89,8 @@ for r in v:
     want(b.get("logprobs") == 2, f"logprobs {b.get('logprobs')}")
     want(b.get("chat_template_kwargs") == {"enable_thinking": False}, f"extra body {b}")
     want("top_p" not in b, "top_p sent without --top-p")
+gets = [json.loads(l) for l in open(f"{d}/vllm-models.jsonl")]
+want(gets and all(g.get("x-additional-info") == "0.3.3" for g in gets), "--header missing on GET /v1/models")
 models = sorted(r["body"]["model"] for r in v)
 want(models == ["l1", "l1", "l2", "l2"], f"round-robin LoRA models {models}")
 s = load("sglang.jsonl")

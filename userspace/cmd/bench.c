@@ -505,7 +505,8 @@ static int prepare(struct bench *b)
 	if (!b->base || !b->url)
 		return -1;
 	b->server = (struct ls_server){ .base = b->base,
-					.http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30 } };
+					.http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30,
+						  .headers = c->peer.req.headers, .n_headers = c->peer.req.n_headers } };
 	if (c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b->server, c->ready_check_timeout_s))
 		return -1;
 	if (c->model) {
