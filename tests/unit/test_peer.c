@@ -428,3 +428,26 @@ Test(peer_files, vllm_append_result_adds_a_line, .init = cr_redirect_stderr)
 	cr_expect_eq(num(j, "a"), 2);
 	cJSON_Delete(j);
 }
+
+Test(peer_files, ramp_up_result_has_vllms_rps_change_events)
+{
+	struct ls_request reqs[5];
+	memset(reqs, 0, sizeof(reqs));
+	for (int i = 0; i < 5; i++) {
+		reqs[i].id = (uint64_t)i;
+		reqs[i].started_ns = 1000000000ull * (uint64_t)(i + 1);
+	}
+	struct ls_run run = { .requests = reqs, .n_requests = 5, .start_ns = 500000000ull };
+	/* linear 1 -> 9 over 5 requests: rates 1, 3, 5, 7, 9; vLLM adds every integer passed */
+	struct ls_peer_report pr = { .ramp = "linear", .ramp_kind = LS_RAMP_LINEAR, .ramp_start_rps = 1,
+				     .ramp_end_rps = 9 };
+	struct ls_report_ctx ctx = { .peer = &pr };
+	cJSON *root = cJSON_CreateObject();
+	ls_peer_json_ramp_events(root, &run, &ctx);
+	cJSON *ev = cJSON_GetObjectItem(root, "rps_change_events");
+	cr_assert_eq(cJSON_GetArraySize(ev), 9);
+	for (int k = 0; k < 9; k++)
+		cr_expect_eq(num(cJSON_GetArrayItem(ev, k), "rps"), k + 1);
+	cr_expect_not_null(strchr(cJSON_GetObjectItem(cJSON_GetArrayItem(ev, 0), "timestamp")->valuestring, 'T'));
+	cJSON_Delete(root);
+}

@@ -192,6 +192,7 @@ void ls_bench_peer_report(const struct ls_config *c, const char *request_json, s
 	};
 	if (p->ramp != LS_RAMP_NONE) {
 		pr->ramp = ls_ramp_name(p->ramp);
+		pr->ramp_kind = p->ramp;
 		pr->ramp_start_rps = p->ramp_start_rps;
 		pr->ramp_end_rps = p->ramp_end_rps;
 	}

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include "report/peer_report.h"
 #include "report/report.h"
 #include "base/json_file.h"
 #include "base/outfile.h"
 #include "base/stats.h"
+#include "workload/ramp.h"
 
 void ls_peer_json_header(cJSON *root, const struct ls_report_ctx *ctx)
 {
@@ -43,6 +45,53 @@ void ls_peer_json_header(cJSON *root, const struct ls_report_ctx *ctx)
 		cJSON_AddStringToObject(root, "ramp_up_strategy", p->ramp);
 		cJSON_AddNumberToObject(root, "ramp_up_start_rps", p->ramp_start_rps);
 		cJSON_AddNumberToObject(root, "ramp_up_end_rps", p->ramp_end_rps);
+	}
+}
+
+/* A CLOCK_MONOTONIC stamp as Python's datetime.now().isoformat() would have printed it then. */
+static void iso_time(uint64_t mono_ns, char *buf, size_t cap)
+{
+	struct timespec rt, mt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	int64_t now_mono = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+	int64_t real_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - (now_mono - (int64_t)mono_ns);
+	time_t sec = (time_t)(real_ns / 1000000000);
+	struct tm tm;
+	char day[32];
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", localtime_r(&sec, &tm));
+	snprintf(buf, cap, "%s.%06ld", day, (long)(real_ns % 1000000000 / 1000));
+}
+
+static void add_rps_event(cJSON *events, long rps, uint64_t at_ns)
+{
+	char when[64];
+	cJSON *e = cJSON_CreateObject();
+	iso_time(at_ns, when, sizeof(when));
+	cJSON_AddNumberToObject(e, "rps", (double)rps);
+	cJSON_AddStringToObject(e, "timestamp", when);
+	cJSON_AddItemToArray(events, e);
+}
+
+void ls_peer_json_ramp_events(cJSON *root, const struct ls_run *run, const struct ls_report_ctx *ctx)
+{
+	const struct ls_peer_report *p = ctx->peer;
+	if (!p || !p->ramp || !run)
+		return;
+	size_t n = run->n_requests - run->n_warmup;
+	const struct ls_request *measured = run->requests + run->n_warmup;
+	cJSON *events = cJSON_AddArrayToObject(root, "rps_change_events");
+	long last = (long)p->ramp_start_rps;
+	add_rps_event(events, last, run->start_ns);
+	for (size_t id = 0; events && id < n; id++) { /* in dispatch order: request ids go out in order */
+		const struct ls_request *r = NULL;
+		for (size_t k = 0; k < n && !r; k++)
+			r = measured[(id + k) % n].id == id ? &measured[(id + k) % n] : NULL;
+		long now = (long)ls_ramp_rate((enum ls_ramp)p->ramp_kind, p->ramp_start_rps, p->ramp_end_rps, id, n);
+		for (long rps = last + 1; r && rps <= now; rps++)
+			add_rps_event(events, rps, r->started_ns ? r->started_ns : r->scheduled_ns);
+		if (now > last)
+			last = now;
 	}
 }
 

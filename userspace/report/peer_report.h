@@ -20,6 +20,7 @@ struct ls_peer_report {
 	size_t       n_metadata;
 	int          append_result;   /* the result JSON is one more line of the file */
 	const char  *ramp;            /* "linear" / "exponential"; NULL: no ramp-up */
+	int          ramp_kind;       /* enum ls_ramp (workload/ramp.h) */
 	double       ramp_start_rps, ramp_end_rps;
 	const char  *request_json;    /* ls_request_extra_summary: what each request carried */
 	/* SGLang's JSONL line */
@@ -33,6 +34,9 @@ struct ls_peer_report {
 struct cJSON;
 /* vLLM's header keys from its flags: label, metadata, ramp_up_*. */
 void ls_peer_json_header(struct cJSON *root, const struct ls_report_ctx *ctx);
+/* vLLM's rps_change_events under a ramp-up: {"rps": N, "timestamp": ISO local time} each time
+ * the integer rate of the next request dispatched goes up, from the run's start. */
+void ls_peer_json_ramp_events(struct cJSON *root, const struct ls_run *run, const struct ls_report_ctx *ctx);
 /* "request": what each request carried, into latscope's object. */
 void ls_peer_json_request(struct cJSON *latscope, const struct ls_report_ctx *ctx);
 

@@ -252,6 +252,7 @@ char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const
 	if (ctx->percentile_metrics & LS_PM_E2EL)
 		add_vllm_metric(root, "e2el", &m->e2el, r);
 	add_spec_decode(root, ctx->spec);
+	ls_peer_json_ramp_events(root, run, ctx); /* vLLM's, under --ramp-up-strategy */
 	cJSON_AddItemToObject(root, "latscope", latscope_obj(m, ctx));
 	/* --append-result: one line per run, as vLLM's json.dump writes it */
 	char *text = ctx->peer && ctx->peer->append_result ? cJSON_PrintUnformatted(root) : cJSON_Print(root);
