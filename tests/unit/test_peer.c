@@ -451,3 +451,25 @@ Test(peer_files, ramp_up_result_has_vllms_rps_change_events)
 	cr_expect_not_null(strchr(cJSON_GetObjectItem(cJSON_GetArrayItem(ev, 0), "timestamp")->valuestring, 'T'));
 	cJSON_Delete(root);
 }
+
+Test(peer_cli, config_file_takes_rules_and_lists, .init = cr_redirect_stderr)
+{
+	char path[] = "/tmp/latscope-peercfg-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	const char *text = "{\"rules\": \"honest\", \"temperature\": 0.2, \"header\": [\"x-a=1\", \"x-b=2\"],"
+			   " \"metadata\": [\"v=1\"]}";
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	struct ls_config c;
+	const char *a[] = { "--config", path, NULL };
+	int rc = parse(&c, a);
+	unlink(path);
+	cr_assert_eq(rc, 0, "%s", stderr_text());
+	cr_expect_str_eq(c.profile.name, "honest");
+	cr_expect_float_eq(c.peer.req.sampling[LS_SAMP_TEMPERATURE], 0.2, 1e-12);
+	cr_expect_eq(c.peer.req.n_headers, 2);
+	cr_expect_str_eq(c.peer.req.headers[1], "x-b: 2");
+	cr_expect_eq(c.peer.n_metadata, 1);
+	ls_config_free(&c);
+}

@@ -179,6 +179,8 @@ static int profile_and_file(struct ls_config *c, const char *profile_flag, const
 		if (!(file = read_config(config_flag)))
 			return 2; /* read_config said why */
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(file, "profile");
+		if (!p) /* --rules' key (the profile selector's new name) */
+			p = cJSON_GetObjectItemCaseSensitive(file, "rules");
 		if (p && (!cJSON_IsString(p) || ls_config_set_str(&c->profile_name, p->valuestring))) {
 			fprintf(stderr, "latscope bench: %s: \"profile\" must be a profile name or path\n", config_flag);
 			cJSON_Delete(file);
