@@ -35,8 +35,7 @@ CASES=(
 # The files each case must leave (a glob in its directory) and their format: vllm, vllm-detailed,
 # sglang, sglang-details; "-" checks the report only.
 expect() {
-	local mmdd
-	mmdd=$(date +%m%d)
+	local mmdd='[0-9][0-9][0-9][0-9]' # SGLang's %m%d (a glob: a run may cross midnight)
 	case $1 in
 	vllm-cli-online|vllm-cli-sampling) echo "- -" ;;
 	vllm-cli-timeline) echo "vllm-infqps-Llama-3.1-8B-Instruct-*.json vllm-detailed" ;;
