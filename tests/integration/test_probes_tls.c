@@ -53,7 +53,7 @@ static void drive(struct drive *d, const char *url_base, const struct ls_loop_ho
 		d->recs[i].output_len = 4;
 		d->bodies[i] = ls_backend_body(LS_BACKEND_OPENAI, MODEL, &prompt, 1, &len);
 		cr_assert_not_null(d->bodies[i]);
-		d->jobs[i] = (struct ls_driver_job){ d->bodies[i], len, &d->recs[i] };
+		d->jobs[i] = (struct ls_driver_job){ .body = d->bodies[i], .body_len = len, .rec = &d->recs[i] };
 	}
 	cr_assert_eq(ls_arrival_init(&arr, LS_ARRIVAL_INF, 0, 1, 1, N_REQ, NULL), 0);
 	snprintf(url, sizeof(url), "%s/v1/completions", url_base);

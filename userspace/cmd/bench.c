@@ -23,6 +23,9 @@
 #include "report/record_file.h"
 #include "report/report.h"
 #include "server/specdecode.h"
+#include "cmd/bench_peer.h"
+#include "base/auth.h"
+#include "base/rng.h"
 
 struct bench {
 	struct ls_config   cfg;
@@ -47,6 +50,8 @@ struct bench {
 	struct ls_run_report rr;       /* kept for --html until the probes' report is in */
 	struct ls_report_ctx ctx;
 	int                have_rr;
+	char              *request_json; /* what each request carried (record file, result JSON) */
+	struct ls_peer_report peer_report;
 };
 
 static int build_dataset(struct bench *b)
@@ -70,11 +75,18 @@ static int build_arrival(struct bench *b)
 			return -EINVAL;
 		}
 	}
-	int err = ls_arrival_init(&b->arrival, c->profile.send.arrival, c->request_rate, c->burstiness, c->seed,
-				  b->ds.n, ts);
+	int err = ls_bench_peer_arrival(c, &b->arrival, b->ds.n, b->arrival_desc, sizeof(b->arrival_desc));
+	if (!err)
+		err = ls_arrival_init(&b->arrival, c->profile.send.arrival, c->request_rate, c->burstiness, c->seed,
+				      b->ds.n, ts);
 	free(ts);
-	if (err)
+	if (err < 0)
 		return err;
+	if (err == 1) { /* vLLM's ramp-up */
+		b->arrival_ok = 1;
+		b->arrival.loop_delay_ns = c->loop_delay_ns;
+		return 0;
+	}
 	b->arrival_ok = 1;
 	b->arrival.loop_delay_ns = c->loop_delay_ns;
 	if (b->arrival.kind == LS_ARRIVAL_GAMMA)
@@ -98,6 +110,8 @@ static int build_jobs(struct bench *b)
 		return -ENOMEM;
 	b->run.n_requests = b->n_jobs;
 	b->run.n_warmup = b->n_warmup;
+	uint64_t lora_rng[2]; /* LoRA picks: their own draws, so the dataset's stay as they were */
+	ls_rng_seed(lora_rng, c->seed ^ 0x6c6f7261ull);
 	for (size_t i = 0; i < b->n_jobs; i++) {
 		int warm = i < b->n_warmup;
 		struct ls_prompt p = b->ds.prompts[warm ? 0 : i - b->n_warmup];
@@ -114,6 +128,10 @@ static int build_jobs(struct bench *b)
 		if (!body) {
 			fprintf(stderr, "latscope bench: cannot build the request body of prompt %zu: %s\n",
 				warm ? (size_t)0 : i - b->n_warmup, strerror(errno));
+			return -EINVAL;
+		}
+		if (ls_bench_peer_body(c, warm ? 0 : i - b->n_warmup, warm, lora_rng, &body, &len)) {
+			free(body);
 			return -EINVAL;
 		}
 		b->jobs[i] = (struct ls_driver_job){ .body = body, .body_len = len, .rec = r };
@@ -147,6 +165,7 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	}
 	o->grace_ns = 2000000000ull;
 	o->route_keys = ls_bench_route_keys(c);
+	ls_bench_peer_driver(c, o, measured);
 	ls_bench_probes_hook(b->probes, o);
 }
 
@@ -289,9 +308,12 @@ static int drive(struct bench *b)
 		}
 		printf("Warmup run completed.\n");
 	}
+	ls_bench_peer_before_run(&b->cfg, &b->server);
 	ls_spec_snapshot(b->base, &b->server.http, &b->spec_before);
 	printf("Starting main benchmark run...\n");
-	if (isfinite(b->cfg.request_rate))
+	if (ls_bench_peer_traffic_lines(stdout, &b->cfg))
+		;
+	else if (isfinite(b->cfg.request_rate))
 		printf("Traffic request rate: %g\n", b->cfg.request_rate);
 	else
 		printf("Traffic request rate: inf\n");
@@ -305,6 +327,7 @@ static int drive(struct bench *b)
 	driver_opts(b, &o, 1);
 	int rc = ls_driver_run(&o, b->jobs + b->n_warmup, b->n_measured, &main_run);
 	ls_bench_probes_run_ended(b->probes);
+	ls_bench_peer_after_run(&b->cfg, &b->server);
 	b->run.start_ns = main_run.start_ns;
 	b->run.end_ns = main_run.end_ns;
 	b->run.interrupted = main_run.interrupted || rc == 1;
@@ -331,6 +354,8 @@ static char *result_path(const struct bench *b)
 	char name[512], rate[32];
 	if (c->result_filename) {
 		snprintf(name, sizeof(name), "%s", c->result_filename);
+	} else if (ls_bench_peer_result_name(c, b->model, b->date, name, sizeof(name))) {
+		; /* vLLM's name with --label or ramp-up */
 	} else {
 		const char *model = strrchr(b->model ? b->model : "model", '/');
 		model = model ? model + 1 : (b->model ? b->model : "model");
@@ -393,6 +418,7 @@ static int results(struct bench *b, FILE *out)
 		.percentile_metrics = c->percentile_metrics, .show_client_queue = c->profile.show_client_queue,
 		.interrupted = b->run.interrupted, .spec = &b->spec,
 		.layout = c->profile.layout, .profile_description = c->profile.description,
+		.peer = &b->peer_report,
 	};
 	char *path = NULL;
 	if (c->save_result && !(path = result_path(b)))
@@ -400,6 +426,8 @@ static int results(struct bench *b, FILE *out)
 	int written = ls_run_report_print(out, &rr, &b->run, &ctx, path);
 	if (!err && !written && path)
 		fprintf(stderr, "latscope bench: result written to %s\n", path);
+	if (ls_bench_peer_outputs(c, &rr.metrics, &b->run, &ctx)) /* SGLang's JSONL, --print-requests */
+		written = written ? written : 1;
 	free(path);
 	if (c->html_path) { /* the page needs the attribution, made after this */
 		b->rr = rr;
@@ -442,6 +470,7 @@ static void bench_free(struct bench *b)
 	free(b->base);
 	free(b->url);
 	free(b->model);
+	free(b->request_json);
 	ls_bench_probes_close(b->probes);
 	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
 	ls_config_free(&b->cfg);
@@ -461,7 +490,8 @@ static int prepare(struct bench *b)
 	if (!b->base || !b->url)
 		return -1;
 	b->server = (struct ls_server){ .base = b->base,
-					.http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30 } };
+					.http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30,
+						  .headers = c->peer.req.headers, .n_headers = c->peer.req.n_headers } };
 	if (c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b->server, c->ready_check_timeout_s))
 		return -1;
 	if (c->model) {
@@ -475,6 +505,11 @@ static int prepare(struct bench *b)
 		}
 	}
 	b->server.model = b->model;
+	char auth[1024];
+	if (!(b->request_json = ls_request_extra_summary(&c->peer.req, c->profile.send.backend,
+							  ls_auth_header(auth, sizeof(auth)) == 1)))
+		return -1;
+	ls_bench_peer_report(c, b->request_json, &b->peer_report);
 	if (check_outputs(b) || build_dataset(b) || build_arrival(b) || build_jobs(b))
 		return -1;
 	if (ls_bench_probes_open(c, &b->probes))
@@ -486,6 +521,7 @@ static int prepare(struct bench *b)
 		snprintf(meta.arrival, sizeof(meta.arrival), "%s", ls_arrival_kind_name(b->arrival.kind));
 		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
 		snprintf(meta.backend, sizeof(meta.backend), "%s", backend_label(c));
+		meta.request_json = b->request_json;
 		if (!(b->record = ls_record_open(c->record_path, &meta)))
 			return -1;
 	}
@@ -521,6 +557,7 @@ static int report(struct bench *b)
 {
 	struct ls_wrap wrap;
 	FILE *out = ls_wrap_open(&wrap, stdout);
+	ls_bench_peer_rules_line(out, &b->cfg);
 	int results_rc = results(b, out), probes_rc = 0;
 	if (results_rc >= 0) {
 		probes_rc = ls_bench_probes_report(b->probes, &b->run, out);

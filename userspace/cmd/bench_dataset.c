@@ -1,5 +1,5 @@
 /* bench_dataset.c — which dataset a bench run sends, built with the settings its flags gave
- * (vLLM's and SGLang's dataset flags, config/config_peer.c) and the server's /tokenize. */
+ * (vLLM's and SGLang's dataset flags, config/config_datasets.c) and the server's /tokenize. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +20,10 @@ static int build_random(const struct ls_config *c, struct ls_server *server, str
 {
 	int needs_text = ls_backend_needs_text(c->profile.send.backend);
 	struct ls_random_opts o = {
-		.n = n, .input_len = c->peer.input_len ? c->peer.input_len : c->random_input_len,
-		.output_len = c->peer.output_len ? c->peer.output_len : c->random_output_len,
+		.n = n, .input_len = c->datasets.input_len ? c->datasets.input_len : c->random_input_len,
+		.output_len = c->datasets.output_len ? c->datasets.output_len : c->random_output_len,
 		.range_ratio = c->random_range_ratio, .semantics = c->profile.send.range_semantics,
-		.vocab_size = c->random_vocab_size, .seed = c->seed, .prefix_len = c->peer.random_prefix_len,
+		.vocab_size = c->random_vocab_size, .seed = c->seed, .prefix_len = c->datasets.random_prefix_len,
 	};
 	if (o.semantics == LS_RANGE_VLLM && o.range_ratio >= 1.0) {
 		fprintf(stderr, "latscope bench: --random-range-ratio %g is outside vLLM's [0, 1): read as SGLang's "
@@ -53,17 +53,17 @@ static int build_random(const struct ls_config *c, struct ls_server *server, str
 static int build_sharegpt(const struct ls_config *c, struct ls_server *server, struct ls_dataset *ds, size_t n,
 			  ls_token_count_fn count)
 {
-	uint32_t fixed = c->peer.output_len ? c->peer.output_len : c->sharegpt_output_len;
+	uint32_t fixed = c->datasets.output_len ? c->datasets.output_len : c->sharegpt_output_len;
 	if (sglang_rules(c)) {
 		struct ls_sglang_sharegpt_opts so = { .n = n, .fixed_output_len = fixed,
-						      .context_len = c->peer.sharegpt_context_len, .seed = c->seed };
+						      .context_len = c->datasets.sharegpt_context_len, .seed = c->seed };
 		return ls_dataset_sglang_sharegpt(ds, c->dataset_path, &so, count, server);
 	}
-	int err = c->peer.disable_shuffle ? ls_dataset_sharegpt_in_order(ds, c->dataset_path, n, fixed, count, server)
+	int err = c->datasets.disable_shuffle ? ls_dataset_sharegpt_in_order(ds, c->dataset_path, n, fixed, count, server)
 					  : ls_dataset_sharegpt(ds, c->dataset_path, n, fixed, c->seed, count, server);
 	if (err)
 		return err;
-	if (c->peer.no_oversample && ds->n_unique && ds->n_unique < ds->n) {
+	if (c->datasets.no_oversample && ds->n_unique && ds->n_unique < ds->n) {
 		for (size_t i = ds->n_unique; i < ds->n; i++)
 			free(ds->prompts[i].text);
 		ds->n = ds->n_unique;
@@ -71,7 +71,7 @@ static int build_sharegpt(const struct ls_config *c, struct ls_server *server, s
 	size_t kept = 0;
 	for (size_t i = 0; i < ds->n; i++) {
 		struct ls_prompt *p = &ds->prompts[i];
-		if (c->peer.sharegpt_context_len && (uint64_t)p->prompt_len + p->output_len > c->peer.sharegpt_context_len) {
+		if (c->datasets.sharegpt_context_len && (uint64_t)p->prompt_len + p->output_len > c->datasets.sharegpt_context_len) {
 			free(p->text);
 			continue;
 		}
@@ -80,7 +80,7 @@ static int build_sharegpt(const struct ls_config *c, struct ls_server *server, s
 	ds->n = kept;
 	if (!kept) {
 		fprintf(stderr, "latscope bench: no conversation of %s fits --sharegpt-context-len %u\n", c->dataset_path,
-			c->peer.sharegpt_context_len);
+			c->datasets.sharegpt_context_len);
 		return -EINVAL;
 	}
 	return 0;
@@ -88,13 +88,13 @@ static int build_sharegpt(const struct ls_config *c, struct ls_server *server, s
 
 static uint32_t out_len(const struct ls_config *c, uint32_t dataset_default)
 {
-	return c->peer.output_len ? c->peer.output_len : dataset_default;
+	return c->datasets.output_len ? c->datasets.output_len : dataset_default;
 }
 
 static int build_peer(const struct ls_config *c, struct ls_server *server, struct ls_dataset *ds, size_t n,
 		      ls_token_count_fn count)
 {
-	const struct ls_config_peer *p = &c->peer;
+	const struct ls_config_datasets *p = &c->datasets;
 	switch (c->dataset) {
 	case LS_DATASET_PREFIX_REPETITION: {
 		struct ls_prefix_rep_opts o = p->prefix_rep;
@@ -147,9 +147,9 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 			fprintf(stderr, "latscope bench: the server has no /tokenize; prompt lengths are estimated "
 					"(1 token per 4 bytes or per word)\n");
 	}
-	if (c->peer.gsp_send_routing_key && c->dataset != LS_DATASET_GSP)
+	if (c->datasets.gsp_send_routing_key && c->dataset != LS_DATASET_GSP)
 		fprintf(stderr, "latscope bench: --gsp-send-routing-key is read only with generated-shared-prefix\n");
-	size_t n = c->num_prompts + c->peer.dataset_offset;
+	size_t n = c->num_prompts + c->datasets.dataset_offset;
 	int err;
 	switch (c->dataset) {
 	case LS_DATASET_RANDOM:
@@ -162,18 +162,18 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 	case LS_DATASET_JSONL:
 	case LS_DATASET_CUSTOM:
 		err = ls_dataset_jsonl(ds, c->dataset_path, n,
-				       out_len(c, c->dataset == LS_DATASET_CUSTOM ? c->peer.custom_output_len
+				       out_len(c, c->dataset == LS_DATASET_CUSTOM ? c->datasets.custom_output_len
 										 : c->random_output_len), count, server);
-		if (!err && c->dataset == LS_DATASET_CUSTOM && !c->peer.no_oversample)
+		if (!err && c->dataset == LS_DATASET_CUSTOM && !c->datasets.no_oversample)
 			err = ls_dataset_oversample(ds, n, c->seed); /* vLLM's CustomDataset does */
 		break;
 	default:
 		err = build_peer(c, server, ds, n, count);
 	}
 	if (!err)
-		ls_dataset_skip(ds, c->peer.dataset_offset);
+		ls_dataset_skip(ds, c->datasets.dataset_offset);
 	if (!err && !ds->n) {
-		fprintf(stderr, "latscope bench: --dataset-offset %zu leaves no prompt\n", c->peer.dataset_offset);
+		fprintf(stderr, "latscope bench: --dataset-offset %zu leaves no prompt\n", c->datasets.dataset_offset);
 		err = -EINVAL;
 	}
 	return err;
@@ -181,7 +181,7 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 
 int ls_bench_route_keys(const struct ls_config *c)
 {
-	return c->peer.gsp_send_routing_key && c->dataset == LS_DATASET_GSP;
+	return c->datasets.gsp_send_routing_key && c->dataset == LS_DATASET_GSP;
 }
 
 char *ls_bench_route_key(const char *run_tag, const char *date, uint32_t group)

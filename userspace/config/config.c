@@ -23,7 +23,7 @@ static void defaults(struct ls_config *c)
 	c->request_timeout_s = 6 * 3600; /* vLLM's aiohttp total timeout */
 	c->ready_check_timeout_s = 600;
 	c->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
-	ls_config_peer_defaults(c);
+	ls_config_datasets_defaults(c);
 }
 
 /* A JSON value as the flag text it stands for, into buf. NULL when it has no such form. */
@@ -88,6 +88,17 @@ static int apply_config_file(struct ls_config *c, cJSON *root, const char *path)
 			}
 			continue;
 		}
+		if (o->arg == LS_ARG_MANY && cJSON_IsArray(it)) { /* "header": ["a=1", "b=2"]: one value each */
+			for (const cJSON *e = it->child; e; e = e->next) {
+				const char *why = cJSON_IsString(e) ? ls_config_apply(c, o, e->valuestring)
+								    : "must be a list of strings";
+				if (why) {
+					fprintf(stderr, "latscope bench: %s: \"%s\" %s\n", path, it->string, why);
+					return 2;
+				}
+			}
+			continue;
+		}
 		char buf[512];
 		const char *text = json_text(it, buf, sizeof(buf));
 		const char *why = text ? ls_config_apply(c, o, text) : "has a value of the wrong type";
@@ -144,7 +155,9 @@ static int first_pass(int argc, char **argv, const char **profile_flag, const ch
 {
 	*profile_flag = *config_flag = NULL;
 	struct ls_opt_walk w;
-	ls_opt_walk_init(&w, PROG, ls_config_opts, ls_config_n_opts, argc, argv);
+	size_t n_opts;
+	const struct ls_opt *opts = ls_config_all_opts(&n_opts);
+	ls_opt_walk_init(&w, PROG, opts, n_opts, argc, argv);
 	const struct ls_opt *o;
 	const char *v;
 	int more;
@@ -178,6 +191,8 @@ static int profile_and_file(struct ls_config *c, const char *profile_flag, const
 		if (!(file = read_config(config_flag)))
 			return 2; /* read_config said why */
 		const cJSON *p = cJSON_GetObjectItemCaseSensitive(file, "profile");
+		if (!p) /* --rules' key (the profile selector's new name) */
+			p = cJSON_GetObjectItemCaseSensitive(file, "rules");
 		if (p && (!cJSON_IsString(p) || ls_config_set_str(&c->profile_name, p->valuestring))) {
 			fprintf(stderr, "latscope bench: %s: \"profile\" must be a profile name or path\n", config_flag);
 			cJSON_Delete(file);
@@ -224,7 +239,9 @@ static int apply_flags(struct ls_config *c, int argc, char **argv)
 {
 	int goodput_from_flags = 0, more;
 	struct ls_opt_walk w;
-	ls_opt_walk_init(&w, PROG, ls_config_opts, ls_config_n_opts, argc, argv);
+	size_t n_opts;
+	const struct ls_opt *opts = ls_config_all_opts(&n_opts);
+	ls_opt_walk_init(&w, PROG, opts, n_opts, argc, argv);
 	const struct ls_opt *o;
 	const char *v;
 	while ((more = next_flag(&w, &o, &v)) > 0) {
@@ -235,11 +252,13 @@ static int apply_flags(struct ls_config *c, int argc, char **argv)
 				return 2;
 			continue;
 		}
-		const char *why = ls_config_apply(c, o, v ? v : "true");
-		if (why) {
-			ls_opt_bad_value(PROG, o, v, why);
-			return 2;
-		}
+		const char *why;
+		do /* an LS_ARG_MANY flag's values one by one (--header A=1 B=2) */
+			if ((why = ls_config_apply(c, o, v ? v : "true"))) {
+				ls_opt_bad_value(PROG, o, v, why);
+				return 2;
+			}
+		while (o->arg == LS_ARG_MANY && ls_opt_more(&w, &v));
 	}
 	return more < 0 ? 2 : 0;
 }
@@ -273,12 +292,19 @@ int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)
 int ls_config_parse_with(struct ls_config *c, int argc, char **argv, const struct ls_profile *p)
 {
 	const char *profile_flag, *config_flag;
+	struct ls_peer_argv pa; /* the command line under its harness (config_peer_argv.c) */
 	defaults(c);
-	int rc = first_pass(argc, argv, &profile_flag, &config_flag);
+	int rc = ls_config_peer_argv(&pa, argc, argv);
+	ls_config_peer_defaults(c, &pa);
+	if (!rc)
+		rc = first_pass(pa.argc, pa.argv, &profile_flag, &config_flag);
 	if (!rc)
 		rc = profile_and_file(c, profile_flag, config_flag, p);
 	if (!rc)
-		rc = apply_flags(c, argc, argv);
+		rc = apply_flags(c, pa.argc, pa.argv);
+	if (!rc)
+		rc = ls_config_peer_finish(c);
+	ls_config_peer_argv_free(&pa);
 	return rc ? rc : ls_config_check(c, &c->profile.send);
 }
 
@@ -297,6 +323,7 @@ void ls_config_free(struct ls_config *c)
 		free(*strs[i]);
 		*strs[i] = NULL;
 	}
+	ls_config_peer_free(&c->peer);
 }
 
 char *ls_config_base(const struct ls_config *c)

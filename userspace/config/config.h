@@ -14,6 +14,7 @@
 #include "workload/dataset_peer.h"
 #include "metrics/metrics.h"
 #include "config/profile.h"
+#include "config/config_peer.h"
 
 enum ls_probes_mode {
 	LS_PROBES_AUTO,
@@ -76,8 +77,8 @@ struct ls_config {
 	char    *server_comm;
 	char    *trace_path;
 	char    *gpu_dir;
-	/* the peers' datasets (config_peer.c; built in cmd/bench_dataset.c) */
-	struct ls_config_peer {
+	/* the peers' datasets (config_datasets.c; built in cmd/bench_dataset.c) */
+	struct ls_config_datasets {
 		uint32_t input_len, output_len;       /* vLLM's --input-len / --output-len: 0 = unset */
 		uint32_t random_prefix_len;
 		int      disable_shuffle, no_oversample;
@@ -92,8 +93,10 @@ struct ls_config {
 		int      use_trace_timestamps;
 		uint32_t sharegpt_context_len;        /* SGLang's filter, 0 = none */
 		size_t   dataset_offset;
-	} peer;
+	} datasets;
 	char    *html_path;         /* --html FILE (report/html.h) */
+	/* the peers' request, server-control and output flags, and the harness (config_peer.h) */
+	struct ls_peer_opts peer;
 };
 
 /* Parses argv (argv[0] is "bench"). Returns 0 ok, 1 when --help was printed (exit 0), or 2

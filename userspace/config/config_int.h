@@ -20,7 +20,7 @@ enum opt_id {
 	O_PROBES, O_SERVER_PID, O_SERVER_COMM, O_TRACE, O_GPU_DIR,
 	O_HTML,
 	O_HELP,
-	/* the peers' datasets (config_peer.c) */
+	/* the peers' datasets (config_datasets.c) */
 	O_INPUT_LEN, O_OUTPUT_LEN, O_RANDOM_PREFIX_LEN, O_RANDOM_BATCH_SIZE, O_DISABLE_SHUFFLE, O_NO_OVERSAMPLE,
 	O_PREFIX_REP_PREFIX_LEN, O_PREFIX_REP_SUFFIX_LEN, O_PREFIX_REP_NUM_PREFIXES, O_PREFIX_REP_OUTPUT_LEN,
 	O_SONNET_INPUT_LEN, O_SONNET_OUTPUT_LEN, O_SONNET_PREFIX_LEN, O_CUSTOM_OUTPUT_LEN,
@@ -40,11 +40,11 @@ const struct ls_opt *ls_config_find_opt(const char *name, size_t len); /* '_' ma
 const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const char *v);
 int ls_config_set_str(char **dst, const char *v);
 
-/* The peers' dataset options (config_peer.c): defaults, and one option's value (NULL, why it
+/* The peers' dataset options (config_datasets.c): defaults, and one option's value (NULL, why it
  * is wrong, or ls_config_not_mine for an option of another group). */
 extern const char ls_config_not_mine[];
-void ls_config_peer_defaults(struct ls_config *c);
-const char *ls_config_apply_peer(struct ls_config *c, enum opt_id id, const char *v);
+void ls_config_datasets_defaults(struct ls_config *c);
+const char *ls_config_apply_datasets(struct ls_config *c, enum opt_id id, const char *v);
 /* The dataset's name (--dataset-name): 0, or -EINVAL. */
 int ls_config_dataset_parse(const char *v, enum ls_dataset_kind *out);
 

@@ -40,7 +40,7 @@ const struct ls_opt ls_config_opts[] = {
 	{ "ignore-eos", O_IGNORE_EOS, LS_ARG_NONE, NULL,
 	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
 	  "profile's default [the profile's: on for sglang]", NULL },
-	/* ---- the peers' datasets (config_peer.c) ---- */
+	/* ---- the peers' datasets (config_datasets.c) ---- */
 	{ "input-len", O_INPUT_LEN, LS_ARG_ONE, "N",
 	  "vLLM: input length of the chosen dataset (random, sonnet) [the dataset's]", "datasets of vLLM and SGLang" },
 	{ "output-len", O_OUTPUT_LEN, LS_ARG_ONE, "N", "vLLM: output length of any dataset [the dataset's]", NULL },
@@ -131,7 +131,7 @@ const struct ls_opt ls_config_opts[] = {
 	{ "record", O_RECORD, LS_ARG_ONE, "FILE",
 	  "write one JSON line per finished request with every stamp, as it finishes", NULL },
 	{ "profile", O_PROFILE, LS_ARG_ONE, "NAME|PATH",
-	  "harness rules: vllm, sglang, sglang-oai, honest, or a JSON file [vllm]", "profile" },
+	  "old spelling of --rules NAME; bare --profile (no value) is vLLM's and SGLang's, see --server-profile", "profile" },
 	{ "config", O_CONFIG, LS_ARG_ONE, "FILE",
 	  "JSON object of these flags' keys (e.g. {\"request-rate\": 20}); flags override it", NULL },
 	{ "probes", O_PROBES, LS_ARG_ONE, "auto|on|off",
@@ -153,17 +153,23 @@ const size_t ls_config_n_opts = sizeof(ls_config_opts) / sizeof(ls_config_opts[0
 
 void ls_config_help(FILE *out)
 {
-	fprintf(out, "usage: latscope bench [flags]\n\n"
+	size_t n;
+	const struct ls_opt *all = ls_config_all_opts(&n);
+	fprintf(out, "usage: latscope bench [--harness vllm|sglang] [flags]\n\n"
 		     "Drives streaming requests at a server and reports TTFT, TPOT, ITL and E2EL in the layout of\n"
-		     "`vllm bench serve` (flags use its names), plus the clock each number uses and the slot wait.\n");
-	ls_opt_help(out, ls_config_opts, ls_config_n_opts);
+		     "`vllm bench serve` (flags use its names), plus the clock each number uses and the slot wait.\n"
+		     "A `vllm bench serve` command line runs as it is; so does everything after\n"
+		     "`python -m sglang.bench_serving` behind --harness sglang.\n");
+	ls_config_help_grouped(out, all, n);
 	fprintf(out, "\nexample:\n  latscope bench --base-url http://127.0.0.1:8000 --model m --dataset-name random \\\n"
 		     "    --random-input-len 128 --random-output-len 64 --num-prompts 100 --request-rate 20\n");
 }
 
 const struct ls_opt *ls_config_find_opt(const char *name, size_t len)
 {
-	return ls_opt_find(ls_config_opts, ls_config_n_opts, name, len);
+	size_t n;
+	const struct ls_opt *all = ls_config_all_opts(&n);
+	return ls_opt_find(all, n, name, len);
 }
 
 int ls_config_set_str(char **dst, const char *v)
@@ -490,8 +496,10 @@ const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const c
 {
 	static const char *(*const groups[])(struct ls_config *, enum opt_id, const char *) = {
 		apply_server, apply_workload, apply_send_rule, apply_sending, apply_results, apply_probes,
-		ls_config_apply_peer,
+		ls_config_apply_datasets,
 	};
+	if (o->id >= LS_PEER_OPT_FIRST) /* config_peer.c's options */
+		return ls_config_peer_apply(c, o->id, v);
 	char **text = text_field(c, o->id);
 	int *on = switch_field(c, o->id);
 	const char *why = not_mine;

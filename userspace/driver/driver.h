@@ -34,6 +34,11 @@ struct ls_driver_opts {
 	void       *on_finish_ctx;
 	uint64_t    grace_ns;           /* after SIGINT/SIGTERM: wait this long for streams in flight */
 	int         route_keys;         /* send X-SMG-Routing-Key with each job's route_key (SGLang's gsp) */
+	/* --header lines ("Name: value", request_extra.h), sent on every request; one named like a
+	 * constant header (Content-Type, Authorization) replaces it, X-Request-Id never does. */
+	char *const *headers;
+	size_t      n_headers;
+	const char *request_id_prefix;  /* X-Request-Id: PREFIX<id> (vLLM's form); NULL: run_tag-<id> */
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

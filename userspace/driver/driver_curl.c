@@ -585,8 +585,12 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
 	reserve_frames(rec, rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096);
 
-	snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
-		 (unsigned long long)rec->id);
+	if (d->opts->request_id_prefix) /* vLLM: f"{request_id_prefix}{index}" */
+		snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s%llu", d->opts->request_id_prefix,
+			 (unsigned long long)rec->id);
+	else
+		snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
+			 (unsigned long long)rec->id);
 	if (x->route_header) /* "Name;" is libcurl's way to send a header with an empty value */
 		snprintf(x->route_header->data, ROUTE_KEY_MAX + 1, job->route_key ? "X-SMG-Routing-Key: %.*s"
 			 : "X-SMG-Routing-Key;", ROUTE_KEY_MAX - 20, job->route_key ? job->route_key : "");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include "base/auth.h"
 #include "base/clock.h"
@@ -287,6 +288,16 @@ void ls_driver_pool_close(void)
 	pool.key[0] = 0;
 }
 
+/* Whether a --header line has the name of constant header line `line` ("Name: ..."). */
+static int header_replaced(const struct ls_driver_opts *o, const char *line)
+{
+	size_t n = strcspn(line, ":");
+	for (size_t i = 0; i < o->n_headers; i++)
+		if (!strncasecmp(o->headers[i], line, n) && o->headers[i][n] == ':')
+			return 1;
+	return 0;
+}
+
 int drv_multi_setup(struct drv *d)
 {
 	const struct ls_driver_opts *o = d->opts;
@@ -330,6 +341,8 @@ int drv_multi_setup(struct drv *d)
 	 * against servers that never answer 100). */
 	const char *base[] = { "Content-Type: application/json", "Expect:" };
 	for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
+		if (header_replaced(d->opts, base[i]))
+			continue;
 		struct curl_slist *grown = curl_slist_append(d->base_headers, base[i]);
 		if (!grown)
 			return -ENOMEM;
@@ -341,8 +354,16 @@ int drv_multi_setup(struct drv *d)
 		fprintf(stderr, "latscope: OPENAI_API_KEY is longer than %zu bytes\n", sizeof(auth) - 23);
 		return has_auth;
 	}
-	if (has_auth) {
+	if (has_auth && !header_replaced(d->opts, auth)) {
 		struct curl_slist *grown = curl_slist_append(d->base_headers, auth);
+		if (!grown)
+			return -ENOMEM;
+		d->base_headers = grown;
+	}
+	for (size_t i = 0; i < d->opts->n_headers; i++) {
+		if (!strncasecmp(d->opts->headers[i], "X-Request-Id:", 13))
+			continue; /* vLLM: the request id overrides --header */
+		struct curl_slist *grown = curl_slist_append(d->base_headers, d->opts->headers[i]);
 		if (!grown)
 			return -ENOMEM;
 		d->base_headers = grown;

@@ -135,6 +135,10 @@ struct ls_record_writer *ls_record_open(const char *path, const struct ls_record
 		rc |= sb_json_str(&b, meta->profile, sizeof(meta->profile));
 		rc |= ls_strbuf_puts(&b, ",\"backend\":");
 		rc |= sb_json_str(&b, meta->backend, sizeof(meta->backend));
+		if (meta->request_json) { /* sampling parameters, headers by name (values redacted) */
+			rc |= ls_strbuf_puts(&b, ",\"request\":");
+			rc |= ls_strbuf_puts(&b, meta->request_json);
+		}
 	}
 	rc |= ls_strbuf_puts(&b, "}");
 	int err = emit(w, &b, rc);

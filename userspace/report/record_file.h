@@ -22,6 +22,7 @@ struct ls_record_meta {
 	char     profile[64];
 	char     backend[32];
 	int      complete;         /* reader: the run_end line was there */
+	const char *request_json;  /* writer: what each request carried (a JSON object), or NULL */
 };
 
 struct ls_record_writer;

@@ -15,6 +15,7 @@
 #include "server/specdecode.h"
 #include "attribution/attribution.h"
 #include "attribution/gpu_steps.h"
+#include "report/peer_report.h"
 
 /* What the run was (for labels and the JSON's vLLM header keys). Strings may be NULL. */
 struct ls_report_ctx {
@@ -45,6 +46,7 @@ struct ls_report_ctx {
 	const struct ls_checks *checks;   /* NULL: none; the JSON carries them, the text caller prints them last */
 	enum ls_report_layout layout;     /* whose result block the text copies */
 	const char *profile_description;
+	const struct ls_peer_report *peer; /* NULL: none of the peers' output flags (peer_report.h) */
 };
 
 /* The block `vllm bench serve` prints (or sglang.bench_serving's, by ctx->layout; same

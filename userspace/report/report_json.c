@@ -138,6 +138,7 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 		cJSON_AddStringToObject(o, "record_file", ctx->record_path);
 	if (ctx->checks)
 		cJSON_AddItemToObject(o, "checks", ls_checks_json(ctx->checks));
+	ls_peer_json_request(o, ctx); /* sampling parameters and headers sent */
 	return o;
 }
 
@@ -160,6 +161,7 @@ static void add_run_header(cJSON *root, const struct ls_report_ctx *ctx)
 		cJSON_AddNumberToObject(root, "max_concurrency", ctx->max_concurrency);
 	else
 		cJSON_AddNullToObject(root, "max_concurrency");
+	ls_peer_json_header(root, ctx); /* --label, --metadata, ramp-up */
 }
 
 /* vLLM's run totals and throughputs. */
@@ -250,6 +252,7 @@ cJSON *ls_report_json_tree(const struct ls_metrics *m, const struct ls_run *run,
 	if (ctx->percentile_metrics & LS_PM_E2EL)
 		add_vllm_metric(root, "e2el", &m->e2el, r);
 	add_spec_decode(root, ctx->spec);
+	ls_peer_json_ramp_events(root, run, ctx); /* vLLM's, under --ramp-up-strategy */
 	cJSON_AddItemToObject(root, "latscope", latscope_obj(m, ctx));
 	return root;
 }
@@ -257,7 +260,10 @@ cJSON *ls_report_json_tree(const struct ls_metrics *m, const struct ls_run *run,
 char *ls_report_json(const struct ls_metrics *m, const struct ls_run *run, const struct ls_report_ctx *ctx)
 {
 	cJSON *root = ls_report_json_tree(m, run, ctx);
-	char *text = root ? cJSON_Print(root) : NULL;
+	if (!root)
+		return NULL;
+	/* --append-result: one line per run, as vLLM's json.dump writes it */
+	char *text = ctx->peer && ctx->peer->append_result ? cJSON_PrintUnformatted(root) : cJSON_Print(root);
 	cJSON_Delete(root);
 	return text;
 }
@@ -269,6 +275,11 @@ int ls_report_json_write(const char *path, const struct ls_metrics *m, const str
 	if (!text) {
 		fprintf(stderr, "latscope: out of memory building the result JSON\n");
 		return -ENOMEM;
+	}
+	if (ctx->peer && ctx->peer->append_result) {
+		int rc = ls_report_append_line("--append-result", path, text);
+		free(text);
+		return rc;
 	}
 	struct ls_outfile f;
 	int err = ls_outfile_open(&f, "result", path);

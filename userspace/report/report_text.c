@@ -274,7 +274,7 @@ static void latscope_block(FILE *out, const struct ls_metrics *m, const struct l
 	line_s(out, "Read rules:", buf);
 	if (ctx->arrival) {
 		/* Sent all at once, the starts are microseconds apart: a "rate" of them means nothing. */
-		if (!isfinite(ctx->request_rate))
+		if (!isfinite(ctx->request_rate) && !(ctx->peer && ctx->peer->ramp)) /* a ramp-up paces them */
 			snprintf(buf, sizeof(buf), "%s: all requests at once", ctx->arrival);
 		else if (m->realised_rate > 0)
 			snprintf(buf, sizeof(buf), "%s, realised %.2f req/s of started requests", ctx->arrival,

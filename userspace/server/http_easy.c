@@ -2,6 +2,7 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "server/http_easy.h"
 #include "base/auth.h"
 
@@ -23,8 +24,19 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-/* Content-Type for a body, and the Authorization header. 0, or -1 with resp->error set. */
-static int request_headers(struct curl_slist **hdrs, int has_body, struct ls_http_resp *resp)
+/* Whether the user's headers name Authorization. */
+static int auth_replaced(const struct ls_http_opts *o)
+{
+	for (size_t i = 0; o && i < o->n_headers; i++)
+		if (!strncasecmp(o->headers[i], "Authorization:", 14))
+			return 1;
+	return 0;
+}
+
+/* Content-Type for a body, the Authorization header, the user's --header lines. 0, or -1 with
+ * resp->error set. */
+static int request_headers(struct curl_slist **hdrs, int has_body, const struct ls_http_opts *o,
+			   struct ls_http_resp *resp)
 {
 	char auth[1024];
 	int has_auth = ls_auth_header(auth, sizeof(auth));
@@ -32,11 +44,13 @@ static int request_headers(struct curl_slist **hdrs, int has_body, struct ls_htt
 		snprintf(resp->error, sizeof(resp->error), "OPENAI_API_KEY is longer than %zu bytes", sizeof(auth) - 23);
 		return -1;
 	}
-	const char *lines[] = { has_body ? "Content-Type: application/json" : NULL, has_auth ? auth : NULL };
-	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		if (!lines[i])
+	size_t n_user = o ? o->n_headers : 0;
+	for (size_t i = 0; i < 2 + n_user; i++) {
+		const char *line = i == 0 ? (has_body ? "Content-Type: application/json" : NULL)
+				   : i == 1 ? (has_auth && !auth_replaced(o) ? auth : NULL) : o->headers[i - 2];
+		if (!line)
 			continue;
-		struct curl_slist *grown = curl_slist_append(*hdrs, lines[i]);
+		struct curl_slist *grown = curl_slist_append(*hdrs, line);
 		if (!grown) {
 			snprintf(resp->error, sizeof(resp->error), "out of memory for the request headers");
 			return -1;
@@ -70,7 +84,7 @@ int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o
 	}
 	if (o && o->cacert)
 		curl_easy_setopt(easy, CURLOPT_CAINFO, o->cacert);
-	if (request_headers(&hdrs, body != NULL, resp)) {
+	if (request_headers(&hdrs, body != NULL, o, resp)) {
 		curl_easy_cleanup(easy);
 		return -1;
 	}

@@ -11,6 +11,9 @@ struct ls_http_opts {
 	int         insecure;
 	const char *cacert;
 	double      timeout_s;   /* whole call; 0 = 10 s */
+	char *const *headers;    /* --header lines ("Name: value") sent too; one named Authorization
+				  * replaces the API key's */
+	size_t      n_headers;
 };
 
 struct ls_http_resp {

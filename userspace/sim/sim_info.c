@@ -1,5 +1,6 @@
 /* sim/sim_info.c — the small endpoints: GET /health, /v1/models, /metrics (Prometheus text,
- * vLLM names), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache. */
+ * vLLM names), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache,
+ * /start_profile and /stop_profile (200, nothing else). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -215,6 +216,9 @@ int sim_info_dispatch(struct sim_conn *c, const struct sim_http_req *h, const ch
 		sim_engine_flush_cache(c->srv);
 		static const char msg[] = "Cache flushed.\n";
 		send_body(c, 200, "text/plain", msg, sizeof(msg) - 1, keep_alive);
+	} else if (post && (sim_http_path_is(h, "/start_profile") || sim_http_path_is(h, "/stop_profile"))) {
+		static const char msg[] = "{}"; /* vLLM's and SGLang's --profile: nothing to profile here */
+		send_body(c, 200, "application/json", msg, sizeof(msg) - 1, keep_alive);
 	} else
 		return 0;
 	return 1;

@@ -1,4 +1,4 @@
-/* The peers' dataset flags (config/config_peer.c): vLLM's and SGLang's defaults, values,
+/* The peers' dataset flags (config/config_datasets.c): vLLM's and SGLang's defaults, values,
  * refusals that name the reason, and which datasets need a file. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -26,12 +26,12 @@ static char *stderr_text(void)
 	return buf;
 }
 
-Test(config_peer, defaults_are_the_peers)
+Test(config_datasets, defaults_are_the_peers)
 {
 	struct ls_config c;
 	const char *args[] = { NULL };
 	cr_assert_eq(parse(&c, args), 0);
-	const struct ls_config_peer *p = &c.peer;
+	const struct ls_config_datasets *p = &c.datasets;
 	cr_expect(p->prefix_rep.prefix_len == 256 && p->prefix_rep.suffix_len == 256 && p->prefix_rep.num_prefixes == 10 &&
 		  p->prefix_rep.output_len == 128, "vLLM's prefix_repetition defaults");
 	cr_expect(p->sonnet.input_len == 550 && p->sonnet.output_len == 150 && p->sonnet.prefix_len == 200);
@@ -43,7 +43,7 @@ Test(config_peer, defaults_are_the_peers)
 	ls_config_free(&c);
 }
 
-Test(config_peer, flags_set_their_fields)
+Test(config_datasets, flags_set_their_fields)
 {
 	struct ls_config c;
 	const char *args[] = { "--dataset-name", "prefix_repetition", "--prefix-repetition-prefix-len", "64",
@@ -58,7 +58,7 @@ Test(config_peer, flags_set_their_fields)
 			       "--mooncake-slowdown-factor", "2", "--mooncake-num-rounds", "3", "--mooncake-workload",
 			       "conversation", "--sharegpt-context-len", "4096", "--dataset-offset", "7", NULL };
 	cr_assert_eq(parse(&c, args), 0);
-	const struct ls_config_peer *p = &c.peer;
+	const struct ls_config_datasets *p = &c.datasets;
 	cr_expect_eq(c.dataset, LS_DATASET_PREFIX_REPETITION);
 	cr_expect(p->prefix_rep.prefix_len == 64 && p->prefix_rep.suffix_len == 8 && p->prefix_rep.num_prefixes == 3 &&
 		  p->prefix_rep.output_len == 5);
@@ -75,7 +75,7 @@ Test(config_peer, flags_set_their_fields)
 	ls_config_free(&c);
 }
 
-Test(config_peer, dataset_names_and_files)
+Test(config_datasets, dataset_names_and_files)
 {
 	const char *no_file[] = { "prefix_repetition", "prefix-repetition", "generated-shared-prefix", "random-ids",
 				  "random" };
@@ -97,13 +97,13 @@ Test(config_peer, dataset_names_and_files)
 	}
 }
 
-Test(config_peer, trace_timestamps_replay_mooncake, .init = cr_redirect_stderr)
+Test(config_datasets, trace_timestamps_replay_mooncake, .init = cr_redirect_stderr)
 {
 	struct ls_config c;
 	const char *args[] = { "--dataset-name", "mooncake", "--dataset-path", "t.jsonl", "--use-trace-timestamps", NULL };
 	cr_assert_eq(parse(&c, args), 0);
 	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_TRACE);
-	cr_expect(c.peer.use_trace_timestamps);
+	cr_expect(c.datasets.use_trace_timestamps);
 	ls_config_free(&c);
 	const char *sglang_doc[] = { "--dataset-name", "mooncake-conversation", "--dataset-path", "t.jsonl",
 				     "--use-trace-timestamps", "true", "--mooncake-num-rounds", "2", NULL };
@@ -114,7 +114,7 @@ Test(config_peer, trace_timestamps_replay_mooncake, .init = cr_redirect_stderr)
 	const char *off[] = { "--dataset-name", "mooncake", "--dataset-path", "t.jsonl", "--use-trace-timestamps",
 			      "False", NULL };
 	cr_assert_eq(parse(&c, off), 0);
-	cr_expect(!c.peer.use_trace_timestamps);
+	cr_expect(!c.datasets.use_trace_timestamps);
 	ls_config_free(&c);
 	const char *random[] = { "--use-trace-timestamps", NULL };
 	cr_expect_eq(parse(&c, random), 2, "random has no times");
@@ -122,7 +122,7 @@ Test(config_peer, trace_timestamps_replay_mooncake, .init = cr_redirect_stderr)
 	cr_expect(strstr(stderr_text(), "mooncake"));
 }
 
-Test(config_peer, out_of_scope_values_say_why, .init = cr_redirect_stderr)
+Test(config_datasets, out_of_scope_values_say_why, .init = cr_redirect_stderr)
 {
 	struct ls_config c;
 	const char *batch[] = { "--random-batch-size", "4", NULL };

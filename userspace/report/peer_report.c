@@ -1,0 +1,310 @@
+/* peer_report.c — vLLM's flag-driven result keys and SGLang's JSONL result line (see
+ * peer_report.h). SGLang's statistics are its own (np.mean/np.median/np.std/np.percentile over
+ * successful requests, in ms), computed here from the per-request arrays of struct ls_metrics
+ * with the one percentile rule (base/stats.h). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "report/peer_report.h"
+#include "report/report.h"
+#include "base/json_file.h"
+#include "base/outfile.h"
+#include "base/stats.h"
+#include "workload/ramp.h"
+
+void ls_peer_json_header(cJSON *root, const struct ls_report_ctx *ctx)
+{
+	const struct ls_peer_report *p = ctx->peer;
+	if (!p)
+		return;
+	if (p->label) {
+		cJSON_DeleteItemFromObjectCaseSensitive(root, "label");
+		cJSON_AddStringToObject(root, "label", p->label);
+	}
+	for (size_t i = 0; i < p->n_metadata; i++) { /* vLLM: result_json[k.strip()] = v.strip() */
+		const char *eq = strchr(p->metadata[i], '=');
+		char key[256];
+		const char *k = p->metadata[i], *v = eq + 1;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		size_t klen = (size_t)(eq - k);
+		while (klen && (k[klen - 1] == ' ' || k[klen - 1] == '\t'))
+			klen--;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		snprintf(key, sizeof(key), "%.*s", (int)klen, k);
+		cJSON_DeleteItemFromObjectCaseSensitive(root, key);
+		cJSON_AddStringToObject(root, key, v);
+	}
+	if (p->ramp) {
+		cJSON_AddStringToObject(root, "ramp_up_strategy", p->ramp);
+		cJSON_AddNumberToObject(root, "ramp_up_start_rps", p->ramp_start_rps);
+		cJSON_AddNumberToObject(root, "ramp_up_end_rps", p->ramp_end_rps);
+	}
+}
+
+/* A CLOCK_MONOTONIC stamp as Python's datetime.now().isoformat() would have printed it then. */
+static void iso_time(uint64_t mono_ns, char *buf, size_t cap)
+{
+	struct timespec rt, mt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	int64_t now_mono = (int64_t)mt.tv_sec * 1000000000 + mt.tv_nsec;
+	int64_t real_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - (now_mono - (int64_t)mono_ns);
+	time_t sec = (time_t)(real_ns / 1000000000);
+	struct tm tm;
+	char day[32];
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", localtime_r(&sec, &tm));
+	snprintf(buf, cap, "%s.%06ld", day, (long)(real_ns % 1000000000 / 1000));
+}
+
+static void add_rps_event(cJSON *events, long rps, uint64_t at_ns)
+{
+	char when[64];
+	cJSON *e = cJSON_CreateObject();
+	iso_time(at_ns, when, sizeof(when));
+	cJSON_AddNumberToObject(e, "rps", (double)rps);
+	cJSON_AddStringToObject(e, "timestamp", when);
+	cJSON_AddItemToArray(events, e);
+}
+
+void ls_peer_json_ramp_events(cJSON *root, const struct ls_run *run, const struct ls_report_ctx *ctx)
+{
+	const struct ls_peer_report *p = ctx->peer;
+	if (!p || !p->ramp || !run)
+		return;
+	size_t n = run->n_requests - run->n_warmup;
+	const struct ls_request *measured = run->requests + run->n_warmup;
+	cJSON *events = cJSON_AddArrayToObject(root, "rps_change_events");
+	long last = (long)p->ramp_start_rps;
+	add_rps_event(events, last, run->start_ns);
+	for (size_t id = 0; events && id < n; id++) { /* in dispatch order: request ids go out in order */
+		const struct ls_request *r = NULL;
+		for (size_t k = 0; k < n && !r; k++)
+			r = measured[(id + k) % n].id == id ? &measured[(id + k) % n] : NULL;
+		long now = (long)ls_ramp_rate((enum ls_ramp)p->ramp_kind, p->ramp_start_rps, p->ramp_end_rps, id, n);
+		for (long rps = last + 1; r && rps <= now; rps++)
+			add_rps_event(events, rps, r->started_ns ? r->started_ns : r->scheduled_ns);
+		if (now > last)
+			last = now;
+	}
+}
+
+void ls_peer_json_request(cJSON *latscope, const struct ls_report_ctx *ctx)
+{
+	cJSON *req = ctx->peer && ctx->peer->request_json ? cJSON_Parse(ctx->peer->request_json) : NULL;
+	if (req)
+		cJSON_AddItemToObject(latscope, "request", req);
+}
+
+int ls_report_append_line(const char *what, const char *path, const char *text)
+{
+	struct stat st;
+	char *old = NULL;
+	size_t old_len = 0;
+	if (!stat(path, &st) && S_ISREG(st.st_mode) && !(old = ls_read_file(path, "latscope", what, &old_len)))
+		return -EIO; /* said why */
+	struct ls_outfile f;
+	int err = ls_outfile_open(&f, what, path);
+	if (!err) {
+		if (old_len) { /* the file again, then the new line: whole or not at all */
+			fwrite(old, 1, old_len, f.f);
+			if (old[old_len - 1] != '\n')
+				fputc('\n', f.f);
+		}
+		fputs(text, f.f);
+		fputc('\n', f.f);
+		err = ls_outfile_commit(&f);
+	}
+	free(old);
+	return err;
+}
+
+/* mean/median/std/p90/p95/p99 (and max) of v[0..n) ms, as SGLang's keys for name. */
+static void add_stats(cJSON *root, const char *name, double *v, size_t n, int with_max)
+{
+	static const double pcts[] = { 90, 95, 99 };
+	char key[64];
+	double sum = 0, sq = 0;
+	ls_sort_doubles(v, n);
+	for (size_t i = 0; i < n; i++)
+		sum += v[i];
+	double mean = n ? sum / (double)n : 0;
+	for (size_t i = 0; i < n; i++)
+		sq += (v[i] - mean) * (v[i] - mean);
+	snprintf(key, sizeof(key), "mean_%s_ms", name);
+	cJSON_AddNumberToObject(root, key, mean);
+	snprintf(key, sizeof(key), "median_%s_ms", name);
+	cJSON_AddNumberToObject(root, key, ls_percentile(v, n, 50));
+	snprintf(key, sizeof(key), "std_%s_ms", name);
+	cJSON_AddNumberToObject(root, key, n ? sqrt(sq / (double)n) : 0); /* np.std: population */
+	for (size_t k = 0; k < sizeof(pcts) / sizeof(pcts[0]); k++) {
+		snprintf(key, sizeof(key), "p%.0f_%s_ms", pcts[k], name);
+		cJSON_AddNumberToObject(root, key, ls_percentile(v, n, pcts[k]));
+	}
+	if (with_max) {
+		snprintf(key, sizeof(key), "max_%s_ms", name);
+		cJSON_AddNumberToObject(root, key, n ? v[n - 1] : 0);
+	}
+}
+
+/* SGLang's latency blocks over successful requests: e2e, ttft, tpot (requests with more than
+ * one output token), itl (every gap). 0 or -ENOMEM. */
+static int add_latencies(cJSON *root, const struct ls_metrics *m)
+{
+	size_t n_itl = m->n ? m->itl_off[m->n] : 0;
+	double *e2e = malloc((m->n + 1) * sizeof(double)), *ttft = malloc((m->n + 1) * sizeof(double));
+	double *tpot = malloc((m->n + 1) * sizeof(double)), *itl = malloc((n_itl + 1) * sizeof(double));
+	size_t k = 0, kt = 0, ki = 0;
+	int rc = e2e && ttft && tpot && itl ? 0 : -ENOMEM;
+	for (size_t i = 0; !rc && i < m->n; i++) {
+		if (!m->ok[i])
+			continue;
+		e2e[k] = m->e2els_s[i] * 1e3;
+		ttft[k++] = m->ttfts_s[i] * 1e3;
+		if (m->output_lens[i] > 1)
+			tpot[kt++] = (m->e2els_s[i] - m->ttfts_s[i]) * 1e3 / (m->output_lens[i] - 1);
+		for (size_t j = m->itl_off[i]; j < m->itl_off[i + 1]; j++)
+			itl[ki++] = m->itl_pool[j] * 1e3;
+	}
+	if (!rc) {
+		add_stats(root, "e2e_latency", e2e, k, 0);
+		add_stats(root, "ttft", ttft, k, 0);
+		add_stats(root, "tpot", tpot, kt, 0);
+		add_stats(root, "itl", itl, ki, 1);
+	}
+	free(e2e);
+	free(ttft);
+	free(tpot);
+	free(itl);
+	return rc;
+}
+
+static cJSON *u32_array(const uint32_t *v, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (size_t i = 0; a && i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+	return a;
+}
+
+/* result_details: per measured request, in run order. */
+static void add_details(cJSON *root, const struct ls_metrics *m, const struct ls_run *run)
+{
+	cJSON_AddItemToObject(root, "input_lens", u32_array(m->input_lens, m->n));
+	cJSON_AddItemToObject(root, "output_lens", u32_array(m->output_lens, m->n));
+	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
+	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
+	for (size_t i = 0; itls && i < m->n; i++)
+		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
+	cJSON *texts = cJSON_AddArrayToObject(root, "generated_texts");
+	cJSON *errors = cJSON_AddArrayToObject(root, "errors");
+	for (size_t i = 0, k = 0; run && i < run->n_requests && k < m->n; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		char err[LS_ERROR_MAX + 48] = "";
+		if (!m->ok[k])
+			snprintf(err, sizeof(err), "%s: %s", ls_fail_name(r->fail), r->fail != LS_OK ? r->error : "no token");
+		cJSON_AddItemToArray(texts, cJSON_CreateString("")); /* latscope keeps no text */
+		cJSON_AddItemToArray(errors, cJSON_CreateString(err));
+		k++;
+	}
+}
+
+/* The arguments SGLang copies into its line. */
+static void add_args(cJSON *root, const struct ls_report_ctx *ctx)
+{
+	const struct ls_peer_report *p = ctx->peer;
+	if (p && p->tag)
+		cJSON_AddStringToObject(root, "tag", p->tag);
+	else
+		cJSON_AddNullToObject(root, "tag");
+	cJSON_AddStringToObject(root, "backend", ctx->backend ? ctx->backend : "");
+	cJSON_AddStringToObject(root, "dataset_name", p && p->dataset_name ? p->dataset_name : "");
+	/* json.dumps writes float("inf") as Infinity, which Python's json.loads reads back */
+	if (isfinite(ctx->request_rate))
+		cJSON_AddNumberToObject(root, "request_rate", ctx->request_rate);
+	else
+		cJSON_AddRawToObject(root, "request_rate", "Infinity");
+	if (ctx->max_concurrency)
+		cJSON_AddNumberToObject(root, "max_concurrency", ctx->max_concurrency);
+	else
+		cJSON_AddNullToObject(root, "max_concurrency");
+	if (p && p->sharegpt_output_len)
+		cJSON_AddNumberToObject(root, "sharegpt_output_len", p->sharegpt_output_len);
+	else
+		cJSON_AddNullToObject(root, "sharegpt_output_len");
+	cJSON_AddNumberToObject(root, "random_input_len", p ? p->random_input_len : 0);
+	cJSON_AddNumberToObject(root, "random_output_len", p ? p->random_output_len : 0);
+	cJSON_AddNumberToObject(root, "random_range_ratio", p ? p->random_range_ratio : 0);
+	cJSON_AddNullToObject(root, "server_info");
+}
+
+static void add_totals(cJSON *root, const struct ls_metrics *m)
+{
+	double dur = m->duration_s > 0 ? m->duration_s : 0;
+	cJSON_AddNumberToObject(root, "duration", m->duration_s);
+	cJSON_AddNumberToObject(root, "completed", (double)m->completed);
+	cJSON_AddNumberToObject(root, "total_input_tokens", (double)m->total_input);
+	cJSON_AddNumberToObject(root, "total_input_text_tokens", (double)m->total_input);
+	cJSON_AddNumberToObject(root, "total_input_vision_tokens", 0); /* text generation only */
+	cJSON_AddNumberToObject(root, "total_output_tokens", (double)m->total_output);
+	/* no tokenizer here: the server's own counts stand for the retokenized ones */
+	cJSON_AddNumberToObject(root, "total_output_tokens_retokenized", (double)m->total_output);
+	cJSON_AddNumberToObject(root, "request_throughput", m->request_throughput);
+	cJSON_AddNumberToObject(root, "input_throughput", dur ? (double)m->total_input / dur : 0);
+	cJSON_AddNumberToObject(root, "output_throughput", m->output_throughput);
+	cJSON_AddNumberToObject(root, "total_throughput", m->total_token_throughput);
+}
+
+int ls_report_sglang_write(const char *path, const struct ls_metrics *m, const struct ls_run *run,
+			   const struct ls_report_ctx *ctx)
+{
+	cJSON *root = cJSON_CreateObject();
+	int rc = root ? 0 : -ENOMEM;
+	if (!rc) {
+		add_args(root, ctx);
+		add_totals(root, m);
+		rc = add_latencies(root, m);
+	}
+	if (!rc) {
+		cJSON_AddNumberToObject(root, "concurrency", m->littles_concurrency);
+		if (ctx->spec && ctx->spec->has_avg)
+			cJSON_AddNumberToObject(root, "accept_length", ctx->spec->avg_accept_len);
+		else
+			cJSON_AddNullToObject(root, "accept_length");
+		cJSON_AddNumberToObject(root, "max_output_tokens_per_s", m->peak_output_tps);
+		cJSON_AddNumberToObject(root, "max_concurrent_requests", m->peak_concurrency);
+		if (ctx->peer && ctx->peer->output_details)
+			add_details(root, m, run);
+	}
+	char *text = rc ? NULL : cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	if (!text) {
+		fprintf(stderr, "latscope: out of memory building SGLang's result line\n");
+		return -ENOMEM;
+	}
+	rc = ls_report_append_line("--output-file", path, text);
+	free(text);
+	return rc;
+}
+
+void ls_report_print_requests(FILE *out, const struct ls_metrics *m, const struct ls_run *run)
+{
+	for (size_t i = 0, k = 0; run && i < run->n_requests && k < m->n; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		fprintf(out, "rid=%llu ttft_ms=%.2f latency_ms=%.2f input_len=%u output_len=%u %s%s%s\n",
+			(unsigned long long)r->id, m->ttfts_s[k] * 1e3, m->e2els_s[k] * 1e3, m->input_lens[k],
+			m->output_lens[k], m->ok[k] ? "ok" : "failed", m->ok[k] ? "" : ": ",
+			m->ok[k] ? "" : ls_fail_name(r->fail));
+		k++;
+	}
+}
