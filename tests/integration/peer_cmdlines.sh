@@ -9,7 +9,7 @@
 # names or the peer's default (8000, 30000), in a private network namespace, and must exit 0 and
 # write the peer's output file in the peer's format: vLLM's result JSON (its keys, its file
 # name), SGLang's JSONL line (its keys; the per-request lists with --output-details).
-# Needs root for the namespace (the lines use fixed ports); else exit 77.
+# LATSCOPE_PEER_CASES='REGEX' runs the cases whose whole name matches it. Needs root for the namespace (the lines use fixed ports); else exit 77.
 set -u
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
@@ -30,6 +30,10 @@ CASES=(
 	"sglang-e2e-chat|sglang|--backend vllm-chat --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --num-prompts 500 --apply-chat-template"
 	"sglang-e2e-tokenized|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --tokenize-prompt --random-input-len 2048 --random-output-len 256 --random-range-ratio 0.2"
 	"sglang-e2e-profile-flush|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model meta-llama/Llama-3.1-8B-Instruct --profile --flush-cache"
+	"vllm-cli-prefix-repetition|vllm|--backend openai --model meta-llama/Llama-2-7b-chat-hf --dataset-name prefix_repetition --num-prompts 100 --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 128 --prefix-repetition-num-prefixes 5 --prefix-repetition-output-len 128"
+	"sglang-gsp|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model meta-llama/Llama-3.1-8B-Instruct --dataset-name generated-shared-prefix --gsp-num-groups 64 --gsp-prompts-per-group 16 --gsp-system-prompt-len 2048 --gsp-question-len 128 --gsp-output-len 256 --num-prompts 1024"
+	"sglang-trt|sglang|--backend trt --base-url http://127.0.0.1:8000 --model your-trt-llm-model --dataset-name random --num-prompts 100 --disable-ignore-eos"
+	"sglang-mooncake|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model model-name --dataset-name mooncake-conversation --dataset-path <mooncake trace> --mooncake-slowdown-factor 1.0 --mooncake-num-rounds 1 --use-trace-timestamps true --random-output-len 256"
 )
 
 # The files each case must leave (a glob in its directory) and their format: vllm, vllm-detailed,
@@ -48,6 +52,10 @@ expect() {
 	sglang-e2e-chat) echo "vllm-chat_${mmdd}_500_1024_1024.jsonl sglang" ;;
 	sglang-e2e-tokenized) echo "sglang_${mmdd}_1000_2048_256.jsonl sglang" ;;
 	sglang-e2e-profile-flush) echo "sglang_${mmdd}_1000_sharegpt.jsonl sglang-profiled" ;;
+	vllm-cli-prefix-repetition) echo "- -" ;;
+	sglang-gsp) echo "sglang_${mmdd}_1024_generated-shared-prefix.jsonl sglang" ;;
+	sglang-trt) echo "trt_${mmdd}_100_1024_1024.jsonl sglang" ;;
+	sglang-mooncake) echo "sglang_${mmdd}_*_mooncake-conversation.jsonl sglang" ;;
 	esac
 }
 
@@ -120,6 +128,7 @@ run_case() { # name harness args
 	mkdir -p "$dir"
 	args=${args//<your data path>/$SCRATCH}
 	args=${args//<path-to-your-data-jsonl>/$SCRATCH/data.jsonl}
+	args=${args//<mooncake trace>/$ROOT/tests/fixtures/peer/mooncake.jsonl}
 	[ "$name" = vllm-profiling ] && cp "$SCRATCH/sharegpt.json" "$dir/"
 	local start=$SECONDS
 	(
@@ -181,6 +190,7 @@ if [ "${1:-}" = --inside ]; then # in the private network namespace the parent m
 	failed=0
 	for c in "${CASES[@]}"; do
 		IFS='|' read -r name harness args <<<"$c"
+		[[ $name =~ ^(${LATSCOPE_PEER_CASES:-.*})$ ]] || continue # a subset, e.g. 'sglang-.*'
 		run_case "$name" "$harness" "$args" || failed=$((failed + 1))
 	done
 	echo "${#CASES[@]} peer command lines, $failed failed"

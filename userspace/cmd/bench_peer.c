@@ -186,7 +186,7 @@ void ls_bench_peer_report(const struct ls_config *c, const char *request_json, s
 	*pr = (struct ls_peer_report){
 		.label = p->label, .metadata = p->metadata, .n_metadata = p->n_metadata,
 		.append_result = p->append_result, .request_json = request_json, .tag = p->tag,
-		.dataset_name = ls_dataset_kind_name(c->dataset), .sharegpt_output_len = c->sharegpt_output_len,
+		.dataset_name = c->dataset_name ? c->dataset_name : ls_dataset_kind_name(c->dataset), .sharegpt_output_len = c->sharegpt_output_len,
 		.random_input_len = c->random_input_len, .random_output_len = c->random_output_len,
 		.random_range_ratio = c->random_range_ratio, .output_details = p->output_details,
 	};
@@ -215,11 +215,12 @@ static void sglang_default_name(const struct ls_config *c, char *name, size_t ca
 	struct tm tm;
 	strftime(mmdd, sizeof(mmdd), "%m%d", localtime_r(&now, &tm));
 	const char *backend = c->backend_name ? c->backend_name : "sglang";
-	if (c->dataset == LS_DATASET_RANDOM)
+	const char *dataset = c->dataset_name ? c->dataset_name : ls_dataset_kind_name(c->dataset);
+	if (!strncmp(dataset, "random", 6)) /* SGLang: args.dataset_name.startswith("random") */
 		snprintf(name, cap, "%s_%s_%zu_%u_%u.jsonl", backend, mmdd, c->num_prompts, c->random_input_len,
 			 c->random_output_len);
 	else
-		snprintf(name, cap, "%s_%s_%zu_%s.jsonl", backend, mmdd, c->num_prompts, ls_dataset_kind_name(c->dataset));
+		snprintf(name, cap, "%s_%s_%zu_%s.jsonl", backend, mmdd, c->num_prompts, dataset);
 }
 
 int ls_bench_peer_outputs(const struct ls_config *c, const struct ls_metrics *m, const struct ls_run *run,

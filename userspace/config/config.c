@@ -315,7 +315,7 @@ int ls_config_parse(struct ls_config *c, int argc, char **argv)
 
 void ls_config_free(struct ls_config *c)
 {
-	char **strs[] = { &c->backend_name, &c->base_url, &c->host, &c->endpoint, &c->model, &c->dataset_path, &c->cacert,
+	char **strs[] = { &c->backend_name, &c->base_url, &c->host, &c->endpoint, &c->model, &c->dataset_path, &c->dataset_name, &c->cacert,
 			  &c->result_dir, &c->result_filename, &c->record_path, &c->profile_name,
 			  &c->config_path, &c->server_comm, &c->trace_path, &c->gpu_dir,
 			  &c->html_path };

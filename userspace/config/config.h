@@ -36,6 +36,7 @@ struct ls_config {
 	/* workload */
 	enum ls_dataset_kind dataset;
 	char    *dataset_path;
+	char    *dataset_name;      /* --dataset-name as typed (NULL: the default); c->dataset is its kind */
 	uint32_t random_input_len, random_output_len;
 	double   random_range_ratio;
 	uint32_t random_vocab_size; /* 0 = auto (ask the server, at most LS_DEFAULT_VOCAB) */

@@ -278,10 +278,11 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	uint64_t u;
 	double d;
 	switch (id) {
-	case O_DATASET_NAME:
-		return ls_config_dataset_parse(v, &c->dataset) ?
-			"must be random, sharegpt, jsonl, custom, prefix_repetition, sonnet, burstgpt, random-ids, "
-			"generated-shared-prefix or mooncake" : NULL;
+	case O_DATASET_NAME: /* the name as typed too: SGLang's file name carries it (mooncake-conversation) */
+		if (ls_config_dataset_parse(v, &c->dataset))
+			return "must be random, sharegpt, jsonl, custom, prefix_repetition, sonnet, burstgpt, random-ids, "
+			       "generated-shared-prefix or mooncake";
+		return ls_config_set_str(&c->dataset_name, v) ? "out of memory" : NULL;
 	case O_RANDOM_VOCAB_SIZE:
 		if (!strcmp(v, "auto")) {
 			c->random_vocab_size = 0;
