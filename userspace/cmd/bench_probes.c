@@ -132,17 +132,18 @@ static int loop_spins(const struct ls_config *cfg)
 #define CLIENT_DELAY_HINT_NS 50000ull /* p50 above this: say what the delay is made of */
 
 /* How long each frame waited between the kernel having it and the harness stamping it: the
- * harness's own delay per frame (warmups left out). */
-static void print_client_delay(FILE *out, const struct ls_run *run, const struct ls_attribution *a,
-			       int loop_sleeps)
+ * harness's own delay per frame (warmups left out), ascending in *out (malloc'd). Count, 0 for
+ * none (or ENOMEM). */
+static size_t client_delays(const struct ls_run *run, const struct ls_attribution *a, uint64_t **out)
 {
 	size_t n = 0, cap = 0;
 	uint64_t *d;
 
+	*out = NULL;
 	for (size_t i = 0; i < a->n && i < run->n_requests; i++)
 		cap += a->req[i].n_frames;
 	if (!cap || !(d = malloc(cap * sizeof(*d))))
-		return;
+		return 0;
 	for (size_t i = 0; i < a->n && i < run->n_requests; i++) {
 		const struct ls_request *r = &run->requests[i];
 		const struct ls_req_attr *ra = &a->req[i];
@@ -154,8 +155,17 @@ static void print_client_delay(FILE *out, const struct ls_run *run, const struct
 				d[n++] = s - k;
 		}
 	}
+	ls_sort_u64(d, n);
+	*out = d;
+	return n;
+}
+
+static void print_client_delay(FILE *out, const struct ls_run *run, const struct ls_attribution *a,
+			       int loop_sleeps)
+{
+	uint64_t *d;
+	size_t n = client_delays(run, a, &d);
 	if (n) {
-		ls_sort_u64(d, n);
 		double p50 = ls_percentile_u64(d, n, 50);
 		fprintf(out, "client delay per frame (harness stamp - kernel arrival, n=%zu): P50 %.3f ms, "
 			"P99 %.3f ms, max %.3f ms\n", n, p50 / 1e6, ls_percentile_u64(d, n, 99) / 1e6, d[n - 1] / 1e6);
@@ -409,6 +419,34 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 	if (have_gs)
 		ls_gpu_steps_free(&gs);
 	return err;
+}
+
+int ls_bench_probes_client_delay(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t *p99_ns,
+				 uint64_t *n_frames)
+{
+	struct ls_profile honest;
+	if (!bp || !bp->probes || ls_profile_builtin("honest", &honest))
+		return -1;
+	ls_probes_drain(bp->probes);
+	struct ls_attribution *a = ls_attribute(run, ls_probes_events(bp->probes), NULL, 0, &honest.read, NULL);
+	if (!a)
+		return -1;
+	uint64_t *d;
+	size_t n = client_delays(run, a, &d);
+	if (n) {
+		*p99_ns = (uint64_t)ls_percentile_u64(d, n, 99);
+		*n_frames = n;
+	}
+	free(d);
+	ls_attribution_free(a);
+	return n ? 0 : -1;
+}
+
+const char *ls_bench_probes_why(const struct ls_bench_probes *bp)
+{
+	if (!bp)
+		return "no probes";
+	return bp->probes ? NULL : bp->why;
 }
 
 void ls_bench_probes_close(struct ls_bench_probes *bp)

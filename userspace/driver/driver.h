@@ -33,6 +33,9 @@ struct ls_driver_opts {
 	void      (*on_finish)(void *ctx, const struct ls_request *req);
 	void       *on_finish_ctx;
 	uint64_t    grace_ns;           /* after SIGINT/SIGTERM: wait this long for streams in flight */
+	/* The run's clock starts at this CLOCK_MONOTONIC instant (the loop waits for it), not when
+	 * the call is made: every rank of an MPI run starts at one agreed instant. 0 = now. */
+	uint64_t    start_at_ns;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a
