@@ -607,7 +607,15 @@ static void write_merged(const struct ls_run *run)
 	m.mpi_rank = -1;
 	m.mpi_size = g.size;
 	m.run_start_ns = g.start0_ns;
-	m.base_ns = 0;
+	/* Stamps are written after base_ns, and frames only forward of it: base before the first. */
+	m.base_ns = g.start0_ns;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		uint64_t first = r->scheduled_ns ? r->scheduled_ns : r->started_ns;
+		if (first && first < m.base_ns)
+			m.base_ns = first;
+	}
+	m.base_ns = m.base_ns > 1000000 ? m.base_ns - 1000000 : 1;
 	struct ls_record_writer *w = ls_record_open(g.st.cfg->record_path, &m);
 	if (!w) {
 		fprintf(stderr, "latscope bench: the merged record file is missing; the rank files (%s.rank<K>) hold "
