@@ -33,4 +33,15 @@ for n in 2 3; do
 		fail "-n $n: the rank files report other numbers than the merged file"
 	echo "ok    -n $n: latscope report of the rank files = the merged file ($(cat "$tmp/n$n.ranks.err"))"
 done
+# A merge that does not fit in rank 0's memory (LATSCOPE_MPI_SPILL=1 says so) spills every record
+# to the record file instead of reporting: each request once there, as `latscope report` reads it.
+LATSCOPE_MPI_SPILL=1 MPI_X=LATSCOPE_MPI_SPILL run_mpi spill 2 "${ARGS[@]}" --record "$tmp/spill.jsonl"
+rc=$?
+[ $rc -eq 1 ] || { tail -5 "$tmp/spill.err"; fail "a spilled run exited $rc, not 1"; }
+grep -q "every record goes to $tmp/spill.jsonl" "$tmp/spill.err" || { cat "$tmp/spill.err"; fail "no word of the spill"; }
+grep -q "Successful requests" "$tmp/spill.out" && fail "a spilled run printed a report of part of it"
+"$BIN" report "$tmp/spill.jsonl" >"$tmp/spill.txt" 2>/dev/null || fail "latscope report of the spilled file"
+python3 "$CHECK" killed "$tmp/spill.txt" "$tmp/spill.jsonl" || fail "the spilled file"
+grep -q "^Successful requests: *$NUM " "$tmp/spill.txt" || fail "the spilled file does not hold all $NUM requests"
+echo "ok    a merge that does not fit is spilled to the record file, every request once"
 echo "mpi_run: ok"

@@ -530,8 +530,9 @@ static int prepare(struct bench *b)
  * code: 0, 1 (a file not written, an interrupt), or LS_EXIT_NONE_OK. */
 static int report(struct bench *b)
 {
-	if (ls_bench_mpi_rank() > 0) /* MPI: rank 0 reports the whole run */
-		return ls_bench_mpi_worker_exit();
+	int mpi_exit;
+	if (ls_bench_mpi_no_report(&mpi_exit)) /* MPI: rank 0 reports the whole run (or spilled it) */
+		return mpi_exit;
 	struct ls_wrap wrap;
 	FILE *out = ls_wrap_open(&wrap, stdout);
 	int results_rc = results(b, out), probes_rc = 0;

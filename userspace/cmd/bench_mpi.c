@@ -53,6 +53,7 @@ static struct {
 	struct rank_stats mine, *all;   /* all: rank 0 */
 	struct ls_run local;            /* rank 0's own requests in the merged run (shallow copies) */
 	uint64_t merge_ns, n_frames;
+	int spilled;                    /* the merge did not fit: every record went to a file */
 } g;
 
 /* ---- the share: rank 0 -> rank k ---- */
@@ -600,6 +601,20 @@ static int keep_local_view(const struct ls_run *run)
 	return 0;
 }
 
+/* A merged file's base_ns: stamps are written after it, and frames only forward of it, so it
+ * is before the first stamp of run (rank 0's warmups, else the start instant). */
+static uint64_t base_before(const struct ls_run *run)
+{
+	uint64_t base = g.start0_ns;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		uint64_t first = r->scheduled_ns ? r->scheduled_ns : r->started_ns;
+		if (first && first < base)
+			base = first;
+	}
+	return base > 1000000 ? base - 1000000 : 1;
+}
+
 /* The merged --record FILE (every request, rank 0's clock); bench closes it with the run_end. */
 static void write_merged(const struct ls_run *run)
 {
@@ -607,15 +622,7 @@ static void write_merged(const struct ls_run *run)
 	m.mpi_rank = -1;
 	m.mpi_size = g.size;
 	m.run_start_ns = g.start0_ns;
-	/* Stamps are written after base_ns, and frames only forward of it: base before the first. */
-	m.base_ns = g.start0_ns;
-	for (size_t i = 0; i < run->n_requests; i++) {
-		const struct ls_request *r = &run->requests[i];
-		uint64_t first = r->scheduled_ns ? r->scheduled_ns : r->started_ns;
-		if (first && first < m.base_ns)
-			m.base_ns = first;
-	}
-	m.base_ns = m.base_ns > 1000000 ? m.base_ns - 1000000 : 1;
+	m.base_ns = base_before(run);
 	struct ls_record_writer *w = ls_record_open(g.st.cfg->record_path, &m);
 	if (!w) {
 		fprintf(stderr, "latscope bench: the merged record file is missing; the rank files (%s.rank<K>) hold "
@@ -627,11 +634,103 @@ static void write_merged(const struct ls_run *run)
 	*g.st.record = w;
 }
 
+/* Bytes the merge holds at rank 0 (records and frames), and whether this host has them:
+ * MemAvailable, with a tenth kept for the metrics after it. LATSCOPE_MPI_SPILL=1 says no (tests). */
+static int merge_fits(uint64_t need, uint64_t *avail)
+{
+	const char *force = getenv("LATSCOPE_MPI_SPILL");
+	char line[256];
+	unsigned long long kib = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+	*avail = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	*avail = (uint64_t)kib * 1024;
+	if (force && !strcmp(force, "1"))
+		return 0;
+	return !kib || need < *avail / 10 * 9; /* unknown: try */
+}
+
+/* The spill file: --record FILE, else latscope-<run tag>.jsonl here. */
+static struct ls_record_writer *spill_open(const char **path, char *buf, size_t cap)
+{
+	const struct ls_config *c = g.st.cfg;
+	struct ls_record_meta m = g.meta;
+	if (!g.have_meta) {
+		memset(&m, 0, sizeof(m));
+		snprintf(m.run_tag, sizeof(m.run_tag), "%s", g.st.run_tag);
+		snprintf(m.profile, sizeof(m.profile), "%s", c->profile.name);
+		snprintf(m.arrival, sizeof(m.arrival), "%s", ls_arrival_kind_name(g.st.arrival->kind));
+		m.target_rate = g.st.run->target_rate;
+		m.max_concurrency = c->max_concurrency;
+	}
+	m.mpi_rank = -1;
+	m.mpi_size = g.size;
+	m.run_start_ns = g.start0_ns;
+	m.base_ns = base_before(g.st.run);
+	snprintf(buf, cap, "latscope-%s.jsonl", g.st.run_tag);
+	*path = c->record_path ? c->record_path : buf;
+	return ls_record_open(*path, &m);
+}
+
+/* Rank k's records straight into w, one message at a time: rank 0 holds one message. */
+static int spill_rank(struct ls_record_writer *w, int k)
+{
+	for (;;) {
+		void *buf;
+		size_t len, n = 0;
+		int err = ls_mpi_recv(k, TAG_RECS, &buf, &len);
+		struct ls_request *tmp = err || !len ? NULL : calloc(len / sizeof(*tmp) + 1, sizeof(*tmp));
+		if (!err && len && !tmp)
+			err = -ENOMEM;
+		if (tmp)
+			err = take_records(buf, len, k, tmp, &n, len / sizeof(*tmp) + 1);
+		for (size_t i = 0; i < n; i++) {
+			if (!err)
+				err = ls_record_write(w, &tmp[i]);
+			ls_request_free(&tmp[i]);
+		}
+		free(tmp);
+		free(buf);
+		if (err || !len)
+			return err;
+	}
+}
+
+/* The merge does not fit: every record to the record file, in rank 0's clock; no report. */
+static int spill_in(size_t total, uint64_t need, uint64_t avail)
+{
+	char name[64];
+	const char *path;
+	struct ls_run *run = g.st.run;
+	struct ls_record_writer *w = spill_open(&path, name, sizeof(name));
+	if (!w)
+		return -EIO;
+	fprintf(stderr, "latscope bench: merging %zu records needs %.1f GiB at rank 0 and this host has %.1f GiB "
+			"available: every record goes to %s instead (rank 0's clock); run `latscope report %s` "
+			"where it fits\n", total, need / 1073741824.0, avail / 1073741824.0, path, path);
+	int err = 0;
+	for (size_t i = 0; i < run->n_requests && !err; i++)
+		err = ls_record_write(w, &run->requests[i]);
+	for (int k = 1; k < g.size && !err; k++)
+		err = spill_rank(w, k);
+	struct ls_run ends = *run;
+	merge_run_fields(&ends);
+	ends.n_requests = run->n_warmup + total;
+	int cerr = ls_record_close(w, &ends);
+	g.spilled = 1;
+	return err ? err : cerr;
+}
+
 static int gather_in(void)
 {
 	uint64_t t0 = ls_now_ns();
 	struct ls_run *run = g.st.run;
 	size_t nw = run->n_warmup, total = g.mine.n_measured, at = 0;
+	uint64_t frames = g.mine.n_frames;
 	g.all[0] = g.mine;
 	for (int k = 1; k < g.size; k++) {
 		void *buf;
@@ -645,7 +744,11 @@ static int gather_in(void)
 		if (err)
 			return err;
 		total += g.all[k].n_measured;
+		frames += g.all[k].n_frames;
 	}
+	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame), avail;
+	if (!merge_fits(need, &avail))
+		return spill_in(total, need, avail);
 	struct ls_request *reqs = calloc(nw + total ? nw + total : 1, sizeof(*reqs));
 	if (!reqs)
 		return -ENOMEM;
@@ -760,9 +863,12 @@ void ls_bench_mpi_report(FILE *out)
 	fflush(out);
 }
 
-int ls_bench_mpi_worker_exit(void)
+int ls_bench_mpi_no_report(int *exit_code)
 {
-	return g.mine.driver_rc < 0 || g.mine.interrupted ? 1 : 0;
+	if (!g.on || (g.rank == 0 && !g.spilled))
+		return 0;
+	*exit_code = g.spilled || g.mine.driver_rc < 0 || g.mine.interrupted ? 1 : 0;
+	return 1;
 }
 
 void ls_bench_mpi_end(int exit_code)

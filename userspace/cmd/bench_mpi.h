@@ -61,8 +61,10 @@ int ls_bench_mpi_after_run(int rc);
 const struct ls_run *ls_bench_mpi_local_run(const struct ls_run *run);
 /* The per-rank lines of the report (rank 0). */
 void ls_bench_mpi_report(FILE *out);
-/* A rank but 0 after the run: its exit code (it prints no report). */
-int ls_bench_mpi_worker_exit(void);
+/* 1 with *exit_code when this rank prints no report: a rank but 0, or rank 0 when the merge
+ * did not fit in its memory and every record was spilled to the record file instead (it said
+ * where). 0: report as usual. */
+int ls_bench_mpi_no_report(int *exit_code);
 /* At exit: MPI_Finalize, or MPI_Abort of the whole job when this rank stops before the others
  * know (an error before the gather). */
 void ls_bench_mpi_end(int exit_code);
