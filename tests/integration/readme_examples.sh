@@ -31,6 +31,9 @@ SPECIAL=(
 	'latscope sim --gpu *'	'skip: needs a CUDA device; tests/gpu/smoke.sh runs the simulator with --gpu on a GPU machine'
 	'tests/gpu/smoke.sh*'	'skip: a GPU machine check; tests/run runs it as e2e/gpu/smoke'
 	'*tests/run *'	'skip: the test suite itself, not run from inside it'
+	'mpirun *'	'skip: tests/integration/mpi_run.sh runs mpirun -n 2 and -n 3 latscope bench against the simulator'
+	'srun *'	'skip: needs a Slurm cluster'
+	'latscope report *.rank0 *'	'skip: needs the rank files of an MPI run; tests/integration/mpi_kill.sh reads them'
 )
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/latscope-readme.XXXXXX") || exit 1

@@ -826,7 +826,7 @@ static void print_rank(FILE *out, int k)
 	else
 		snprintf(delay, sizeof(delay), "n/a");
 	uint64_t unc = f->have_after && f->unc_after_ns > f->unc_ns ? f->unc_after_ns : f->unc_ns;
-	fprintf(out, "  %-4d %-10.10s %6llu %13s %8.3f ms %11s %7.2f us %+9.1f +-%-6.1f %+7.2f\n", k, s->host,
+	fprintf(out, "  %-4d %-8.8s %8llu %12s %8.3f ms %11s %7.2f us %+9.1f +-%-6.1f %+7.2f\n", k, s->host,
 		(unsigned long long)s->n_measured, rate, s->lag_p99_ns / 1e6, delay,
 		s->n_frames ? s->cpu_us / (double)s->n_frames : 0.0, (double)f->offset_ns / 1e3, unc / 1e3,
 		ls_clock_drift_ppm(f));
@@ -844,8 +844,8 @@ void ls_bench_mpi_report(FILE *out)
 	if (mc)
 		fprintf(out, "--max-concurrency %u: %u slots per rank%s (a semaphore per rank, not one for all)\n",
 			mc, mc / n, mc % n ? ", one more on the first ranks" : "");
-	fprintf(out, "  rank host       requests  rate/target  lag P99      delay P99  CPU/frame  clock us +-unc"
-		"  ppm\n");
+	fprintf(out, "  %-4s %-8s %8s %12s %11s %11s %10s %9s %-8s %7s\n", "rank", "host", "requests", "rate/target",
+		"lag P99", "delay P99", "CPU/frame", "clock us", "+-unc", "ppm");
 	for (int k = 0; k < g.size; k++)
 		print_rank(out, k);
 	for (int k = 0; k < g.size; k++)
