@@ -40,12 +40,13 @@ start_sim() { # extra sim flags...
 	fail "the simulator did not listen on $PORT"
 }
 
-# mpirun -n N latscope bench ARGS... (MPI_X=VAR: mpirun -x VAR too), stdout and stderr to $tmp/NAME.out / .err; returns its
-# exit code. A build without libopenmpi-dev says "MPI is off in this build": skip then.
+# mpirun -n N latscope bench ARGS... (MPI_X=VAR: mpirun -x VAR too), stdout and stderr to
+# $tmp/NAME.out / .err; returns its exit code (124 past 60 s: a run here takes ~5 s). A build
+# without libopenmpi-dev says "MPI is off in this build": skip then.
 run_mpi() { # name n bench-args...
 	local name=$1 n=$2 rc
 	shift 2
-	timeout -k 5 100 "${MPIRUN[@]}" ${MPI_X:+-x "$MPI_X"} -n "$n" "$BIN" bench "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	timeout -k 5 60 "${MPIRUN[@]}" ${MPI_X:+-x "$MPI_X"} -n "$n" "$BIN" bench "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
 	rc=$?
 	if grep -q "MPI is off in this build" "$tmp/$name.err"; then
 		skip "this latscope was built without libopenmpi-dev: MPI is off in this build"
