@@ -3,6 +3,7 @@
  * ls_record_load_many merges rank files into one run, each request once; and nothing touches
  * MPI unless a launcher's variables are there. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,4 +117,15 @@ Test(mpi_env, launched_only_by_a_launcher)
 	unsetenv("SLURM_NTASKS");
 	setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
 	cr_expect_eq(ls_mpi_launched(), 1);
+}
+
+Test(mpi_clock, a_hostile_fit_stays_defined)
+{
+	/* Offsets a record file could claim: every result is a stamp (not 0), no overflow (UBSan). */
+	struct ls_clock_fit f = { .offset_ns = INT64_MIN, .at_ns = UINT64_MAX, .have_after = 1,
+				  .offset_after_ns = INT64_MAX, .after_at_ns = 1 };
+	cr_expect_neq(ls_clock_to_root(&f, 1), 0);
+	cr_expect_neq(ls_clock_to_root(&f, UINT64_MAX), 0);
+	struct ls_clock_fit big = { .offset_ns = INT64_MAX };
+	cr_expect_eq(ls_clock_to_root(&big, 5), 1, "a stamp before the clock's zero is 1");
 }

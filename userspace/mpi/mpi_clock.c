@@ -10,8 +10,12 @@ int64_t ls_clock_offset_at(const struct ls_clock_fit *f, uint64_t t0)
 	 * each host's CLOCK_MONOTONIC on its own). Doubles: a drift term is far below 2^53 ns. */
 	double span = (double)f->after_at_ns - (double)f->at_ns;
 	double into = (double)t0 - (double)f->at_ns;
-	double step = (double)(f->offset_after_ns - f->offset_ns);
-	return f->offset_ns + (int64_t)(step * into / span);
+	double step = (double)f->offset_after_ns - (double)f->offset_ns;
+	double off = (double)f->offset_ns + step * into / span;
+	/* A fit read from a file may be anything: keep the cast defined. */
+	if (!(off > -9.2e18 && off < 9.2e18))
+		return f->offset_ns;
+	return (int64_t)off;
 }
 
 uint64_t ls_clock_to_root(const struct ls_clock_fit *f, uint64_t t_local)
@@ -20,10 +24,11 @@ uint64_t ls_clock_to_root(const struct ls_clock_fit *f, uint64_t t_local)
 		return 0;
 	/* The offset is a function of rank 0's time; t_local - offset is that time to within the
 	 * drift over the offset itself (ns for a clock ms apart). */
-	uint64_t t0 = (uint64_t)((int64_t)t_local - f->offset_ns);
-	int64_t off = ls_clock_offset_at(f, t0);
-	int64_t root = (int64_t)t_local - off;
-	return root > 0 ? (uint64_t)root : 1; /* a stamp stays a stamp (0 is "did not happen") */
+	uint64_t t0 = t_local - (uint64_t)f->offset_ns; /* unsigned: wraps, never overflows */
+	uint64_t root = t_local - (uint64_t)ls_clock_offset_at(f, t0);
+	/* A stamp stays a stamp (0 is "did not happen"); one that would land before the clock's
+	 * zero (or past 2^63: an offset larger than the stamp) is 1. */
+	return root && root < (1ull << 63) ? root : 1;
 }
 
 void ls_clock_request_to_root(const struct ls_clock_fit *f, struct ls_request *r)

@@ -444,7 +444,7 @@ static int read_clock(const cJSON *o, const char *key, int64_t *off, uint64_t *u
 	if (!cJSON_IsObject(c))
 		return 0;
 	double d = num_of(c, "offset_ns", 0);
-	*off = d < 0 ? -(int64_t)ls_d2u64(-d) : (int64_t)ls_d2u64(d);
+	*off = d > -9e18 && d < 9e18 ? (int64_t)d : 0; /* a hostile file's offset: no overflow */
 	*unc = ls_d2u64(num_of(c, "unc_ns", 0));
 	*at = u64_str(c, "at_ns");
 	return 1;
