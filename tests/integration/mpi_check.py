@@ -125,6 +125,13 @@ def merged(single, merged_path, truth_path, n, num, rate, report, rank_files):
     text = open(report).read()
     rows = [l for l in text.splitlines() if l.strip().split(" ", 1)[0].isdigit() and " ms " in l]
     check(len(rows) >= n, f"{n} ranks: a report line per rank ({len(rows)})")
+    # Probes per rank: a client delay from the rank's own probes, or the rank says why not.
+    for row in rows[:n]:
+        k = row.split()[0]
+        has_delay = row.split()[6] != "n/a" if len(row.split()) > 6 else False
+        says_why = f"  rank {k}: probes off: " in text
+        check(has_delay != says_why, f"{n} ranks: rank {k} " +
+              ("has a client delay from its own probes" if has_delay else "says why it has no probes"))
     check("Successful requests:" in text, f"{n} ranks: rank 0 printed the report")
 
 
