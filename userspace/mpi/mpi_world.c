@@ -4,6 +4,8 @@
  * own blocking calls spin. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +58,20 @@ static int wait_req(MPI_Request *rq)
 
 int ls_mpi_init(int *rank, int *size)
 {
-	int provided = 0;
+	int provided = 0, rc;
+	sigset_t stop, old;
+	/* The threads MPI starts (PMIx, libevent) get SIGINT and SIGTERM blocked, so those signals
+	 * reach the main thread, whose driver reads them (a graceful stop: Slurm's scancel sends
+	 * SIGTERM to every task) instead of a thread of MPI's taking the default action. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	int masked = pthread_sigmask(SIG_BLOCK, &stop, &old) == 0;
 	/* Funneled: only the main thread calls MPI (libcurl's resolver threads never do). */
-	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+	rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+	if (masked)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != MPI_SUCCESS) {
 		fprintf(stderr, "latscope bench: MPI_Init failed: started by a launcher (mpirun/srun) that "
 				"this OpenMPI cannot talk to?\n");
 		return -EIO;
