@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/integration/mpi_kill.sh — kill -9 of one rank of `mpirun -n 3 latscope bench --record F`
 # mid-run: the job ends, non-zero; every rank file holds whole lines; `latscope report F.rank0
-# F.rank1 F.rank2` reports every finished request once. Skips (77) without mpirun or in a build
-# without libopenmpi-dev. ~20 s.
+# F.rank1 F.rank2` reports every finished request once. Then SIGTERM to every rank (scancel's
+# way): a graceful stop, and rank 0 reports what was sent. Skips (77) without mpirun or in a
+# build without libopenmpi-dev. ~20 s.
 set -u
 . "$(dirname "$0")/mpi_lib.bash"
 
@@ -43,4 +44,28 @@ files=("$REC.rank0" "$REC.rank1" "$REC.rank2")
 "$BIN" report "${files[@]}" >"$tmp/report.txt" 2>"$tmp/report.err" || { cat "$tmp/report.err"; fail "latscope report of the rank files"; }
 grep -E '^(Records|Run end|Successful|Failed)' "$tmp/report.txt"
 python3 "$CHECK" killed "$tmp/report.txt" "${files[@]}" || fail "see the checks above"
+# SIGTERM to every rank (what Slurm's scancel sends) is a graceful stop: rank 0 gathers what was
+# sent and reports it, every finished request once, and the job exits 1 (interrupted).
+REC=$tmp/term.jsonl
+run_mpi term $N --base-url "$URL" --model latscope-sim --dataset-name random --random-input-len 32 \
+	--random-output-len 16 --ignore-eos --num-prompts $NUM --request-rate $RATE --seed 5 --disable-tqdm \
+	--probes off --record "$REC" &
+job_pid=$!
+for _ in $(seq 300); do
+	[ -f "$REC.rank2" ] && [ "$(wc -l <"$REC.rank2")" -ge 20 ] && break
+	kill -0 "$job_pid" 2>/dev/null || break
+	sleep 0.1
+done
+ranks=0
+for p in $(pgrep -f -- "$REC"); do
+	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = latscope ] && kill -TERM "$p" && ranks=$((ranks + 1))
+done
+[ $ranks -eq $N ] || fail "found $ranks of the $N ranks to stop"
+wait "$job_pid"
+rc=$?
+job_pid=''
+[ $rc -ne 0 ] || fail "an interrupted run exited 0"
+grep -q "^Successful requests" "$tmp/term.out" || { tail "$tmp/term.err"; fail "no report after SIGTERM to every rank"; }
+python3 "$CHECK" killed "$tmp/term.out" "$REC.rank0" "$REC.rank1" "$REC.rank2" || fail "see the checks above"
+echo "ok    SIGTERM to every rank: rank 0 reported what was sent (exit $rc)"
 echo "mpi_kill: ok"
