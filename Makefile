@@ -41,6 +41,17 @@ CFLAGS    += $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 LDFLAGS   += $(SANLD) -pthread
 LDLIBS    += -luring -lcurl -lcjson -lbpf -lelf -lz -lssl -lcrypto -lm -ldl
 
+# MPI (`mpirun -n N latscope bench`, README "More than one machine"): Debian's OpenMPI when
+# libopenmpi-dev is installed (pkg-config ompi-c), linked directly (docs/ARCHITECTURE.md says
+# why); without it, or with MPI=0, userspace/mpi/ builds its stub and says "MPI is off".
+ifneq ($(MPI),0)
+MPI_FOUND := $(shell pkg-config --exists ompi-c 2>/dev/null && echo yes)
+endif
+ifeq ($(MPI_FOUND),yes)
+MPI_CFLAGS := -DLS_HAVE_MPI $(shell pkg-config --cflags ompi-c)
+LDLIBS    += $(shell pkg-config --libs ompi-c)
+endif
+
 # Every userspace stage is a folder (docs/ARCHITECTURE.md); all but main.c go into one archive
 # that the tests link too.
 LIB_SRCS  := $(wildcard userspace/*/*.c gpu/common/*.c)
@@ -96,6 +107,9 @@ $(BUILD)/obj/%.o: %.c
 	$(Q)mkdir -p $(@D)
 	$(msg) CC $@
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# Only the MPI transport sees mpi.h.
+$(BUILD)/obj/userspace/mpi/mpi_world.o: CFLAGS += $(MPI_CFLAGS)
 
 # Only the probes include the skeleton; nothing else waits for clang -target bpf.
 $(BUILD)/obj/userspace/probes/probes.o: | $(SKEL)

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/../userspace"
 # gpu/common (the GPU/user boundary, like bpf/events.h) counts as the bottom. sim and lab are
 # commands beside the pipeline: they use base/ only.
 declare -A RANK=([common]=0 [base]=0 [workload]=1 [driver]=2 [server]=2 [probes]=2
+	[mpi]=2
 	[metrics]=3 [attribution]=4 [watch]=4 [config]=5 [report]=6 [cmd]=7 [sim]=7 [lab]=7)
 declare -A ONLY=([sim]="base sim" [lab]="base lab")
 bad=0

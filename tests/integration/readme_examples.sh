@@ -32,6 +32,9 @@ SPECIAL=(
 	'tests/gpu/smoke.sh*'	'skip: a GPU machine check; tests/run runs it as e2e/gpu/smoke'
 	'*tests/run *'	'skip: the test suite itself, not run from inside it'
 	'*latscope watch * -- tests/clients/aiohttp_client.py *'	'skip: runs the Python client from the repository root; tests/integration/watch_python.sh runs it under watch'
+	'mpirun *'	'skip: tests/integration/mpi_run.sh runs mpirun -n 2 and -n 3 latscope bench against the simulator'
+	'srun *'	'skip: needs a Slurm cluster'
+	'latscope report *.rank0 *'	'skip: needs the rank files of an MPI run; tests/integration/mpi_kill.sh reads them'
 )
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/latscope-readme.XXXXXX") || exit 1

@@ -11,6 +11,7 @@
 #include "driver/backend.h"
 #include "cmd/cmd.h"
 #include "cmd/bench_dataset.h"
+#include "cmd/bench_mpi.h"
 #include "server/bench_server.h"
 #include "base/clock.h"
 #include "commands.h"
@@ -275,7 +276,7 @@ static int initial_test(struct bench *b)
 static int drive(struct bench *b)
 {
 	struct ls_driver_opts o;
-	int test_rc = initial_test(b);
+	int test_rc = ls_bench_mpi_agree(initial_test(b)); /* MPI: rank 0 tests, every rank hears */
 	if (test_rc)
 		return test_rc;
 	if (b->n_warmup) {
@@ -325,6 +326,8 @@ static int drive(struct bench *b)
 	fflush(stdout);
 	struct ls_run main_run = { .requests = b->run.requests + b->n_warmup, .n_requests = b->n_measured };
 	driver_opts(b, &o, 1);
+	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
+		return -EIO;
 	int rc = ls_driver_run(&o, b->jobs + b->n_warmup, b->n_measured, &main_run);
 	ls_bench_probes_run_ended(b->probes);
 	ls_bench_peer_after_run(&b->cfg, &b->server);
@@ -336,6 +339,7 @@ static int drive(struct bench *b)
 	b->run.n_connect_failed_gone = main_run.n_connect_failed_gone;
 	if (b->run.interrupted)
 		drop_unsent(b);
+	rc = ls_bench_mpi_after_run(rc); /* MPI: every rank's records merged at rank 0 */
 	if (rc >= 0)
 		ls_spec_snapshot(b->base, &b->server.http, &b->spec_after);
 	ls_spec_delta(&b->spec_before, &b->spec_after, &b->spec);
@@ -492,11 +496,12 @@ static int prepare(struct bench *b)
 	b->server = (struct ls_server){ .base = b->base,
 					.http = { .insecure = c->insecure, .cacert = c->cacert, .timeout_s = 30,
 						  .headers = c->peer.req.headers, .n_headers = c->peer.req.n_headers } };
-	if (c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b->server, c->ready_check_timeout_s))
+	int mpi_worker = ls_bench_mpi_rank() > 0; /* rank 0 asks the server and builds the jobs */
+	if (!mpi_worker && c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b->server, c->ready_check_timeout_s))
 		return -1;
 	if (c->model) {
 		b->model = strdup(c->model);
-	} else {
+	} else if (!mpi_worker) {
 		b->model = ls_server_first_model(&b->server);
 		if (!b->model && ls_backend_sends_model(c->profile.send.backend)) {
 			fprintf(stderr, "latscope bench: no --model given and %s gave no model name (%s); pass --model\n",
@@ -510,8 +515,17 @@ static int prepare(struct bench *b)
 							  ls_auth_header(auth, sizeof(auth)) == 1)))
 		return -1;
 	ls_bench_peer_report(c, b->request_json, &b->peer_report);
-	if (check_outputs(b) || build_dataset(b) || build_arrival(b) || build_jobs(b))
+	if (!mpi_worker && (check_outputs(b) || build_dataset(b) || build_arrival(b) || build_jobs(b)))
 		return -1;
+	struct ls_bench_mpi_state mpi = {
+		.cfg = c, .model = &b->model, .run_tag = b->run_tag, .run_tag_cap = sizeof(b->run_tag),
+		.run = &b->run, .jobs = &b->jobs, .n_jobs = &b->n_jobs, .n_warmup = &b->n_warmup,
+		.n_measured = &b->n_measured, .n_not_sent = &b->n_not_sent, .arrival = &b->arrival,
+		.arrival_ok = &b->arrival_ok, .probes = &b->probes, .record = &b->record,
+	};
+	if (ls_bench_mpi_share(&mpi))
+		return -1;
+	b->server.model = b->model;
 	if (ls_bench_probes_open(c, &b->probes))
 		return -1;
 	if (c->record_path) {
@@ -522,7 +536,9 @@ static int prepare(struct bench *b)
 		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
 		snprintf(meta.backend, sizeof(meta.backend), "%s", backend_label(c));
 		meta.request_json = b->request_json;
-		if (!(b->record = ls_record_open(c->record_path, &meta)))
+		if (ls_bench_mpi_on()) /* FILE.rank<K> from the run's start, FILE merged at its end */
+			ls_bench_mpi_record_meta(&meta);
+		else if (!(b->record = ls_record_open(c->record_path, &meta)))
 			return -1;
 	}
 	b->run.target_rate = isfinite(c->request_rate) && b->arrival.kind != LS_ARRIVAL_CLOSED ? c->request_rate : 0;
@@ -555,12 +571,16 @@ static int write_html(struct bench *b)
  * code: 0, 1 (a file not written, an interrupt), or LS_EXIT_NONE_OK. */
 static int report(struct bench *b)
 {
+	int mpi_exit;
+	if (ls_bench_mpi_no_report(&mpi_exit)) /* MPI: rank 0 reports the whole run (or spilled it) */
+		return mpi_exit;
 	struct ls_wrap wrap;
 	FILE *out = ls_wrap_open(&wrap, stdout);
 	ls_bench_peer_rules_line(out, &b->cfg);
 	int results_rc = results(b, out), probes_rc = 0;
 	if (results_rc >= 0) {
-		probes_rc = ls_bench_probes_report(b->probes, &b->run, out);
+		probes_rc = ls_bench_probes_report(b->probes, ls_bench_mpi_local_run(&b->run), out);
+		ls_bench_mpi_report(out);
 		ls_checks_print(out, &b->checks);
 	}
 	ls_wrap_close(&wrap);
@@ -599,6 +619,10 @@ int cmd_bench(int argc, char **argv)
 		return rc == 1 ? 0 : 2;
 	}
 	int exit_code = 1;
+	if (ls_bench_mpi_start()) {
+		ls_config_free(&b.cfg);
+		return 2;
+	}
 	if (prepare(&b))
 		goto out;
 	rc = drive(&b);
@@ -614,5 +638,6 @@ out:
 	if (b.record)
 		ls_record_close(b.record, NULL);
 	bench_free(&b);
+	ls_bench_mpi_end(exit_code);
 	return exit_code;
 }

@@ -422,6 +422,36 @@ void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t
 		snprintf(buf + len, cap - len, " only (no server watched)");
 }
 
+int ls_bench_probes_client_delay(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t *p99_ns,
+				 uint64_t *n_frames)
+{
+	struct ls_profile honest;
+	if (!bp || !bp->probes || ls_profile_builtin("honest", &honest))
+		return -1;
+	ls_probes_drain(bp->probes);
+	struct ls_attribution *a = ls_attribute(run, ls_probes_events(bp->probes), NULL, 0, &honest.read, NULL);
+	if (!a)
+		return -1;
+	uint64_t *d;
+	size_t n = 0;
+	if (ls_attribution_client_delays(run, a, &d, &n))
+		n = 0;
+	if (n) {
+		*p99_ns = (uint64_t)ls_percentile_u64(d, n, 99);
+		*n_frames = n;
+	}
+	free(d);
+	ls_attribution_free(a);
+	return n ? 0 : -1;
+}
+
+const char *ls_bench_probes_why(const struct ls_bench_probes *bp)
+{
+	if (!bp)
+		return "no probes";
+	return bp->probes ? NULL : bp->why;
+}
+
 void ls_bench_probes_close(struct ls_bench_probes *bp)
 {
 	if (!bp)

@@ -38,6 +38,13 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 const struct ls_attribution *ls_bench_probes_attribution(const struct ls_bench_probes *bp);
 /* What was watched, in words: "eBPF probes on: the harness, server pid 12" or "probes off: WHY". */
 void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t cap);
+/* The client delay per frame (harness stamp - kernel arrival) of run's measured requests at
+ * P99, and over how many frames: what an MPI rank reports of its own probes. 0, or -1 when the
+ * probes are off (bp NULL too) or no frame had a kernel stamp. */
+int ls_bench_probes_client_delay(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t *p99_ns,
+				 uint64_t *n_frames);
+/* Why the probes are off ("--probes off", "not root", ...), or NULL when they are on. */
+const char *ls_bench_probes_why(const struct ls_bench_probes *bp);
 
 /* Detaches the probes and frees everything. NULL is fine. */
 void ls_bench_probes_close(struct ls_bench_probes *bp);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/clock.h"
 #include "cmd/cmd.h"
 #include "commands.h"
 #include "report/wrap.h"
@@ -20,9 +21,12 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: latscope report RECORDS.jsonl [--profile P | --profiles LIST] [flags]\n"
+		"       latscope report RECORDS.jsonl.rank0 RECORDS.jsonl.rank1 ... [flags]\n"
 		"\n"
 		"Reads a `latscope bench --record` file and prints the metrics a profile would report\n"
 		"for it, then the checks; with --profiles, the comparison table of `latscope compare`.\n"
+		"Several files are the rank files of one MPI run (mpirun -n N latscope bench --record F):\n"
+		"merged into one run in rank 0's clock, each request once.\n"
 		"\n"
 		"  --profile NAME|PATH        vllm, sglang, sglang-oai, honest or a JSON profile\n"
 		"                             [the profile the records were made with]\n"
@@ -45,7 +49,11 @@ static void usage(FILE *out)
 		"  latscope report rec.jsonl --profiles vllm,sglang,sglang-oai,honest\n");
 }
 
+#define MAX_FILES 4096
+
 struct report_args {
+	const char *paths[MAX_FILES];
+	size_t      n_paths;
 	const char *path, *profile, *profiles, *percentiles, *save, *html;
 	int         argc;             /* the command line, for the HTML page */
 	char      **argv;
@@ -120,11 +128,13 @@ static int parse_args(struct report_args *a, int argc, char **argv)
 			return -1;
 		}
 		if (strncmp(f, "--", 2)) {
-			if (a->path) {
-				fprintf(stderr, "latscope report: one record file at a time ('%s' and '%s')\n", a->path, f);
+			if (a->n_paths == MAX_FILES) {
+				fprintf(stderr, "latscope report: at most %d record files at once\n", MAX_FILES);
 				return 2;
 			}
-			a->path = f;
+			if (!a->path)
+				a->path = f;
+			a->paths[a->n_paths++] = f;
 			continue;
 		}
 		if (!strcmp(f, "--markdown")) {
@@ -244,6 +254,9 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 		.percentile_metrics = a->percentile_metrics, .show_client_queue = prof.show_client_queue,
 		.interrupted = run->interrupted, .spec = &spec, .layout = prof.layout,
 	};
+	if (a->n_paths > 1)
+		printf("Records: %zu files of one run merged (%s ...; every stamp in rank 0's clock)\n", a->n_paths,
+		       a->path);
 	printf("Records: %s (%zu requests, %zu warmups; sent by profile %s, backend %s, arrival %s)\n", a->path,
 	       run->n_requests - run->n_warmup, run->n_warmup, meta->profile[0] ? meta->profile : "?",
 	       meta->backend[0] ? meta->backend : "?", meta->arrival[0] ? meta->arrival : "?");
@@ -315,8 +328,11 @@ int cmd_report(int argc, char **argv)
 	memset(&run, 0, sizeof(run));
 	if (a.html && ls_html_check("--html", a.html))
 		return 1;
-	if (ls_record_load(a.path, &run, &meta))
+	uint64_t t0 = ls_now_ns();
+	if (ls_record_load_many(a.paths, a.n_paths, &run, &meta))
 		return 1;
+	if (a.n_paths > 1)
+		fprintf(stderr, "latscope report: %zu files merged in %.1f ms\n", a.n_paths, (ls_now_ns() - t0) / 1e6);
 	rc = a.profiles ? many_profiles(&a, &run, &meta) : one_profile(&a, &run, &meta);
 	ls_run_free(&run);
 	return rc;

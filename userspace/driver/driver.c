@@ -581,6 +581,12 @@ static int drv_start(struct drv *d)
 		return -ENOMEM;
 	d->n_hooks = opts->n_hooks;
 	uint64_t start = ls_now_ns();
+	if (opts->start_at_ns) { /* an agreed start: sleep to it; passed already, the schedule catches up */
+		struct timespec at = { (time_t)(opts->start_at_ns / 1000000000ull), (long)(opts->start_at_ns % 1000000000ull) };
+		while (opts->start_at_ns > start && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+			;
+		start = opts->start_at_ns;
+	}
 	d->run_start_ns = start;
 	int measured = 0;
 	for (size_t i = 0; i < d->n_jobs; i++)

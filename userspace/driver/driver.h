@@ -39,6 +39,9 @@ struct ls_driver_opts {
 	char *const *headers;
 	size_t      n_headers;
 	const char *request_id_prefix;  /* X-Request-Id: PREFIX<id> (vLLM's form); NULL: run_tag-<id> */
+	/* The run's clock starts at this CLOCK_MONOTONIC instant (the loop waits for it), not when
+	 * the call is made: every rank of an MPI run starts at one agreed instant. 0 = now. */
+	uint64_t    start_at_ns;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

@@ -22,6 +22,8 @@ struct ls_record_writer {
 	struct ls_strbuf line; /* kept from line to line: one allocation for the run */
 	int      failed;   /* a write already failed and was reported */
 	uint64_t lines;
+	struct ls_clock_fit clock; /* an MPI rank's file: its run_end line records the second sample */
+	int      mpi;
 };
 
 /* The per-request line is formatted by hand: printf's machinery was most of the writer's cost
@@ -103,6 +105,24 @@ static int emit(struct ls_record_writer *w, struct ls_strbuf *b, int built_rc)
 	return err;
 }
 
+/* ,"clock":{"offset_ns":N,"unc_ns":N,"at_ns":"N"} (or "clock_after" from the *_after fields):
+ * at_ns is absolute, in rank 0's clock. */
+static int put_clock(struct ls_strbuf *b, const char *key, int64_t off, uint64_t unc, uint64_t at)
+{
+	return ls_strbuf_printf(b, ",\"%s\":{\"offset_ns\":%" PRId64 ",\"unc_ns\":%" PRIu64 ",\"at_ns\":\"%" PRIu64
+				"\"}", key, off, unc, at);
+}
+
+/* An MPI run's fields: which rank (-1: merged), of how many, its start instant, its clock. */
+static int put_mpi_header(struct ls_strbuf *b, const struct ls_record_meta *m, uint64_t base)
+{
+	int rc = ls_strbuf_printf(b, ",\"mpi_rank\":%d,\"mpi_size\":%d,\"run_start_ns\":%" PRId64, m->mpi_rank,
+				  m->mpi_size, rel(m->run_start_ns, base));
+	if (m->mpi_rank >= 0)
+		rc |= put_clock(b, "clock", m->clock.offset_ns, m->clock.unc_ns, m->clock.at_ns);
+	return rc;
+}
+
 struct ls_record_writer *ls_record_open(const char *path, const struct ls_record_meta *meta)
 {
 	struct ls_record_writer *w = calloc(1, sizeof(*w));
@@ -139,6 +159,10 @@ struct ls_record_writer *ls_record_open(const char *path, const struct ls_record
 			rc |= ls_strbuf_puts(&b, ",\"request\":");
 			rc |= ls_strbuf_puts(&b, meta->request_json);
 		}
+		if (meta->mpi_size > 0)
+			rc |= put_mpi_header(&b, meta, w->base_ns);
+		w->clock = meta->clock;
+		w->mpi = meta->mpi_size > 0 && meta->mpi_rank >= 0;
 	}
 	rc |= ls_strbuf_puts(&b, "}");
 	int err = emit(w, &b, rc);
@@ -255,6 +279,12 @@ int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
 	return emit(w, b, 0);
 }
 
+void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *fit)
+{
+	if (w && fit)
+		w->clock = *fit;
+}
+
 void ls_record_on_finish(void *ctx, const struct ls_request *req)
 {
 	ls_record_write(ctx, req);
@@ -268,9 +298,13 @@ int ls_record_close(struct ls_record_writer *w, const struct ls_run *run)
 	if (run) {
 		struct ls_strbuf b = { 0 };
 		int rc = ls_strbuf_printf(&b, "{\"latscope_run_end\":1,\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
-			      ",\"interrupted\":%d,\"n_requests\":%zu,\"n_warmup\":%zu}",
+			      ",\"interrupted\":%d,\"n_requests\":%zu,\"n_warmup\":%zu",
 			  rel(run->start_ns, w->base_ns), rel(run->end_ns, w->base_ns), run->interrupted,
 			  run->n_requests, run->n_warmup);
+		if (w->mpi && w->clock.have_after)
+			rc |= put_clock(&b, "clock_after", w->clock.offset_after_ns, w->clock.unc_after_ns,
+					w->clock.after_at_ns);
+		rc |= ls_strbuf_puts(&b, "}");
 		err = emit(w, &b, rc);
 		ls_strbuf_free(&b);
 	}
@@ -407,6 +441,19 @@ struct loader {
 	struct ls_run        *run;
 };
 
+/* "clock" / "clock_after": 1 with the sample, 0 when the key is not there. */
+static int read_clock(const cJSON *o, const char *key, int64_t *off, uint64_t *unc, uint64_t *at)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsObject(c))
+		return 0;
+	double d = num_of(c, "offset_ns", 0);
+	*off = d > -9e18 && d < 9e18 ? (int64_t)d : 0; /* a hostile file's offset: no overflow */
+	*unc = ls_d2u64(num_of(c, "unc_ns", 0));
+	*at = u64_str(c, "at_ns");
+	return 1;
+}
+
 static int read_header(struct loader *ld, const cJSON *o)
 {
 	if (!cJSON_GetObjectItemCaseSensitive(o, "latscope_record")) {
@@ -423,6 +470,13 @@ static int read_header(struct loader *ld, const cJSON *o)
 	str_of(o, "backend", m->backend, sizeof(m->backend));
 	m->target_rate = num_of(o, "target_rate", 0);
 	m->max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
+	m->mpi_size = (int)ls_d2i(num_of(o, "mpi_size", 0), 0, INT32_MAX);
+	m->mpi_rank = (int)ls_d2i(num_of(o, "mpi_rank", -1), -1, INT32_MAX);
+	if (m->mpi_size) {
+		m->run_start_ns = abs_of(o, "run_start_ns", m->base_ns);
+		ld->run->start_ns = m->run_start_ns; /* a killed rank's file has no run_end line */
+	}
+	read_clock(o, "clock", &m->clock.offset_ns, &m->clock.unc_ns, &m->clock.at_ns);
 	return 0;
 }
 
@@ -432,6 +486,8 @@ static void read_run_end(struct loader *ld, const cJSON *o)
 	ld->run->start_ns = abs_of(o, "start_ns", ld->m.base_ns);
 	ld->run->end_ns = abs_of(o, "end_ns", ld->m.base_ns);
 	ld->run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
+	struct ls_clock_fit *c = &ld->m.clock;
+	c->have_after = read_clock(o, "clock_after", &c->offset_after_ns, &c->unc_after_ns, &c->after_at_ns);
 }
 
 static int add_request(struct loader *ld, const cJSON *o)
@@ -523,6 +579,17 @@ static void bound_killed_run(struct ls_run *run)
 	run->interrupted = 1;
 }
 
+/* A rank file's stamps (its own clock) moved into rank 0's, by the fit its header and run_end
+ * line hold. */
+static void rank_to_root(struct ls_run *run, struct ls_record_meta *m)
+{
+	for (size_t i = 0; i < run->n_requests; i++)
+		ls_clock_request_to_root(&m->clock, &run->requests[i]);
+	run->start_ns = ls_clock_to_root(&m->clock, run->start_ns);
+	run->end_ns = ls_clock_to_root(&m->clock, run->end_ns);
+	m->run_start_ns = ls_clock_to_root(&m->clock, m->run_start_ns);
+}
+
 int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *meta)
 {
 	memset(run, 0, sizeof(*run));
@@ -543,6 +610,8 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 		ls_run_free(run);
 		return err;
 	}
+	if (ld.m.mpi_size && ld.m.mpi_rank >= 0) /* a rank's file: into rank 0's clock */
+		rank_to_root(run, &ld.m);
 	if (!ld.m.complete)
 		bound_killed_run(run);
 	if (run->n_requests)
@@ -552,5 +621,107 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 	snprintf(run->run_tag, sizeof(run->run_tag), "%s", ld.m.run_tag);
 	if (meta)
 		*meta = ld.m;
+	return 0;
+}
+
+/* Appends src's requests to dst (moved: src is left empty). 0 or -ENOMEM. */
+static int append_run(struct ls_run *dst, struct ls_run *src)
+{
+	if (!src->n_requests)
+		return 0;
+	struct ls_request *grown = realloc(dst->requests, (dst->n_requests + src->n_requests) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	memcpy(grown + dst->n_requests, src->requests, src->n_requests * sizeof(*grown));
+	dst->requests = grown;
+	dst->n_requests += src->n_requests;
+	free(src->requests);
+	src->requests = NULL;
+	src->n_requests = src->n_warmup = 0;
+	return 0;
+}
+
+/* Sorted in run order: each (warmup, id) once. Returns how many were dropped. */
+static size_t drop_repeats(struct ls_run *run)
+{
+	size_t kept = 0, dropped = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		struct ls_request *r = &run->requests[i];
+		if (kept && !cmp_run_order(&run->requests[kept - 1], r)) {
+			ls_request_free(r);
+			dropped++;
+			continue;
+		}
+		if (kept != i)
+			run->requests[kept] = *r;
+		kept++;
+	}
+	run->n_requests = kept;
+	run->n_warmup = 0;
+	for (size_t i = 0; i < kept; i++)
+		run->n_warmup += run->requests[i].warmup != 0;
+	return dropped;
+}
+
+/* One more file of the run into run and meta (the first file's meta, widened). */
+static int merge_one(const char *path, size_t k, struct ls_run *run, struct ls_record_meta *meta)
+{
+	struct ls_run one;
+	struct ls_record_meta m;
+	int err = ls_record_load(path, &one, &m);
+	if (err)
+		return err;
+	if (k && strcmp(m.run_tag, meta->run_tag)) {
+		fprintf(stderr, "latscope: %s is from run %s, %s from run %s: one run's rank files at a time\n", path,
+			m.run_tag, "the first file", meta->run_tag);
+		ls_run_free(&one);
+		return -EINVAL;
+	}
+	if (!k) {
+		*meta = m;
+		run->start_ns = one.start_ns;
+		run->target_rate = one.target_rate;
+		run->max_concurrency = one.max_concurrency;
+		snprintf(run->run_tag, sizeof(run->run_tag), "%s", one.run_tag);
+	}
+	meta->complete &= m.complete;
+	if (one.start_ns && (!run->start_ns || one.start_ns < run->start_ns))
+		run->start_ns = one.start_ns;
+	if (one.end_ns > run->end_ns)
+		run->end_ns = one.end_ns;
+	run->interrupted |= one.interrupted;
+	err = append_run(run, &one);
+	ls_run_free(&one);
+	if (err)
+		fprintf(stderr, "latscope: out of memory merging %s\n", path);
+	return err;
+}
+
+int ls_record_load_many(const char *const *paths, size_t n, struct ls_run *run, struct ls_record_meta *meta)
+{
+	struct ls_record_meta m;
+	if (n == 1)
+		return ls_record_load(paths[0], run, meta);
+	memset(run, 0, sizeof(*run));
+	memset(&m, 0, sizeof(m));
+	for (size_t k = 0; k < n; k++) {
+		int err = merge_one(paths[k], k, run, &m);
+		if (err) {
+			ls_run_free(run);
+			return err;
+		}
+	}
+	if (run->n_requests)
+		qsort(run->requests, run->n_requests, sizeof(*run->requests), cmp_run_order);
+	size_t dropped = drop_repeats(run);
+	if (dropped)
+		fprintf(stderr, "latscope: %zu requests were in more than one file (warmups every rank sent, or a "
+				"merged file beside its rank files): each is counted once\n", dropped);
+	if (!m.complete) {
+		run->end_ns = 0; /* a cut file: the last finish bounds the run */
+		run->interrupted = 1;
+	}
+	if (meta)
+		*meta = m;
 	return 0;
 }

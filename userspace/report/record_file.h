@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include "base/record.h"
+#include "mpi/mpi.h"
 
 #define LS_RECORD_VERSION 1
 
@@ -23,6 +24,12 @@ struct ls_record_meta {
 	char     backend[32];
 	int      complete;         /* reader: the run_end line was there */
 	const char *request_json;  /* writer: what each request carried (a JSON object), or NULL */
+	/* One rank's file of an MPI run (FILE.rank<K>, mpi_size > 0): its stamps are in its own
+	 * clock, and clock says how to move them into rank 0's (the reader does, so a loaded rank
+	 * file is in rank 0's clock). mpi_rank -1: the merged file rank 0 writes at the end. */
+	int      mpi_rank, mpi_size;
+	struct ls_clock_fit clock;
+	uint64_t run_start_ns;     /* the one start instant of an MPI run (this file's clock), 0 unknown */
 };
 
 struct ls_record_writer;
@@ -35,6 +42,9 @@ int ls_record_write(struct ls_record_writer *w, const struct ls_request *req);
 /* Writes the run_end line (when run != NULL) and closes. 0 or -errno. */
 int ls_record_close(struct ls_record_writer *w, const struct ls_run *run);
 
+/* The clock fit the run_end line records (its second sample: the drift). */
+void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *fit);
+
 /* Driver on_finish adapter: ctx is the writer. */
 void ls_record_on_finish(void *ctx, const struct ls_request *req);
 
@@ -42,5 +52,11 @@ void ls_record_on_finish(void *ctx, const struct ls_request *req);
  * stamps made absolute again with base_ns). A truncated last line (crash mid-write) is
  * skipped with a note; any other malformed line is an error naming path:line. 0 or -errno. */
 int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *meta);
+
+/* Loads n files of one run (an MPI run's FILE.rank0 FILE.rank1 ...; n == 1 is ls_record_load)
+ * into one run in rank 0's clock: every request id once (a request in two files, or a warmup
+ * every rank sent, is kept once), run order. meta is the first file's, complete only when
+ * every file is. Files of different runs (run tags) are an error. 0 or -errno (message). */
+int ls_record_load_many(const char *const *paths, size_t n, struct ls_run *run, struct ls_record_meta *meta);
 
 #endif

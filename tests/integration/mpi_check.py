@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""mpi_check.py — the checks of tests/integration/mpi_*.sh over latscope's record files and the
+simulator's ground truth (JSON by Python's json module). Prints what it measured; exit 0 when
+every check holds, 1 with the failed ones listed.
+
+  mpi_check.py merged SINGLE.jsonl MERGED.jsonl TRUTH.jsonl N NUM RATE REPORT.txt RANKFILE...
+  mpi_check.py killed REPORT.txt RANKFILE...
+"""
+import json
+import statistics
+import sys
+
+CHOICES = 1  # LS_FRAME_CHOICES
+failures = []
+
+
+def check(ok, what):
+    print(("ok    " if ok else "FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def load(path):
+    """Header, requests (absolute stamps in the file's clock), run_end (or None)."""
+    head, reqs, end = None, [], None
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.endswith("\n"):
+                raise SystemExit(f"{path}:{n}: a line cut short (not whole)")
+            o = json.loads(line)
+            if head is None:
+                head = o
+            elif "latscope_run_end" in o:
+                end = o
+            else:
+                reqs.append(o)
+    base = int(head["base_ns"])
+    for r in reqs:
+        for k in list(r):
+            if k.endswith("_ns") and isinstance(r[k], int) and r[k]:
+                r[k] += base
+        r["frames"] = [[fr[0] + base if fr[0] else 0] + fr[1:] for fr in r["frames"]]
+    return head, reqs, end
+
+
+def run_start(head, end):
+    base = int(head["base_ns"])
+    if end is not None:
+        return end["start_ns"] + base
+    return head["run_start_ns"] + base
+
+
+def truth_of(path, tag):
+    out = {}
+    with open(path) as f:
+        for line in f:
+            o = json.loads(line)
+            if not o.get("id", "").startswith(tag + "-"):
+                continue
+            tokens = [fr["t"] for fr in o.get("frames", []) if fr.get("kind") == "tokens"]
+            out[int(o["id"][len(tag) + 1:])] = tokens
+    return out
+
+
+def ttft_itl(reqs, truth):
+    tc, tt, ic, it = [], [], [], []
+    for r in reqs:
+        arr = [fr[0] for fr in r["frames"] if fr[6] & CHOICES]
+        t = truth.get(r["id"])
+        if not arr or not t:
+            continue
+        tc.append((arr[0] - r["started_ns"]) / 1e6)
+        tt.append((t[0] - r["started_ns"]) / 1e6)
+        ic += [(b - a) / 1e6 for a, b in zip(arr, arr[1:])]
+        it += [(b - a) / 1e6 for a, b in zip(t, t[1:])]
+    return tc, tt, ic, it
+
+
+def merged(single, merged_path, truth_path, n, num, rate, report, rank_files):
+    n, num, rate = int(n), int(num), float(rate)
+    sh, sreqs, send = load(single)
+    mh, mreqs, mend = load(merged_path)
+    measured = [r for r in mreqs if not r["warmup"]]
+    ids = sorted(r["id"] for r in measured)
+    ok = sum(r["fail"] == "ok" for r in measured)
+    check(len(measured) == num and ok + (len(measured) - ok) == num,
+          f"{n} ranks: completed {ok} + failed {len(measured) - ok} = num-prompts {num}")
+    check(ids == list(range(num)), f"{n} ranks: every request id exactly once in the merged record")
+
+    # The clocks: each rank's offset within its stated uncertainty of 0 (one host, one clock).
+    uncs = []
+    for path in rank_files:
+        h, _, e = load(path)
+        c = h["clock"]
+        uncs.append(c["unc_ns"])
+        check(abs(c["offset_ns"]) <= c["unc_ns"],
+              f"{path.rsplit('/', 1)[-1]}: clock offset {c['offset_ns']} ns within +-{c['unc_ns']} ns of 0")
+        if e is not None and "clock_after" in e:
+            a = e["clock_after"]
+            uncs.append(a["unc_ns"])
+            check(abs(a["offset_ns"]) <= a["unc_ns"],
+                  f"{path.rsplit('/', 1)[-1]}: after the run {a['offset_ns']} ns within +-{a['unc_ns']} ns")
+
+    # One schedule: the merged scheduled offsets are a single process's with the same seed.
+    s0, m0 = run_start(sh, send), run_start(mh, mend)
+    single_off = {r["id"]: r["scheduled_ns"] - s0 for r in sreqs if not r["warmup"]}
+    worst = max(abs((r["scheduled_ns"] - m0) - single_off[r["id"]]) for r in measured)
+    tol = max(uncs) + 1000
+    check(worst <= tol, f"{n} ranks: scheduled offsets equal the single process's: worst {worst} ns "
+          f"(tolerance {tol} ns: the clock's uncertainty)")
+
+    # The realised rate (requests started / last start) matches the target.
+    last = max(r["started_ns"] for r in measured)
+    realised = len(measured) / ((last - m0) / 1e9)
+    check(abs(realised / rate - 1) < 0.05, f"{n} ranks: realised rate {realised:.2f} req/s vs target {rate:.2f}")
+
+    # Median TTFT and ITL against the simulator's truth, as the single-process tests have them.
+    tc, tt, ic, it = ttft_itl(measured, truth_of(truth_path, mh["run_tag"]))
+    check(len(tc) == num, f"{n} ranks: a truth line for each of the {num} requests ({len(tc)})")
+    mtc, mtt = statistics.median(tc), statistics.median(tt)
+    mic, mit = statistics.median(ic), statistics.median(it)
+    check(abs(mtc - mtt) < 0.3, f"{n} ranks: median TTFT {mtc:.3f} ms vs truth {mtt:.3f} ms (< 0.3 ms)")
+    check(abs(mic - mit) / mit < 0.02, f"{n} ranks: median ITL {mic:.3f} ms vs truth {mit:.3f} ms (< 2%)")
+
+    text = open(report).read()
+    rows = [l for l in text.splitlines() if l.strip().split(" ", 1)[0].isdigit() and " ms " in l]
+    check(len(rows) >= n, f"{n} ranks: a report line per rank ({len(rows)})")
+    # Probes per rank: a client delay from the rank's own probes, or the rank says why not.
+    for row in rows[:n]:
+        k = row.split()[0]
+        has_delay = row.split()[6] != "n/a" if len(row.split()) > 6 else False
+        says_why = f"  rank {k}: probes off: " in text
+        check(has_delay != says_why, f"{n} ranks: rank {k} " +
+              ("has a client delay from its own probes" if has_delay else "says why it has no probes"))
+    check("Successful requests:" in text, f"{n} ranks: rank 0 printed the report")
+
+
+def killed(report, rank_files):
+    ids = set()
+    for path in rank_files:
+        try:
+            _, reqs, end = load(path)  # every line whole, else it stops here
+        except SystemExit as e:
+            check(False, str(e))
+            continue
+        check(True, f"{path.rsplit('/', 1)[-1]}: {len(reqs)} whole lines"
+              f"{'' if end else ' (no run_end: cut)'}")
+        ids |= {r["id"] for r in reqs if not r["warmup"]}
+    text = open(report).read()
+    got = {}
+    for line in text.splitlines():
+        for key in ("Successful requests:", "Failed requests:"):
+            if line.startswith(key):
+                got[key] = int(line.split(":")[1].split()[0])
+    total = got.get("Successful requests:", -1) + got.get("Failed requests:", 0)
+    check(total == len(ids), f"latscope report of the rank files: {total} requests, each finished one once "
+          f"({len(ids)} distinct ids on disk)")
+
+
+if __name__ == "__main__":
+    what, args = sys.argv[1], sys.argv[2:]
+    if what == "merged":
+        merged(*args[:7], args[7:])
+    elif what == "killed":
+        killed(args[0], args[1:])
+    else:
+        raise SystemExit(__doc__)
+    sys.exit(1 if failures else 0)

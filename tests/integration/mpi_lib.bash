@@ -1,0 +1,55 @@
+# tests/integration/mpi_lib.bash — what the mpi_*.sh tests share (sourced; not a test itself):
+# skips with the reason as the last line, a simulator with --truth on a free loopback port, and
+# mpirun on this host only (loopback, shared memory, no core binding).
+ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
+CHECK=$ROOT/tests/integration/mpi_check.py
+skip() { echo "skip: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+command -v mpirun >/dev/null 2>&1 || skip "no mpirun (Debian openmpi-bin): the MPI tests need it (make deps)"
+command -v python3 >/dev/null 2>&1 || skip "no python3 to read the records"
+[ -x "$BIN" ] || fail "no latscope binary at $BIN (make)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/latscope-mpi.XXXXXX") || exit 1
+sim_pid='' job_pid=''
+cleanup() {
+	[ -n "$job_pid" ] && kill -KILL "$job_pid" 2>/dev/null
+	[ -n "$sim_pid" ] && kill -TERM "$sim_pid" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# OpenMPI on one host: shared memory (no single-copy: containers forbid ptrace's CMA), and its
+# own wiring on loopback only; root needs --allow-run-as-root; more ranks than cores is fine.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader
+	--mca oob_tcp_if_include lo)
+
+# latscope sim with ground truth, on a free port; sets PORT and URL.
+start_sim() { # extra sim flags...
+	PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	URL=http://127.0.0.1:$PORT
+	"$BIN" sim --port "$PORT" --quiet --truth "$tmp/truth.jsonl" "$@" &
+	sim_pid=$!
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "the simulator did not listen on $PORT"
+}
+
+# mpirun -n N latscope bench ARGS... (MPI_X=VAR: mpirun -x VAR too), stdout and stderr to
+# $tmp/NAME.out / .err; returns its exit code (124 past 60 s: a run here takes ~5 s). A build
+# without libopenmpi-dev says "MPI is off in this build": skip then.
+run_mpi() { # name n bench-args...
+	local name=$1 n=$2 rc
+	shift 2
+	timeout -k 5 60 "${MPIRUN[@]}" ${MPI_X:+-x "$MPI_X"} -n "$n" "$BIN" bench "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	rc=$?
+	if grep -q "MPI is off in this build" "$tmp/$name.err"; then
+		skip "this latscope was built without libopenmpi-dev: MPI is off in this build"
+	fi
+	return $rc
+}

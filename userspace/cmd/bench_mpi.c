@@ -1,0 +1,888 @@
+/* bench_mpi.c — see bench_mpi.h. The transport (messages, broadcasts, clock ping-pong) is
+ * mpi/; this file is what bench sends over it: each rank's share of the jobs, the start
+ * instant, per-rank figures and every record, and the merge into one run at rank 0. Records
+ * travel as their structs (every rank runs the same build on the same architecture). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include "base/clock.h"
+#include "base/stats.h"
+#include "base/strbuf.h"
+#include "cmd/bench_mpi.h"
+#include "config/profile.h"
+#include "metrics/metrics.h"
+#include "mpi/mpi.h"
+
+#define TAG_SHARE 1
+#define TAG_STATS 2
+#define TAG_RECS  3
+#define CHUNK_BYTES (4u << 20)  /* one message of records: what rank 0 holds beyond the records */
+#define CLOCK_ROUNDS 64
+#define START_MARGIN_NS 200000000ull /* the start instant's lead: its broadcast, each rank's wake-up */
+
+/* What each rank tells rank 0 about its own run (besides the records). */
+struct rank_stats {
+	uint64_t n_measured, n_not_sent, n_frames;
+	double   realised_rate, target_rate;
+	uint64_t lag_p99_ns, n_lag;
+	int      have_client_delay;
+	uint64_t client_delay_p99_ns, n_client_frames;
+	double   cpu_us;                /* getrusage over the measured run */
+	uint64_t end_ns, server_gone_ns, n_connect_failed_gone;
+	struct ls_spin_stalls spin_stalls;
+	int      interrupted, driver_rc;
+	char     host[64];
+	char     probes[160];           /* "on", or why they are off */
+};
+
+static struct {
+	int launched, on, rank, size;
+	int gathered, agreed_exit;      /* every rank knows how the run ends: finalize, do not abort */
+	struct ls_bench_mpi_state st;
+	uint32_t slots;
+	struct ls_clock_fit *fits;      /* per rank, from rank 0's ping-pong (every rank has them) */
+	uint64_t start0_ns;             /* the start instant, rank 0's clock */
+	int have_meta;
+	struct ls_record_meta meta;
+	struct ls_record_writer *rank_file;
+	struct rusage ru_before;
+	struct rank_stats mine, *all;   /* all: rank 0 */
+	struct ls_run local;            /* rank 0's own requests in the merged run (shallow copies) */
+	uint64_t merge_ns, n_frames;
+	int spilled;                    /* the merge did not fit: every record went to a file */
+} g;
+
+/* ---- the share: rank 0 -> rank k ---- */
+
+struct share_head {
+	uint64_t n_warmup, n_local;
+	int32_t  arrival, has_offsets;
+	uint32_t model_len, reserved;
+	char     run_tag[32];
+};
+
+struct job_item {
+	uint64_t id, offset_ns, body_len;
+	int32_t  warmup;
+	uint32_t prompt_len, output_len, reserved;
+};
+
+int ls_bench_mpi_on(void)
+{
+	return g.on;
+}
+
+int ls_bench_mpi_rank(void)
+{
+	return g.on ? g.rank : 0;
+}
+
+int ls_bench_mpi_start(void)
+{
+	if (!ls_mpi_launched())
+		return 0;
+	if (ls_mpi_init(&g.rank, &g.size))
+		return -1;
+	g.launched = 1;
+	if (g.size < 2) { /* one rank: a plain run */
+		ls_mpi_finalize();
+		g.launched = 0;
+		return 0;
+	}
+	g.on = 1;
+	g.fits = calloc((size_t)g.size, sizeof(*g.fits));
+	g.all = calloc((size_t)g.size, sizeof(*g.all));
+	if (!g.fits || !g.all) {
+		fprintf(stderr, "latscope bench: out of memory for %d ranks\n", g.size);
+		return -1;
+	}
+	if (g.rank > 0) { /* one report, rank 0's: the others' stdout goes nowhere */
+		int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		fflush(stdout);
+		if (fd >= 0 && dup2(fd, STDOUT_FILENO) < 0)
+			fprintf(stderr, "latscope bench: rank %d: cannot quiet stdout: %s\n", g.rank, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	return 0;
+}
+
+/* Measured requests of rank k: i = k, k + N, k + 2N, ... below n. */
+static size_t local_count(int k, size_t n)
+{
+	return (size_t)k < n ? (n - (size_t)k + (size_t)g.size - 1) / (size_t)g.size : 0;
+}
+
+/* A message of any length as an 8-byte length and pieces of CHUNK_BYTES (MPI counts are ints). */
+static int send_pieces(int to, int tag, const char *buf, size_t len)
+{
+	uint64_t total = len;
+	int err = ls_mpi_send(to, tag, &total, sizeof(total));
+	for (size_t off = 0; !err && off < len; off += CHUNK_BYTES)
+		err = ls_mpi_send(to, tag, buf + off, len - off < CHUNK_BYTES ? len - off : CHUNK_BYTES);
+	return err;
+}
+
+static int recv_pieces(int from, int tag, char **out, size_t *out_len)
+{
+	void *piece;
+	size_t len, got = 0;
+	int err = ls_mpi_recv(from, tag, &piece, &len);
+	if (err || len != sizeof(uint64_t))
+		return err ? err : -EPROTO;
+	uint64_t total;
+	memcpy(&total, piece, sizeof(total));
+	free(piece);
+	char *buf = malloc(total + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (got < total) {
+		if ((err = ls_mpi_recv(from, tag, &piece, &len)))
+			break;
+		if (len > total - got || !len)
+			err = -EPROTO;
+		else
+			memcpy(buf + got, piece, len);
+		got += len;
+		free(piece);
+		if (err)
+			break;
+	}
+	if (err) {
+		free(buf);
+		return err;
+	}
+	*out = buf;
+	*out_len = total;
+	return 0;
+}
+
+static int put_job(struct ls_strbuf *b, const struct ls_driver_job *j, uint64_t offset_ns)
+{
+	struct job_item it = { .id = j->rec->id, .offset_ns = offset_ns, .body_len = j->body_len,
+			       .warmup = j->rec->warmup, .prompt_len = j->rec->prompt_len,
+			       .output_len = j->rec->output_len };
+	return ls_strbuf_append(b, &it, sizeof(it)) || ls_strbuf_append(b, j->body, j->body_len) ? -ENOMEM : 0;
+}
+
+/* Rank k's share: the head (model, run tag, schedule kind), every warmup, its measured jobs. */
+static int build_share(struct ls_strbuf *b, int k)
+{
+	const struct ls_bench_mpi_state *st = &g.st;
+	size_t nw = *st->n_warmup, nm = *st->n_measured;
+	const char *model = *st->model ? *st->model : "";
+	const uint64_t *off = st->arrival->offsets_ns;
+	struct share_head h = { .n_warmup = nw, .n_local = local_count(k, nm), .arrival = (int32_t)st->arrival->kind,
+				.has_offsets = off != NULL, .model_len = (uint32_t)strlen(model) };
+	snprintf(h.run_tag, sizeof(h.run_tag), "%s", st->run_tag);
+	int err = ls_strbuf_append(b, &h, sizeof(h)) || ls_strbuf_append(b, model, h.model_len) ? -ENOMEM : 0;
+	for (size_t i = 0; !err && i < nw; i++)
+		err = put_job(b, &(*st->jobs)[i], 0);
+	for (size_t i = (size_t)k; !err && i < nm; i += (size_t)g.size)
+		err = put_job(b, &(*st->jobs)[nw + i], off ? off[i] : 0);
+	return err;
+}
+
+/* Rank 0 keeps warmups and its own share (i % N == 0), in schedule order. 0 or -ENOMEM. */
+static int keep_share(void)
+{
+	const struct ls_bench_mpi_state *st = &g.st;
+	size_t nw = *st->n_warmup, nm = *st->n_measured, nl = local_count(0, nm), n = nw + nl;
+	struct ls_request *reqs = calloc(n ? n : 1, sizeof(*reqs));
+	struct ls_driver_job *jobs = calloc(n ? n : 1, sizeof(*jobs)), *old = *st->jobs;
+	uint64_t *off = st->arrival->offsets_ns ? calloc(nl ? nl : 1, sizeof(*off)) : NULL;
+	if (!reqs || !jobs || (st->arrival->offsets_ns && !off)) {
+		free(reqs), free(jobs), free(off);
+		return -ENOMEM;
+	}
+	for (size_t i = 0, j = 0; i < nw + nm; i++) {
+		int mine = i < nw || (i - nw) % (size_t)g.size == 0;
+		if (!mine) {
+			free((char *)old[i].body);
+			ls_request_free(&st->run->requests[i]);
+			continue;
+		}
+		reqs[j] = st->run->requests[i];
+		jobs[j] = (struct ls_driver_job){ .body = old[i].body, .body_len = old[i].body_len, .rec = &reqs[j] };
+		if (off && i >= nw)
+			off[j - nw] = st->arrival->offsets_ns[i - nw];
+		j++;
+	}
+	free(st->run->requests);
+	free(old);
+	st->run->requests = reqs;
+	st->run->n_requests = n;
+	*st->jobs = jobs;
+	*st->n_jobs = n;
+	*st->n_measured = nl;
+	if (off) {
+		free(st->arrival->offsets_ns);
+		st->arrival->offsets_ns = off;
+	}
+	st->arrival->n = nl;
+	return 0;
+}
+
+static int share_out(void)
+{
+	const struct ls_bench_mpi_state *st = &g.st;
+	if (st->arrival->kind == LS_ARRIVAL_POISSON_YIELD) {
+		fprintf(stderr, "latscope bench: --arrival poisson-yield draws each gap after the previous request "
+				"left, so %d ranks cannot share one schedule: use gamma (--burstiness 1 is Poisson)\n",
+			g.size);
+		return -1;
+	}
+	if (st->cfg->max_concurrency && st->cfg->max_concurrency < (uint32_t)g.size) {
+		fprintf(stderr, "latscope bench: --max-concurrency %u is fewer slots than the %d ranks: every rank "
+				"needs one\n", st->cfg->max_concurrency, g.size);
+		return -1;
+	}
+	for (int k = 1; k < g.size; k++) {
+		struct ls_strbuf b = { 0 };
+		int err = build_share(&b, k);
+		if (!err)
+			err = send_pieces(k, TAG_SHARE, b.data, b.len);
+		ls_strbuf_free(&b);
+		if (err) {
+			fprintf(stderr, "latscope bench: sending rank %d its share of the run failed: %s\n", k,
+				strerror(-err));
+			return -1;
+		}
+	}
+	if (keep_share()) {
+		fprintf(stderr, "latscope bench: out of memory keeping rank 0's share of the run\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* One job of the share into job i (and its record). 0, or -EPROTO / -ENOMEM. */
+static int take_job(const char **p, const char *end, size_t i, uint64_t *off)
+{
+	const struct ls_bench_mpi_state *st = &g.st;
+	struct job_item it;
+	if ((size_t)(end - *p) < sizeof(it))
+		return -EPROTO;
+	memcpy(&it, *p, sizeof(it));
+	*p += sizeof(it);
+	if ((uint64_t)(end - *p) < it.body_len)
+		return -EPROTO;
+	char *body = malloc(it.body_len + 1);
+	if (!body)
+		return -ENOMEM;
+	memcpy(body, *p, it.body_len);
+	body[it.body_len] = 0;
+	*p += it.body_len;
+	struct ls_request *r = &st->run->requests[i];
+	ls_request_reset(r, it.id);
+	r->warmup = it.warmup;
+	r->prompt_len = it.prompt_len;
+	r->output_len = it.output_len;
+	(*st->jobs)[i] = (struct ls_driver_job){ .body = body, .body_len = it.body_len, .rec = r };
+	if (off && !it.warmup)
+		off[i - *st->n_warmup] = it.offset_ns;
+	return 0;
+}
+
+/* The share into bench's state: jobs, records, schedule, model, run tag. */
+static int unpack_share(const char *buf, size_t len)
+{
+	const struct ls_bench_mpi_state *st = &g.st;
+	struct share_head h;
+	const char *p = buf + sizeof(h), *end = buf + len;
+	if (len < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	if ((size_t)(end - p) < h.model_len)
+		return -EPROTO;
+	size_t n = h.n_warmup + h.n_local;
+	st->run->requests = calloc(n ? n : 1, sizeof(*st->run->requests));
+	*st->jobs = calloc(n ? n : 1, sizeof(**st->jobs));
+	uint64_t *off = h.has_offsets ? calloc(h.n_local ? h.n_local : 1, sizeof(*off)) : NULL;
+	char *model = strndup(p, h.model_len);
+	memset(st->arrival, 0, sizeof(*st->arrival));
+	st->arrival->offsets_ns = off;
+	*st->arrival_ok = 1; /* ls_arrival_free frees off */
+	if (!st->run->requests || !*st->jobs || (h.has_offsets && !off) || !model) {
+		free(model);
+		return -ENOMEM;
+	}
+	p += h.model_len;
+	*st->n_jobs = n; /* jobs not yet filled have no body: bench_free frees NULL */
+	*st->n_warmup = h.n_warmup;
+	*st->n_measured = h.n_local;
+	int err = 0;
+	for (size_t i = 0; !err && i < n; i++)
+		err = take_job(&p, end, i, off);
+	st->run->n_requests = n;
+	st->run->n_warmup = h.n_warmup;
+	st->arrival->kind = (enum ls_arrival_kind)h.arrival;
+	st->arrival->n = h.n_local;
+	st->arrival->rate = st->cfg->request_rate;
+	free(*st->model);
+	*st->model = model[0] ? model : NULL;
+	if (!model[0])
+		free(model);
+	snprintf(st->run_tag, st->run_tag_cap, "%s", h.run_tag);
+	return err;
+}
+
+static int share_in(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int err = recv_pieces(0, TAG_SHARE, &buf, &len);
+	if (!err)
+		err = unpack_share(buf, len);
+	free(buf);
+	if (err) {
+		fprintf(stderr, "latscope bench: rank %d: receiving its share of the run from rank 0 failed: %s\n",
+			g.rank, strerror(-err));
+		return -1;
+	}
+	/* Rank 0 sent the test request and shows the progress. */
+	g.st.cfg->skip_initial_test = 1;
+	g.st.cfg->disable_tqdm = 1;
+	return 0;
+}
+
+int ls_bench_mpi_share(const struct ls_bench_mpi_state *st)
+{
+	if (!g.on)
+		return 0;
+	g.st = *st;
+	uint32_t c = st->cfg->max_concurrency, n = (uint32_t)g.size;
+	g.slots = c ? c / n + ((uint32_t)g.rank < c % n) : 0;
+	return g.rank == 0 ? share_out() : share_in();
+}
+
+void ls_bench_mpi_record_meta(const struct ls_record_meta *meta)
+{
+	if (!g.on || !meta)
+		return;
+	g.meta = *meta;
+	g.have_meta = 1;
+}
+
+int ls_bench_mpi_agree(int rc)
+{
+	if (!g.on)
+		return rc;
+	int32_t v = rc;
+	if (ls_mpi_bcast(&v, sizeof(v), 0)) {
+		fprintf(stderr, "latscope bench: rank %d: hearing from rank 0 failed\n", g.rank);
+		return -EIO;
+	}
+	if (v)
+		g.agreed_exit = 1;
+	return v;
+}
+
+/* ---- the run ---- */
+
+static int open_rank_file(uint64_t start_local_ns)
+{
+	struct ls_record_meta m = g.meta;
+	m.mpi_rank = g.rank;
+	m.mpi_size = g.size;
+	m.clock = g.fits[g.rank];
+	m.run_start_ns = start_local_ns;
+	char *path = NULL;
+	if (asprintf(&path, "%s.rank%d", g.st.cfg->record_path, g.rank) < 0) {
+		fprintf(stderr, "latscope bench: out of memory naming the rank file\n");
+		return -1;
+	}
+	g.rank_file = ls_record_open(path, &m);
+	free(path);
+	return g.rank_file ? 0 : -1;
+}
+
+int ls_bench_mpi_before_run(struct ls_driver_opts *o)
+{
+	if (!g.on)
+		return 0;
+	if (ls_mpi_barrier() || ls_mpi_clock_sync(g.rank, g.size, CLOCK_ROUNDS, 0, g.fits)) {
+		fprintf(stderr, "latscope bench: rank %d: measuring the clocks before the run failed\n", g.rank);
+		return -1;
+	}
+	uint64_t start0 = g.rank == 0 ? ls_now_ns() + START_MARGIN_NS : 0;
+	if (ls_mpi_bcast(&start0, sizeof(start0), 0)) {
+		fprintf(stderr, "latscope bench: rank %d: hearing the start instant failed\n", g.rank);
+		return -1;
+	}
+	g.start0_ns = start0;
+	o->start_at_ns = (uint64_t)((int64_t)start0 + g.fits[g.rank].offset_ns); /* in this rank's clock */
+	o->max_concurrency = g.slots;
+	if (g.have_meta && open_rank_file(o->start_at_ns))
+		return -1;
+	if (g.rank_file) {
+		o->on_finish = ls_record_on_finish;
+		o->on_finish_ctx = g.rank_file;
+	}
+	getrusage(RUSAGE_SELF, &g.ru_before);
+	return 0;
+}
+
+static double cpu_us(const struct rusage *a, const struct rusage *b)
+{
+	double ua = a->ru_utime.tv_sec * 1e6 + a->ru_utime.tv_usec, sa = a->ru_stime.tv_sec * 1e6 + a->ru_stime.tv_usec;
+	double ub = b->ru_utime.tv_sec * 1e6 + b->ru_utime.tv_usec, sb = b->ru_stime.tv_sec * 1e6 + b->ru_stime.tv_usec;
+	return (ub - ua) + (sb - sa);
+}
+
+/* Realised rate (metrics' rule) and schedule lag P99 (started - scheduled) of this rank. */
+static void rate_and_lag(struct rank_stats *s, const struct ls_run *run)
+{
+	struct ls_read_rules rules;
+	struct ls_goodput none = { 0 };
+	struct ls_metrics m;
+	ls_profile_read_rules(&g.st.cfg->profile, 0, &rules);
+	if (ls_metrics_compute(run, &rules, &none, &m))
+		return;
+	s->realised_rate = m.realised_rate;
+	double *lag = malloc((m.n ? m.n : 1) * sizeof(*lag));
+	if (lag) {
+		memcpy(lag, m.queue_times_s, m.n * sizeof(*lag));
+		ls_sort_doubles(lag, m.n);
+		s->lag_p99_ns = (uint64_t)(ls_percentile(lag, m.n, 99) * 1e9);
+		s->n_lag = m.n;
+		free(lag);
+	}
+	ls_metrics_free(&m);
+}
+
+static void local_stats(int rc, const struct rusage *after)
+{
+	struct rank_stats *s = &g.mine;
+	const struct ls_run *run = g.st.run;
+	memset(s, 0, sizeof(*s));
+	s->n_measured = *g.st.n_measured;
+	s->n_not_sent = *g.st.n_not_sent;
+	for (size_t i = run->n_warmup; i < run->n_requests; i++)
+		s->n_frames += run->requests[i].n_frames;
+	s->cpu_us = cpu_us(&g.ru_before, after);
+	s->target_rate = run->target_rate / g.size;
+	rate_and_lag(s, run);
+	s->have_client_delay = ls_bench_probes_client_delay(*g.st.probes, run, &s->client_delay_p99_ns,
+							    &s->n_client_frames) == 0;
+	const char *why = ls_bench_probes_why(*g.st.probes);
+	snprintf(s->probes, sizeof(s->probes), "%s", why ? why : "on");
+	if (gethostname(s->host, sizeof(s->host) - 1))
+		snprintf(s->host, sizeof(s->host), "?");
+	s->end_ns = run->end_ns;
+	s->server_gone_ns = run->server_gone_ns;
+	s->n_connect_failed_gone = run->n_connect_failed_gone;
+	s->spin_stalls = run->spin_stalls;
+	s->interrupted = run->interrupted;
+	s->driver_rc = rc;
+}
+
+/* ---- the gather: every rank's records to rank 0 ---- */
+
+/* This rank's measured records, in messages of whole records (at most CHUNK_BYTES unless one
+ * record is larger), then an empty message. */
+static int gather_out(void)
+{
+	const struct ls_run *run = g.st.run;
+	struct ls_strbuf b = { 0 };
+	int err = ls_mpi_send(0, TAG_STATS, &g.mine, sizeof(g.mine));
+	for (size_t i = run->n_warmup; !err && i < run->n_requests; i++) {
+		struct ls_request r = run->requests[i];
+		size_t frames = (size_t)r.n_frames * sizeof(*r.frames);
+		if (b.len && b.len + sizeof(r) + frames > CHUNK_BYTES) {
+			err = ls_mpi_send(0, TAG_RECS, b.data, b.len);
+			b.len = 0;
+		}
+		r.frames = NULL;
+		if (!err && (ls_strbuf_append(&b, &r, sizeof(r)) ||
+			     (frames && ls_strbuf_append(&b, run->requests[i].frames, frames))))
+			err = -ENOMEM;
+	}
+	if (!err && b.len)
+		err = ls_mpi_send(0, TAG_RECS, b.data, b.len);
+	if (!err)
+		err = ls_mpi_send(0, TAG_RECS, "", 0);
+	ls_strbuf_free(&b);
+	if (err)
+		fprintf(stderr, "latscope bench: rank %d: sending its records to rank 0 failed: %s\n", g.rank,
+			strerror(-err));
+	return err;
+}
+
+/* One message of rank k's records into reqs[*at ...), stamps moved into rank 0's clock. */
+static int take_records(const char *p, size_t len, int k, struct ls_request *reqs, size_t *at, size_t cap)
+{
+	const char *end = p + len;
+	while (p < end) {
+		struct ls_request r;
+		if ((size_t)(end - p) < sizeof(r) || *at >= cap)
+			return -EPROTO;
+		memcpy(&r, p, sizeof(r));
+		p += sizeof(r);
+		size_t frames = (size_t)r.n_frames * sizeof(*r.frames);
+		if ((size_t)(end - p) < frames)
+			return -EPROTO;
+		r.frames = NULL;
+		r.cap_frames = 0;
+		if (frames && !(r.frames = malloc(frames)))
+			return -ENOMEM;
+		memcpy(r.frames, p, frames);
+		r.cap_frames = r.n_frames;
+		p += frames;
+		ls_clock_request_to_root(&g.fits[k], &r);
+		reqs[(*at)++] = r;
+		g.n_frames += r.n_frames;
+	}
+	return 0;
+}
+
+static int recv_records(int k, struct ls_request *reqs, size_t *at, size_t cap)
+{
+	for (;;) {
+		void *buf;
+		size_t len;
+		int err = ls_mpi_recv(k, TAG_RECS, &buf, &len);
+		if (!err && len)
+			err = take_records(buf, len, k, reqs, at, cap);
+		free(buf);
+		if (err || !len)
+			return err;
+	}
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct ls_request *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The merged run's own fields from every rank's: the agreed start, the last end, flags, sums. */
+static void merge_run_fields(struct ls_run *run)
+{
+	run->start_ns = g.start0_ns;
+	run->end_ns = 0;
+	run->server_gone_ns = 0;
+	run->n_connect_failed_gone = 0;
+	run->spin_stalls = (struct ls_spin_stalls){ 0 };
+	*g.st.n_not_sent = 0;
+	for (int k = 0; k < g.size; k++) {
+		const struct rank_stats *s = &g.all[k];
+		uint64_t end = ls_clock_to_root(&g.fits[k], s->end_ns), gone = ls_clock_to_root(&g.fits[k], s->server_gone_ns);
+		if (end > run->end_ns)
+			run->end_ns = end;
+		if (gone && (!run->server_gone_ns || gone < run->server_gone_ns))
+			run->server_gone_ns = gone;
+		run->n_connect_failed_gone += s->n_connect_failed_gone;
+		run->interrupted |= s->interrupted;
+		run->spin_stalls.n += s->spin_stalls.n;
+		run->spin_stalls.sum_ns += s->spin_stalls.sum_ns;
+		if (s->spin_stalls.max_ns > run->spin_stalls.max_ns)
+			run->spin_stalls.max_ns = s->spin_stalls.max_ns;
+		*g.st.n_not_sent += s->n_not_sent;
+	}
+}
+
+/* Rank 0's own requests of the merged run (warmups, ids i % N == 0): what its probes saw. */
+static int keep_local_view(const struct ls_run *run)
+{
+	g.local = *run;
+	g.local.requests = calloc(run->n_requests ? run->n_requests : 1, sizeof(*g.local.requests));
+	if (!g.local.requests)
+		return -ENOMEM;
+	g.local.n_requests = 0;
+	for (size_t i = 0; i < run->n_requests; i++)
+		if (i < run->n_warmup || run->requests[i].id % (uint64_t)g.size == 0)
+			g.local.requests[g.local.n_requests++] = run->requests[i];
+	g.local.end_ns = g.mine.end_ns;
+	return 0;
+}
+
+/* A merged file's base_ns: stamps are written after it, and frames only forward of it, so it
+ * is before the first stamp of run (rank 0's warmups, else the start instant). */
+static uint64_t base_before(const struct ls_run *run)
+{
+	uint64_t base = g.start0_ns;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		uint64_t first = r->scheduled_ns ? r->scheduled_ns : r->started_ns;
+		if (first && first < base)
+			base = first;
+	}
+	return base > 1000000 ? base - 1000000 : 1;
+}
+
+/* The merged --record FILE (every request, rank 0's clock); bench closes it with the run_end. */
+static void write_merged(const struct ls_run *run)
+{
+	struct ls_record_meta m = g.meta;
+	m.mpi_rank = -1;
+	m.mpi_size = g.size;
+	m.run_start_ns = g.start0_ns;
+	m.base_ns = base_before(run);
+	struct ls_record_writer *w = ls_record_open(g.st.cfg->record_path, &m);
+	if (!w) {
+		fprintf(stderr, "latscope bench: the merged record file is missing; the rank files (%s.rank<K>) hold "
+				"every request\n", g.st.cfg->record_path);
+		return;
+	}
+	for (size_t i = 0; i < run->n_requests; i++)
+		ls_record_write(w, &run->requests[i]);
+	*g.st.record = w;
+}
+
+/* Bytes the merge holds at rank 0 (records and frames), and whether this host has them:
+ * MemAvailable, with a tenth kept for the metrics after it. LATSCOPE_MPI_SPILL=1 says no (tests). */
+static int merge_fits(uint64_t need, uint64_t *avail)
+{
+	const char *force = getenv("LATSCOPE_MPI_SPILL");
+	char line[256];
+	unsigned long long kib = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+	*avail = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	*avail = (uint64_t)kib * 1024;
+	if (force && !strcmp(force, "1"))
+		return 0;
+	return !kib || need < *avail / 10 * 9; /* unknown: try */
+}
+
+/* The spill file: --record FILE, else latscope-<run tag>.jsonl here. */
+static struct ls_record_writer *spill_open(const char **path, char *buf, size_t cap)
+{
+	const struct ls_config *c = g.st.cfg;
+	struct ls_record_meta m = g.meta;
+	if (!g.have_meta) {
+		memset(&m, 0, sizeof(m));
+		snprintf(m.run_tag, sizeof(m.run_tag), "%s", g.st.run_tag);
+		snprintf(m.profile, sizeof(m.profile), "%s", c->profile.name);
+		snprintf(m.arrival, sizeof(m.arrival), "%s", ls_arrival_kind_name(g.st.arrival->kind));
+		m.target_rate = g.st.run->target_rate;
+		m.max_concurrency = c->max_concurrency;
+	}
+	m.mpi_rank = -1;
+	m.mpi_size = g.size;
+	m.run_start_ns = g.start0_ns;
+	m.base_ns = base_before(g.st.run);
+	snprintf(buf, cap, "latscope-%s.jsonl", g.st.run_tag);
+	*path = c->record_path ? c->record_path : buf;
+	return ls_record_open(*path, &m);
+}
+
+/* Rank k's records straight into w, one message at a time: rank 0 holds one message. */
+static int spill_rank(struct ls_record_writer *w, int k)
+{
+	for (;;) {
+		void *buf;
+		size_t len, n = 0;
+		int err = ls_mpi_recv(k, TAG_RECS, &buf, &len);
+		struct ls_request *tmp = err || !len ? NULL : calloc(len / sizeof(*tmp) + 1, sizeof(*tmp));
+		if (!err && len && !tmp)
+			err = -ENOMEM;
+		if (tmp)
+			err = take_records(buf, len, k, tmp, &n, len / sizeof(*tmp) + 1);
+		for (size_t i = 0; i < n; i++) {
+			if (!err)
+				err = ls_record_write(w, &tmp[i]);
+			ls_request_free(&tmp[i]);
+		}
+		free(tmp);
+		free(buf);
+		if (err || !len)
+			return err;
+	}
+}
+
+/* The merge does not fit: every record to the record file, in rank 0's clock; no report. */
+static int spill_in(size_t total, uint64_t need, uint64_t avail)
+{
+	char name[64];
+	const char *path;
+	struct ls_run *run = g.st.run;
+	struct ls_record_writer *w = spill_open(&path, name, sizeof(name));
+	if (!w)
+		return -EIO;
+	fprintf(stderr, "latscope bench: merging %zu records needs %.1f GiB at rank 0 and this host has %.1f GiB "
+			"available: every record goes to %s instead (rank 0's clock); run `latscope report %s` "
+			"where it fits\n", total, need / 1073741824.0, avail / 1073741824.0, path, path);
+	int err = 0;
+	for (size_t i = 0; i < run->n_requests && !err; i++)
+		err = ls_record_write(w, &run->requests[i]);
+	for (int k = 1; k < g.size && !err; k++)
+		err = spill_rank(w, k);
+	struct ls_run ends = *run;
+	merge_run_fields(&ends);
+	ends.n_requests = run->n_warmup + total;
+	int cerr = ls_record_close(w, &ends);
+	g.spilled = 1;
+	return err ? err : cerr;
+}
+
+static int gather_in(void)
+{
+	uint64_t t0 = ls_now_ns();
+	struct ls_run *run = g.st.run;
+	size_t nw = run->n_warmup, total = g.mine.n_measured, at = 0;
+	uint64_t frames = g.mine.n_frames;
+	g.all[0] = g.mine;
+	for (int k = 1; k < g.size; k++) {
+		void *buf;
+		size_t len;
+		int err = ls_mpi_recv(k, TAG_STATS, &buf, &len);
+		if (!err && len != sizeof(g.all[k]))
+			err = -EPROTO;
+		if (!err)
+			memcpy(&g.all[k], buf, sizeof(g.all[k]));
+		free(buf);
+		if (err)
+			return err;
+		total += g.all[k].n_measured;
+		frames += g.all[k].n_frames;
+	}
+	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame), avail;
+	if (!merge_fits(need, &avail))
+		return spill_in(total, need, avail);
+	struct ls_request *reqs = calloc(nw + total ? nw + total : 1, sizeof(*reqs));
+	if (!reqs)
+		return -ENOMEM;
+	for (size_t i = 0; i < run->n_requests; i++)
+		reqs[at++] = run->requests[i]; /* moved: frames and all */
+	for (size_t i = 0; i < run->n_requests; i++)
+		g.n_frames += run->requests[i].warmup ? 0 : run->requests[i].n_frames;
+	free(run->requests);
+	run->requests = reqs;
+	run->n_requests = at;
+	int err = 0;
+	for (int k = 1; k < g.size && !err; k++) {
+		size_t before = at;
+		err = recv_records(k, reqs, &at, nw + total);
+		run->n_requests = at;
+		if (!err && at - before != g.all[k].n_measured)
+			err = -EPROTO;
+	}
+	if (err)
+		return err;
+	qsort(reqs + nw, total, sizeof(*reqs), cmp_id);
+	*g.st.n_measured = total;
+	merge_run_fields(run);
+	if (keep_local_view(run))
+		return -ENOMEM;
+	if (g.have_meta)
+		write_merged(run);
+	g.merge_ns = ls_now_ns() - t0;
+	return 0;
+}
+
+int ls_bench_mpi_after_run(int rc)
+{
+	if (!g.on)
+		return rc;
+	struct rusage after;
+	getrusage(RUSAGE_SELF, &after);
+	local_stats(rc, &after);
+	/* Every rank done before the second ping-pong: a rank still sending would skew it. */
+	if (ls_mpi_barrier() || ls_mpi_clock_sync(g.rank, g.size, CLOCK_ROUNDS, 1, g.fits)) {
+		fprintf(stderr, "latscope bench: rank %d: measuring the clocks after the run failed\n", g.rank);
+		return -EIO;
+	}
+	if (g.rank_file) {
+		ls_record_set_clock(g.rank_file, &g.fits[g.rank]);
+		ls_record_close(g.rank_file, g.st.run);
+		g.rank_file = NULL;
+	}
+	int err = g.rank == 0 ? gather_in() : gather_out();
+	if (err && g.rank == 0)
+		fprintf(stderr, "latscope bench: gathering the ranks' records failed: %s\n", strerror(-err));
+	if (!err)
+		g.gathered = 1;
+	return err ? err : rc;
+}
+
+const struct ls_run *ls_bench_mpi_local_run(const struct ls_run *run)
+{
+	return g.on && g.gathered && g.rank == 0 ? &g.local : run;
+}
+
+/* ---- the report ---- */
+
+static void print_rank(FILE *out, int k)
+{
+	const struct rank_stats *s = &g.all[k];
+	const struct ls_clock_fit *f = &g.fits[k];
+	char rate[32], delay[32];
+	if (s->target_rate > 0)
+		snprintf(rate, sizeof(rate), "%.2f/%.2f", s->realised_rate, s->target_rate);
+	else
+		snprintf(rate, sizeof(rate), "%.2f/inf", s->realised_rate);
+	if (s->have_client_delay)
+		snprintf(delay, sizeof(delay), "%.3f ms", s->client_delay_p99_ns / 1e6);
+	else
+		snprintf(delay, sizeof(delay), "n/a");
+	uint64_t unc = f->have_after && f->unc_after_ns > f->unc_ns ? f->unc_after_ns : f->unc_ns;
+	fprintf(out, "  %-4d %-8.8s %8llu %12s %8.3f ms %11s %7.2f us %+9.1f +-%-6.1f %+7.2f\n", k, s->host,
+		(unsigned long long)s->n_measured, rate, s->lag_p99_ns / 1e6, delay,
+		s->n_frames ? s->cpu_us / (double)s->n_frames : 0.0, (double)f->offset_ns / 1e3, unc / 1e3,
+		ls_clock_drift_ppm(f));
+}
+
+void ls_bench_mpi_report(FILE *out)
+{
+	if (!g.on || g.rank || !g.gathered)
+		return;
+	const struct ls_config *c = g.st.cfg;
+	uint32_t mc = c->max_concurrency, n = (uint32_t)g.size;
+	fprintf(out, "\n------------- MPI: %d ranks, one run --------------\n", g.size);
+	fprintf(out, "one schedule (request i on rank i mod %d), one start instant, every stamp in rank 0's clock\n",
+		g.size);
+	if (mc)
+		fprintf(out, "--max-concurrency %u: %u slots per rank%s (a semaphore per rank, not one for all)\n",
+			mc, mc / n, mc % n ? ", one more on the first ranks" : "");
+	fprintf(out, "  %-4s %-8s %8s %12s %11s %11s %10s %9s %-8s %7s\n", "rank", "host", "requests", "rate/target",
+		"lag P99", "delay P99", "CPU/frame", "clock us", "+-unc", "ppm");
+	for (int k = 0; k < g.size; k++)
+		print_rank(out, k);
+	for (int k = 0; k < g.size; k++)
+		if (strcmp(g.all[k].probes, "on"))
+			fprintf(out, "  rank %d: probes off: %s\n", k, g.all[k].probes);
+	fprintf(out, "(rate: realised/target req/s; lag: started - scheduled; delay: client delay per frame, "
+		"harness stamp - kernel arrival, by each rank's own probes; clock: offset to rank 0, its "
+		"uncertainty and drift; the attribution above is rank 0's own requests)\n");
+	double mib = ((double)g.st.run->n_requests * sizeof(struct ls_request) + (double)g.n_frames *
+		      sizeof(struct ls_frame)) / (1024.0 * 1024.0);
+	fprintf(out, "merge: %zu records, %llu frames from %d ranks in %.1f ms; rank 0 holds %zu B per request + "
+		"%zu B per frame = %.1f MiB, and one message of at most %u MiB in flight\n", g.st.run->n_requests,
+		(unsigned long long)g.n_frames, g.size, g.merge_ns / 1e6, sizeof(struct ls_request),
+		sizeof(struct ls_frame), mib, CHUNK_BYTES >> 20);
+	fflush(out);
+}
+
+int ls_bench_mpi_no_report(int *exit_code)
+{
+	if (!g.on || (g.rank == 0 && !g.spilled))
+		return 0;
+	*exit_code = g.spilled || g.mine.driver_rc < 0 || g.mine.interrupted ? 1 : 0;
+	return 1;
+}
+
+void ls_bench_mpi_end(int exit_code)
+{
+	if (!g.launched)
+		return;
+	if (g.on && !g.gathered && !g.agreed_exit) {
+		/* The others would wait for this rank forever: end the job. */
+		fprintf(stderr, "latscope bench: rank %d stopped before the run's end: ending every rank\n", g.rank);
+		ls_mpi_abort(exit_code ? exit_code : 1);
+	}
+	ls_mpi_finalize();
+	free(g.fits);
+	free(g.all);
+	free(g.local.requests);
+	memset(&g, 0, sizeof(g));
+}
