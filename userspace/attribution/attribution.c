@@ -161,7 +161,7 @@ static void chain_finish(struct chain *c)
 }
 
 struct ctx {
-	struct ls_attr_index index;
+	const struct ls_attr_index *index; /* the store of the request's own process */
 	struct gpu_union gpu;
 	const struct ls_read_rules *rules;
 };
@@ -246,7 +246,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 	a->id = r->id;
 	if (r->warmup)
 		a->flags |= LS_ATTR_WARMUP;
-	if (ls_attr_match(&x->index, r, a, &tail))
+	if (ls_attr_match(x->index, r, a, &tail))
 		return -ENOMEM;
 	handshake_parts(r, a);
 
@@ -330,15 +330,64 @@ void ls_attribution_free(struct ls_attribution *a)
 	free(a);
 }
 
-struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_evstore *events,
-				    const struct ls_gpu_step *steps, size_t n_steps,
-				    const struct ls_read_rules *rules, const char *why)
+/* Lost events of every store, of one kind (LS_EV__COUNT: all kinds). */
+static uint64_t lost_of(const struct ls_evstore *const *stores, size_t n_stores, unsigned kind)
 {
-	struct ls_attribution *a;
-	struct ctx x = { 0 };
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < n_stores; i++)
+		n += kind < LS_EV__COUNT ? ls_evstore_lost(stores[i], kind) : ls_evstore_lost_total(stores[i]);
+	return n;
+}
+
+/* a->why: what is missing from the parts, and why. */
+static void explain(struct ls_attribution *a, const struct ls_evstore *const *stores, size_t n_stores,
+		    int have_events, const char *why)
+{
 	size_t len;
 
-	if (!rules) {
+	if (why && *why)
+		snprintf(a->why, sizeof(a->why), "probes off: %s", why);
+	else if (!have_events)
+		snprintf(a->why, sizeof(a->why), "probes off");
+	else if (!a->have_client)
+		snprintf(a->why, sizeof(a->why), "no probe events matched a request's socket");
+	len = strlen(a->why);
+	if (have_events && a->have_client && !a->have_server)
+		snprintf(a->why + len, sizeof(a->why) - len, "%sno server-side events (watch the server "
+			 "with --server-pid or --server-comm): server and network reported together",
+			 len ? "; " : "");
+	len = strlen(a->why);
+	if (a->lost_events) {
+		len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, "%s%llu probe events lost (ring "
+					"buffer full:", len ? "; " : "", (unsigned long long)a->lost_events);
+		for (unsigned kind = 0; kind < LS_EV__COUNT && len < sizeof(a->why); kind++)
+			if (lost_of(stores, n_stores, kind))
+				len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, " %s %llu",
+							ls_event_kind_name(kind),
+							(unsigned long long)lost_of(stores, n_stores, kind));
+		if (len < sizeof(a->why))
+			snprintf(a->why + len, sizeof(a->why) - len, "): %zu requests marked", a->n_lost_requests);
+	}
+}
+
+static void indexes_free(struct ls_attr_index *ix, size_t n)
+{
+	for (size_t i = 0; ix && i < n; i++)
+		ls_attr_index_free(&ix[i]);
+	free(ix);
+}
+
+struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct ls_evstore *const *stores,
+					  size_t n_stores, const uint32_t *part, const struct ls_gpu_step *steps,
+					  size_t n_steps, const struct ls_read_rules *rules, const char *why)
+{
+	struct ls_attribution *a;
+	struct ls_attr_index *ix = NULL;
+	struct ctx x = { 0 };
+	int have_events = 0;
+
+	if (!rules || !n_stores) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -349,14 +398,20 @@ struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_ev
 	x.rules = &a->rules;
 	a->n = run->n_requests;
 	a->req = calloc(a->n + 1, sizeof(*a->req));
-	if (!a->req || gpu_union_build(&x.gpu, steps, n_steps))
+	ix = calloc(n_stores, sizeof(*ix));
+	if (!a->req || !ix || gpu_union_build(&x.gpu, steps, n_steps))
 		goto fail;
 	a->have_gpu = x.gpu.n > 0;
-	if (ls_attr_index_build(&x.index, events))
-		goto fail;
+	for (size_t k = 0; k < n_stores; k++) {
+		have_events |= stores[k] != NULL;
+		if (ls_attr_index_build(&ix[k], stores[k]))
+			goto fail;
+	}
 	for (size_t i = 0; i < run->n_requests; i++) {
 		struct ls_req_attr *ra = &a->req[i];
-		if (attribute_one(&x, &run->requests[i], ra))
+		uint32_t k = part ? part[i] : 0;
+		x.index = &ix[k < n_stores ? k : 0];
+		if (k >= n_stores || attribute_one(&x, &run->requests[i], ra))
 			goto fail;
 		if (!(ra->flags & LS_ATTR_NO_EVENTS))
 			a->have_client = 1;
@@ -365,38 +420,23 @@ struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_ev
 		if (ra->flags & LS_ATTR_LOST_EVENTS)
 			a->n_lost_requests++;
 	}
-	a->lost_events = ls_evstore_lost_total(events);
-	if (why && *why)
-		snprintf(a->why, sizeof(a->why), "probes off: %s", why);
-	else if (!events)
-		snprintf(a->why, sizeof(a->why), "probes off");
-	else if (!a->have_client)
-		snprintf(a->why, sizeof(a->why), "no probe events matched a request's socket");
-	len = strlen(a->why);
-	if (events && a->have_client && !a->have_server)
-		snprintf(a->why + len, sizeof(a->why) - len, "%sno server-side events (watch the server "
-			 "with --server-pid or --server-comm): server and network reported together",
-			 len ? "; " : "");
-	len = strlen(a->why);
-	if (a->lost_events) {
-		len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, "%s%llu probe events lost (ring "
-					"buffer full:", len ? "; " : "", (unsigned long long)a->lost_events);
-		for (unsigned kind = 0; kind < LS_EV__COUNT && len < sizeof(a->why); kind++)
-			if (ls_evstore_lost(events, kind))
-				len += (size_t)snprintf(a->why + len, sizeof(a->why) - len, " %s %llu",
-							ls_event_kind_name(kind),
-							(unsigned long long)ls_evstore_lost(events, kind));
-		if (len < sizeof(a->why))
-			snprintf(a->why + len, sizeof(a->why) - len, "): %zu requests marked", a->n_lost_requests);
-	}
-	ls_attr_index_free(&x.index);
+	a->lost_events = lost_of(stores, n_stores, LS_EV__COUNT);
+	explain(a, stores, n_stores, have_events, why);
+	indexes_free(ix, n_stores);
 	free(x.gpu.iv);
 	return a;
 fail:
-	ls_attr_index_free(&x.index);
+	indexes_free(ix, n_stores);
 	free(x.gpu.iv);
 	ls_attribution_free(a);
 	return NULL;
+}
+
+struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_evstore *events,
+				    const struct ls_gpu_step *steps, size_t n_steps,
+				    const struct ls_read_rules *rules, const char *why)
+{
+	return ls_attribute_parts(run, &events, 1, NULL, steps, n_steps, rules, why);
 }
 
 static const char *const part_names[LS_PART__COUNT] = {

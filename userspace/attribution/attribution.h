@@ -120,6 +120,14 @@ struct ls_attribution {
 struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_evstore *events,
 				    const struct ls_gpu_step *steps, size_t n_steps,
 				    const struct ls_read_rules *rules, const char *why);
+/* The same over a run merged from several processes (`mpirun -n N latscope bench`): request i
+ * is attributed with the events of stores[part[i]] alone, since socket cookies are unique only
+ * per host and each process's probes saw their own sockets (a NULL store: that process had no
+ * probes; its requests are marked no_events). part NULL: every request is part 0. The totals
+ * (lost events, what is missing) are over every store. ls_attribute is this with one store. */
+struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct ls_evstore *const *stores,
+					  size_t n_stores, const uint32_t *part, const struct ls_gpu_step *steps,
+					  size_t n_steps, const struct ls_read_rules *rules, const char *why);
 void ls_attribution_free(struct ls_attribution *a);
 
 const char *ls_part_name(enum ls_part part); /* "client", "network", ..., "network+server" */
@@ -134,5 +142,9 @@ struct cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t
  * with its phases, one per server connection, one for GPU steps when given. 0 or -errno. */
 int ls_trace_write(const char *path, const struct ls_run *run, const struct ls_attribution *a,
 		   const struct ls_evstore *events, const struct ls_gpu_step *steps, size_t n_steps);
+/* The same with the server connections of several stores (a merged MPI run: one per rank). */
+int ls_trace_write_stores(const char *path, const struct ls_run *run, const struct ls_attribution *a,
+			  const struct ls_evstore *const *stores, size_t n_stores, const struct ls_gpu_step *steps,
+			  size_t n_steps);
 
 #endif

@@ -579,7 +579,7 @@ static int report(struct bench *b)
 	ls_bench_peer_rules_line(out, &b->cfg);
 	int results_rc = results(b, out), probes_rc = 0;
 	if (results_rc >= 0) {
-		probes_rc = ls_bench_probes_report(b->probes, ls_bench_mpi_local_run(&b->run), out);
+		probes_rc = ls_bench_probes_report(b->probes, &b->run, out); /* MPI: every rank's requests */
 		ls_bench_mpi_report(out);
 		ls_checks_print(out, &b->checks);
 	}

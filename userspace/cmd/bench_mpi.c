@@ -20,6 +20,7 @@
 #define TAG_SHARE 1
 #define TAG_STATS 2
 #define TAG_RECS  3
+#define TAG_EVENTS 4
 #define CHUNK_BYTES (4u << 20)  /* one message of records: what rank 0 holds beyond the records */
 #define CLOCK_ROUNDS 64
 #define START_MARGIN_NS 200000000ull /* the start instant's lead: its broadcast, each rank's wake-up */
@@ -37,6 +38,9 @@ struct rank_stats {
 	int      interrupted, driver_rc;
 	char     host[64];
 	char     probes[160];           /* "on", or why they are off */
+	int      have_events;           /* its probes ran: its events follow its records */
+	uint64_t n_events;              /* events of its own requests' sockets (sent after them) */
+	uint64_t lost_by_kind[LS_EV__COUNT];
 };
 
 static struct {
@@ -52,7 +56,9 @@ static struct {
 	struct rusage ru_before;
 	struct rank_stats mine, *all;   /* all: rank 0 */
 	struct ls_run local;            /* rank 0's own requests in the merged run (shallow copies) */
-	uint64_t merge_ns, n_frames;
+	uint64_t merge_ns, n_frames, n_events;
+	uint64_t *cookies;              /* this rank's requests' sockets (ls_bench_probes_sockets) */
+	size_t n_cookies;
 	int spilled;                    /* the merge did not fit: every record went to a file */
 } g;
 
@@ -455,6 +461,33 @@ static void rate_and_lag(struct rank_stats *s, const struct ls_run *run)
 	ls_metrics_free(&m);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The sockets of this rank's requests (once each) and how many events they hold: what goes to
+ * rank 0 after the records (a server's sockets only with the rank whose request they served). */
+static void local_sockets(struct rank_stats *s, const struct ls_run *run)
+{
+	const struct ls_evstore *st = ls_bench_probes_events(*g.st.probes);
+	size_t n = 0;
+	if (!st || ls_bench_probes_sockets(*g.st.probes, run, &g.cookies, &n))
+		return;
+	qsort(g.cookies, n, sizeof(*g.cookies), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (!g.n_cookies || g.cookies[g.n_cookies - 1] != g.cookies[i])
+			g.cookies[g.n_cookies++] = g.cookies[i];
+	for (size_t i = 0; i < g.n_cookies; i++) {
+		const struct ls_sock_events *se = ls_evstore_find(st, g.cookies[i]);
+		s->n_events += se ? se->n : 0;
+	}
+	for (unsigned kind = 0; kind < LS_EV__COUNT; kind++)
+		s->lost_by_kind[kind] = ls_evstore_lost(st, kind);
+	s->have_events = 1;
+}
+
 static void local_stats(int rc, const struct rusage *after)
 {
 	struct rank_stats *s = &g.mine;
@@ -471,6 +504,7 @@ static void local_stats(int rc, const struct rusage *after)
 							    &s->n_client_frames) == 0;
 	const char *why = ls_bench_probes_why(*g.st.probes);
 	snprintf(s->probes, sizeof(s->probes), "%s", why ? why : "on");
+	local_sockets(s, run);
 	if (gethostname(s->host, sizeof(s->host) - 1))
 		snprintf(s->host, sizeof(s->host), "?");
 	s->end_ns = run->end_ns;
@@ -482,6 +516,12 @@ static void local_stats(int rc, const struct rusage *after)
 }
 
 /* ---- the gather: every rank's records to rank 0 ---- */
+
+static int emit_to_root(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx;
+	return ls_mpi_send(0, TAG_EVENTS, buf, len);
+}
 
 /* This rank's measured records, in messages of whole records (at most CHUNK_BYTES unless one
  * record is larger), then an empty message. */
@@ -507,10 +547,82 @@ static int gather_out(void)
 	if (!err)
 		err = ls_mpi_send(0, TAG_RECS, "", 0);
 	ls_strbuf_free(&b);
+	if (!err && g.mine.have_events) /* then its requests' sockets' events, in messages as bounded */
+		err = ls_evstore_pack(ls_bench_probes_events(*g.st.probes), g.cookies, g.n_cookies, CHUNK_BYTES,
+				      emit_to_root, NULL, NULL);
+	if (!err)
+		err = ls_mpi_send(0, TAG_EVENTS, "", 0);
 	if (err)
 		fprintf(stderr, "latscope bench: rank %d: sending its records to rank 0 failed: %s\n", g.rank,
 			strerror(-err));
 	return err;
+}
+
+static uint64_t ev_to_root(void *fit, uint64_t t)
+{
+	return ls_clock_to_root(fit, t);
+}
+
+/* Rank k's events (after its records), stamps in rank 0's clock, into *out: NULL when its probes
+ * were off, or out NULL (a spilled merge: read and let go). */
+static int recv_events(int k, struct ls_evstore **out)
+{
+	struct ls_evstore *st = out && g.all[k].have_events ? ls_evstore_new() : NULL;
+	if (out && g.all[k].have_events && !st)
+		return -ENOMEM;
+	if (st)
+		ls_evstore_set_lost_by_kind(st, g.all[k].lost_by_kind);
+	for (;;) {
+		void *buf = NULL;
+		size_t len = 0;
+		int err = ls_mpi_recv(k, TAG_EVENTS, &buf, &len);
+		if (!err && len && st)
+			err = ls_evstore_unpack(st, buf, len, ev_to_root, &g.fits[k]);
+		free(buf);
+		if (err)
+			ls_evstore_free(st);
+		if (err || !len) {
+			if (!err && out)
+				*out = st;
+			else if (!err)
+				ls_evstore_free(st);
+			return err;
+		}
+	}
+}
+
+static int unpack_into(void *st, const void *buf, size_t len)
+{
+	return ls_evstore_unpack(st, buf, len, NULL, NULL);
+}
+
+/* Rank 0's own requests' sockets' events, copied as the other ranks' travel: the server's
+ * sockets of other ranks' requests stay out (they come with those ranks). */
+static int own_events(struct ls_evstore **out)
+{
+	*out = NULL;
+	if (!g.mine.have_events)
+		return 0;
+	struct ls_evstore *st = ls_evstore_new();
+	if (!st)
+		return -ENOMEM;
+	ls_evstore_set_lost_by_kind(st, g.mine.lost_by_kind);
+	int err = ls_evstore_pack(ls_bench_probes_events(*g.st.probes), g.cookies, g.n_cookies, CHUNK_BYTES,
+				  unpack_into, st, NULL);
+	if (err)
+		ls_evstore_free(st);
+	else
+		*out = st;
+	return err;
+}
+
+/* Which rank's events attribute each request of the merged run (warmups: rank 0's). */
+static uint32_t *parts_of(const struct ls_run *run)
+{
+	uint32_t *part = calloc(run->n_requests ? run->n_requests : 1, sizeof(*part));
+	for (size_t i = run->n_warmup; part && i < run->n_requests; i++)
+		part[i] = (uint32_t)(run->requests[i].id % (uint64_t)g.size);
+	return part;
 }
 
 /* One message of rank k's records into reqs[*at ...), stamps moved into rank 0's clock. */
@@ -716,7 +828,8 @@ static int spill_in(size_t total, uint64_t need, uint64_t avail)
 	for (size_t i = 0; i < run->n_requests && !err; i++)
 		err = ls_record_write(w, &run->requests[i]);
 	for (int k = 1; k < g.size && !err; k++)
-		err = spill_rank(w, k);
+		if (!(err = spill_rank(w, k)))
+			err = recv_events(k, NULL); /* no report: no attribution */
 	struct ls_run ends = *run;
 	merge_run_fields(&ends);
 	ends.n_requests = run->n_warmup + total;
@@ -730,7 +843,7 @@ static int gather_in(void)
 	uint64_t t0 = ls_now_ns();
 	struct ls_run *run = g.st.run;
 	size_t nw = run->n_warmup, total = g.mine.n_measured, at = 0;
-	uint64_t frames = g.mine.n_frames;
+	uint64_t frames = g.mine.n_frames, events = g.mine.n_events;
 	g.all[0] = g.mine;
 	for (int k = 1; k < g.size; k++) {
 		void *buf;
@@ -745,8 +858,11 @@ static int gather_in(void)
 			return err;
 		total += g.all[k].n_measured;
 		frames += g.all[k].n_frames;
+		events += g.all[k].n_events;
 	}
-	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame), avail;
+	/* An event store's arrays grow by doubling: up to twice an event's bytes each. */
+	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame) +
+			events * 2 * sizeof(struct ls_event), avail;
 	if (!merge_fits(need, &avail))
 		return spill_in(total, need, avail);
 	struct ls_request *reqs = calloc(nw + total ? nw + total : 1, sizeof(*reqs));
@@ -759,21 +875,36 @@ static int gather_in(void)
 	free(run->requests);
 	run->requests = reqs;
 	run->n_requests = at;
-	int err = 0;
+	struct ls_evstore **stores = calloc((size_t)g.size, sizeof(*stores));
+	int err = stores ? own_events(&stores[0]) : -ENOMEM;
 	for (int k = 1; k < g.size && !err; k++) {
 		size_t before = at;
 		err = recv_records(k, reqs, &at, nw + total);
 		run->n_requests = at;
 		if (!err && at - before != g.all[k].n_measured)
 			err = -EPROTO;
+		if (!err)
+			err = recv_events(k, &stores[k]);
 	}
-	if (err)
-		return err;
+	for (int k = 0; k < g.size && stores; k++)
+		for (unsigned kind = 0; kind < LS_EV__COUNT; kind++)
+			g.n_events += ls_evstore_count(stores[k], kind);
 	qsort(reqs + nw, total, sizeof(*reqs), cmp_id);
 	*g.st.n_measured = total;
 	merge_run_fields(run);
-	if (keep_local_view(run))
-		return -ENOMEM;
+	uint32_t *part = err ? NULL : parts_of(run);
+	if (!err && (!part || keep_local_view(run)))
+		err = -ENOMEM;
+	/* Every rank's requests attributed with its own events (cookies are unique per host only). */
+	ls_bench_probes_set_parts(*g.st.probes, err ? NULL : stores, (size_t)g.size, err ? NULL : part,
+				  run->n_requests, &g.local);
+	if (err) {
+		for (int k = 0; k < g.size && stores; k++)
+			ls_evstore_free(stores[k]);
+		free(stores);
+		free(part);
+		return err;
+	}
 	if (g.have_meta)
 		write_merged(run);
 	g.merge_ns = ls_now_ns() - t0;
@@ -803,11 +934,6 @@ int ls_bench_mpi_after_run(int rc)
 	if (!err)
 		g.gathered = 1;
 	return err ? err : rc;
-}
-
-const struct ls_run *ls_bench_mpi_local_run(const struct ls_run *run)
-{
-	return g.on && g.gathered && g.rank == 0 ? &g.local : run;
 }
 
 /* ---- the report ---- */
@@ -853,13 +979,15 @@ void ls_bench_mpi_report(FILE *out)
 			fprintf(out, "  rank %d: probes off: %s\n", k, g.all[k].probes);
 	fprintf(out, "(rate: realised/target req/s; lag: started - scheduled; delay: client delay per frame, "
 		"harness stamp - kernel arrival, by each rank's own probes; clock: offset to rank 0, its "
-		"uncertainty and drift; the attribution above is rank 0's own requests)\n");
+		"uncertainty and drift; the attribution above is every rank's requests, each attributed with its own "
+		"rank's probe events moved into rank 0's clock)\n");
 	double mib = ((double)g.st.run->n_requests * sizeof(struct ls_request) + (double)g.n_frames *
-		      sizeof(struct ls_frame)) / (1024.0 * 1024.0);
-	fprintf(out, "merge: %zu records, %llu frames from %d ranks in %.1f ms; rank 0 holds %zu B per request + "
-		"%zu B per frame = %.1f MiB, and one message of at most %u MiB in flight\n", g.st.run->n_requests,
-		(unsigned long long)g.n_frames, g.size, g.merge_ns / 1e6, sizeof(struct ls_request),
-		sizeof(struct ls_frame), mib, CHUNK_BYTES >> 20);
+		      sizeof(struct ls_frame) + (double)g.n_events * sizeof(struct ls_event)) / (1024.0 * 1024.0);
+	fprintf(out, "merge: %zu records, %llu frames, %llu probe events from %d ranks in %.1f ms; rank 0 holds "
+		"%zu B per request + %zu B per frame + %zu B per event (up to twice that as its store grows) = "
+		"%.1f MiB, and one message of at most %u MiB in flight\n", g.st.run->n_requests,
+		(unsigned long long)g.n_frames, (unsigned long long)g.n_events, g.size, g.merge_ns / 1e6,
+		sizeof(struct ls_request), sizeof(struct ls_frame), sizeof(struct ls_event), mib, CHUNK_BYTES >> 20);
 	fflush(out);
 }
 
@@ -884,5 +1012,6 @@ void ls_bench_mpi_end(int exit_code)
 	free(g.fits);
 	free(g.all);
 	free(g.local.requests);
+	free(g.cookies);
 	memset(&g, 0, sizeof(g));
 }

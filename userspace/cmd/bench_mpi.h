@@ -53,12 +53,11 @@ int ls_bench_mpi_agree(int rc);
  * rank file. 0 or -1 after a message. */
 int ls_bench_mpi_before_run(struct ls_driver_opts *o);
 /* Just after it (unsent requests dropped): the clocks again, every record to rank 0, merged
- * into run in rank 0's clock, the merged record file opened on *record. rc is the driver's;
- * returns it, or -errno. */
+ * into run in rank 0's clock, the merged record file opened on *record; with the records, each
+ * rank's probe events of its requests' sockets, moved into rank 0's clock and handed to the
+ * probes (ls_bench_probes_set_parts) so the attribution covers every rank's requests. rc is the
+ * driver's; returns it, or -errno. */
 int ls_bench_mpi_after_run(int rc);
-/* The requests this rank sent itself (rank 0's share of the merged run: its probes saw only
- * those sockets), or run when MPI is not on. */
-const struct ls_run *ls_bench_mpi_local_run(const struct ls_run *run);
 /* The per-rank lines of the report (rank 0). */
 void ls_bench_mpi_report(FILE *out);
 /* 1 with *exit_code when this rank prints no report: a rank but 0, or rank 0 when the merge

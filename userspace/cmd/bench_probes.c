@@ -28,6 +28,11 @@ struct ls_bench_probes {
 	uint64_t steal_before_ms, steal_after_ms; /* /proc/stat steal, all vCPUs */
 	int have_steal;
 	struct ls_attribution *attr; /* after ls_bench_probes_report, for the HTML page */
+	/* MPI rank 0 (ls_bench_probes_set_parts): the merged run's events, one store per rank. */
+	struct ls_evstore **stores;
+	size_t n_stores, n_part;
+	uint32_t *part;
+	const struct ls_run *own;
 };
 
 int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms)
@@ -184,7 +189,7 @@ static size_t peak_in_flight(const struct ls_run *run)
  * frame, peak RSS growth per stream in flight, and the probes' drain per event. The kernel
  * side of the probes runs partly in other tasks (softirq): tests/perf/probes_cost.sh has both. */
 static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, const struct ls_run *run,
-			       const struct rusage *now)
+			       const struct rusage *now, const char *whose)
 {
 	uint64_t frames = 0;
 
@@ -197,8 +202,8 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 	double cpu = user + kern;
 	size_t n = run->n_requests, peak = peak_in_flight(run);
 	long rss_kib = now->ru_maxrss - bp->before.ru_maxrss;
-	fprintf(out, "harness cost (getrusage, the run): CPU %.1f ms = %.1f us per request, %.2f us per frame "
-		"(user %.2f + kernel %.2f) (%zu requests, %llu frames)",
+	fprintf(out, "harness cost (getrusage, %s): CPU %.1f ms = %.1f us per request, %.2f us per frame "
+		"(user %.2f + kernel %.2f) (%zu requests, %llu frames)", whose,
 		cpu / 1e3, n ? cpu / n : 0.0, frames ? cpu / frames : 0.0, frames ? user / frames : 0.0,
 		frames ? kern / frames : 0.0, n, (unsigned long long)frames);
 	/* ru_maxrss is a high-water mark: a run that stayed below the set-up's peak shows no growth. */
@@ -253,7 +258,7 @@ static void ints_to_raw(cJSON *item)
 /* One header line, then one line per request (ls_attribution_request_json): the parts of its
  * TTFT, each inter-token gap and E2EL in ns, its flags and the kernel's stamps. */
 static int write_jsonl(const char *path, const char *record_path, const struct ls_run *run,
-		       const struct ls_attribution *a, const struct ls_evstore *events)
+		       const struct ls_attribution *a, const struct ls_evstore *const *stores, size_t n_stores)
 {
 	struct ls_outfile out;
 	int err = ls_outfile_open(&out, "attribution file", path);
@@ -272,10 +277,13 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 		cJSON_AddStringToObject(h, "why", a->why);
 		cJSON_AddNumberToObject(h, "lost_events", (double)a->lost_events);
 		cJSON *by_kind = cJSON_AddObjectToObject(h, "lost_by_kind");
-		for (unsigned kind = 0; by_kind && events && kind < LS_EV__COUNT; kind++)
-			if (ls_evstore_lost(events, kind))
-				cJSON_AddNumberToObject(by_kind, ls_event_kind_name(kind),
-							(double)ls_evstore_lost(events, kind));
+		for (unsigned kind = 0; by_kind && kind < LS_EV__COUNT; kind++) {
+			uint64_t lost = 0;
+			for (size_t k = 0; k < n_stores; k++)
+				lost += ls_evstore_lost(stores[k], kind);
+			if (lost)
+				cJSON_AddNumberToObject(by_kind, ls_event_kind_name(kind), (double)lost);
+		}
 	}
 	char *text = h ? cJSON_PrintUnformatted(h) : NULL;
 	cJSON_Delete(h);
@@ -318,6 +326,47 @@ static void run_span(const struct ls_run *run, uint64_t *from, uint64_t *to)
 	}
 }
 
+/* The probes' notes, but the one the attribution's why says already. */
+static void print_notes(FILE *out, const struct ls_bench_probes *bp, const struct ls_attribution *a)
+{
+	const char *notes = bp->probes ? ls_probes_notes(bp->probes) : NULL;
+	for (const char *p = notes; p && *p;) {
+		size_t len = strcspn(p, "\n");
+		int said = memmem(p, len, "no server watched", 17) && strstr(a->why, "no server-side events");
+		if (len && !said)
+			fprintf(out, "probes: %.*s\n", (int)len, p);
+		p += len + (p[len] == '\n');
+	}
+}
+
+/* The attribution JSONL beside --record (when there were events) and --trace. 0 or the first
+ * -errno (each file says on stderr). */
+static int write_files(const struct ls_config *cfg, const struct ls_run *run, const struct ls_attribution *a,
+		       const struct ls_evstore *const *stores, size_t n_stores, int have_events,
+		       const struct ls_gpu_steps *gs)
+{
+	int err = 0;
+	if (cfg->record_path && have_events) { /* probes off: nothing the record does not hold already */
+		char *path = ls_bench_attribution_path(cfg->record_path);
+		int e = path ? write_jsonl(path, cfg->record_path, run, a, stores, n_stores) : -ENOMEM;
+		if (!e)
+			fprintf(stderr, "latscope bench: attribution per request written to %s\n", path);
+		else
+			err = e;
+		free(path);
+	}
+	if (cfg->trace_path) {
+		int e = ls_trace_write_stores(cfg->trace_path, run, a, stores, n_stores, gs ? gs->steps : NULL,
+					      gs ? gs->n : 0);
+		if (!e)
+			fprintf(stderr, "latscope bench: trace written to %s (open it in ui.perfetto.dev)\n",
+				cfg->trace_path);
+		else if (!err)
+			err = e;
+	}
+	return err;
+}
+
 int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out)
 {
 	const struct ls_config *cfg;
@@ -341,13 +390,23 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 		else
 			err = -EIO; /* the message named the directory; the report goes on without GPU */
 	}
-	const struct ls_evstore *ev = ls_probes_events(bp->probes);
+	const struct ls_evstore *ev = ls_probes_events(bp->probes), *const *stores = &ev;
+	size_t n_stores = 1;
+	const uint32_t *part = NULL;
+	int merged = bp->stores && bp->n_part == run->n_requests, have_events = 0;
+	if (merged) { /* MPI: each rank's requests with that rank's events */
+		stores = (const struct ls_evstore *const *)bp->stores;
+		n_stores = bp->n_stores;
+		part = bp->part;
+	}
+	for (size_t k = 0; k < n_stores; k++)
+		have_events |= stores[k] != NULL;
 	struct ls_profile honest;
 	struct ls_attribution *a = NULL;
 	/* Attribution reads every request the honest way, whatever profile the run was sent by. */
 	if (!ls_profile_builtin("honest", &honest))
-		a = ls_attribute(run, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0, &honest.read,
-				 bp->probes ? NULL : bp->why);
+		a = ls_attribute_parts(run, stores, n_stores, part, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0,
+				       &honest.read, have_events ? NULL : bp->why);
 	if (!a) {
 		fprintf(stderr, "latscope bench: out of memory attributing the run\n");
 		if (have_gs)
@@ -356,42 +415,21 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 	}
 	fprintf(out, "\n");
 	ls_attribution_print(out, a);
-	if (bp->probes) {
+	if (have_events)
 		print_client_delay(out, run, a, !loop_spins(bp->cfg));
-		const char *notes = ls_probes_notes(bp->probes);
-		for (const char *p = notes; p && *p;) {
-			size_t len = strcspn(p, "\n");
-			int said = memmem(p, len, "no server watched", 17) && strstr(a->why, "no server-side events");
-			if (len && !said)
-				fprintf(out, "probes: %.*s\n", (int)len, p);
-			p += len + (p[len] == '\n');
-		}
-	}
+	print_notes(out, bp, a);
 	fprintf(out, "(attribution reads every request the honest way: TTFT and E2EL from `scheduled`, "
 		     "E2EL to the last byte)\n");
-	print_harness_cost(out, bp, run, &end);
+	print_harness_cost(out, bp, merged && bp->own ? bp->own : run, &end,
+			   merged ? "rank 0's own requests; each rank's CPU per frame is below" : "the run");
 	if (have_gs) {
 		fprintf(out, "\n");
 		ls_gpu_report_print(out, &gs, from, to);
 	}
 	fflush(out);
-	if (cfg->record_path && bp->probes) { /* probes off: nothing the record does not hold already */
-		char *path = ls_bench_attribution_path(cfg->record_path);
-		int e = path ? write_jsonl(path, cfg->record_path, run, a, ev) : -ENOMEM;
-		if (!e)
-			fprintf(stderr, "latscope bench: attribution per request written to %s\n", path);
-		else if (!err)
-			err = e;
-		free(path);
-	}
-	if (cfg->trace_path) {
-		int e = ls_trace_write(cfg->trace_path, run, a, ev, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0);
-		if (!e)
-			fprintf(stderr, "latscope bench: trace written to %s (open it in ui.perfetto.dev)\n",
-				cfg->trace_path);
-		else if (!err)
-			err = e;
-	}
+	int e = write_files(cfg, run, a, stores, n_stores, have_events, have_gs ? &gs : NULL);
+	if (!err)
+		err = e;
 	ls_attribution_free(bp->attr);
 	bp->attr = a; /* kept for the HTML page (ls_bench_probes_attribution) */
 	if (have_gs)
@@ -445,6 +483,63 @@ int ls_bench_probes_client_delay(struct ls_bench_probes *bp, const struct ls_run
 	return n ? 0 : -1;
 }
 
+int ls_bench_probes_sockets(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t **cookies,
+			    size_t *n)
+{
+	struct ls_profile honest;
+	*cookies = NULL;
+	*n = 0;
+	if (!bp || !bp->probes || ls_profile_builtin("honest", &honest))
+		return -1;
+	ls_probes_drain(bp->probes);
+	/* The pairing is the attribution's own (ports and time), so rank 0 pairs the same way. */
+	struct ls_attribution *a = ls_attribute(run, ls_probes_events(bp->probes), NULL, 0, &honest.read, NULL);
+	uint64_t *c = a ? malloc((2 * a->n + 1) * sizeof(*c)) : NULL;
+	if (!c) {
+		ls_attribution_free(a);
+		return -1;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->req[i].client_cookie)
+			c[k++] = a->req[i].client_cookie;
+		if (a->req[i].server_cookie)
+			c[k++] = a->req[i].server_cookie;
+	}
+	ls_attribution_free(a);
+	*cookies = c;
+	*n = k;
+	return 0;
+}
+
+const struct ls_evstore *ls_bench_probes_events(const struct ls_bench_probes *bp)
+{
+	return bp ? ls_probes_events(bp->probes) : NULL;
+}
+
+static void parts_free(struct ls_evstore **stores, size_t n, uint32_t *part)
+{
+	for (size_t k = 0; stores && k < n; k++)
+		ls_evstore_free(stores[k]);
+	free(stores);
+	free(part);
+}
+
+void ls_bench_probes_set_parts(struct ls_bench_probes *bp, struct ls_evstore **stores, size_t n_stores,
+			       uint32_t *part, size_t n_part, const struct ls_run *own)
+{
+	if (!bp) {
+		parts_free(stores, n_stores, part);
+		return;
+	}
+	parts_free(bp->stores, bp->n_stores, bp->part);
+	bp->stores = stores;
+	bp->n_stores = n_stores;
+	bp->part = part;
+	bp->n_part = n_part;
+	bp->own = own;
+}
+
 const char *ls_bench_probes_why(const struct ls_bench_probes *bp)
 {
 	if (!bp)
@@ -458,5 +553,6 @@ void ls_bench_probes_close(struct ls_bench_probes *bp)
 		return;
 	ls_probes_close(bp->probes);
 	ls_attribution_free(bp->attr);
+	parts_free(bp->stores, bp->n_stores, bp->part);
 	free(bp);
 }

@@ -43,6 +43,20 @@ void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t
  * probes are off (bp NULL too) or no frame had a kernel stamp. */
 int ls_bench_probes_client_delay(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t *p99_ns,
 				 uint64_t *n_frames);
+/* MPI: the sockets another process needs to attribute run's measured requests again from this
+ * process's events: their client sockets and the server sockets those paired with (so a
+ * server's sockets, which every rank on its host sees, travel once: with the rank whose request
+ * they served). *cookies malloc'd (NULL when none). 0, or -1 when the probes are off / ENOMEM. */
+int ls_bench_probes_sockets(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t **cookies,
+			    size_t *n);
+/* This process's events (NULL when the probes are off). */
+const struct ls_evstore *ls_bench_probes_events(const struct ls_bench_probes *bp);
+/* MPI, rank 0: the run ls_bench_probes_report gets is merged from n_stores processes: request i
+ * is attributed with stores[part[i]] (rank k's events in rank 0's clock; NULL: its probes were
+ * off), n_part = its requests. own: rank 0's own requests, whose CPU the harness cost is. bp
+ * takes stores and part (freed at close, also when bp is NULL). */
+void ls_bench_probes_set_parts(struct ls_bench_probes *bp, struct ls_evstore **stores, size_t n_stores,
+			       uint32_t *part, size_t n_part, const struct ls_run *own);
 /* Why the probes are off ("--probes off", "not root", ...), or NULL when they are on. */
 const char *ls_bench_probes_why(const struct ls_bench_probes *bp);
 

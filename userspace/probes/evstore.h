@@ -42,4 +42,22 @@ const char *ls_event_kind_name(unsigned kind);
 /* Index of the first event of s with ts_ns >= t (s->n when none). */
 size_t ls_sock_events_from(const struct ls_sock_events *s, uint64_t t);
 
+/* Sockets' events as plain bytes for another process of the same build (evstore_pack.c: MPI
+ * ranks send rank 0 the events of their own requests' sockets). A message is segments, each a
+ * head and n events of one socket; a socket may span segments and messages. */
+struct ls_evseg_head {
+	uint64_t cookie;
+	uint64_t lost;      /* the socket's lost events (ls_sock_events.lost) */
+	uint32_t n, reserved;
+};
+/* The sockets cookies[0..n) of st (duplicates and unknown cookies skipped) in messages of at
+ * most max_bytes (at least one event each): emit(ctx, buf, len) per message. *n_events gets the
+ * events packed (may be NULL). 0, -ENOMEM, or emit's negative error. */
+int ls_evstore_pack(const struct ls_evstore *st, const uint64_t *cookies, size_t n, size_t max_bytes,
+		    int (*emit)(void *ctx, const void *buf, size_t len), void *ctx, uint64_t *n_events);
+/* One message into st, every ts_ns through map(ctx, ts) (NULL: kept). 0, -EPROTO (not whole
+ * segments), or -ENOMEM. */
+int ls_evstore_unpack(struct ls_evstore *st, const void *buf, size_t len, uint64_t (*map)(void *ctx, uint64_t t),
+		      void *ctx);
+
 #endif

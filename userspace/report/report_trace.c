@@ -156,10 +156,10 @@ static void request_track(cJSON *arr, const struct ls_request *r, const struct l
 	}
 }
 
-static void server_tracks(cJSON *arr, const struct ls_evstore *st)
+/* The server connections of st as tracks tid + 1, ...: returns the last tid given. */
+static uint64_t server_tracks(cJSON *arr, const struct ls_evstore *st, uint64_t tid)
 {
 	size_t n = ls_evstore_sockets(st);
-	uint64_t tid = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct ls_sock_events *s = ls_evstore_at(st, i);
@@ -189,10 +189,18 @@ static void server_tracks(cJSON *arr, const struct ls_evstore *st)
 				cJSON_AddNumberToObject(args, "bytes", e->len);
 		}
 	}
+	return tid;
 }
 
 int ls_trace_write(const char *path, const struct ls_run *run, const struct ls_attribution *a,
 		   const struct ls_evstore *events, const struct ls_gpu_step *steps, size_t n_steps)
+{
+	return ls_trace_write_stores(path, run, a, &events, 1, steps, n_steps);
+}
+
+int ls_trace_write_stores(const char *path, const struct ls_run *run, const struct ls_attribution *a,
+			  const struct ls_evstore *const *stores, size_t n_stores, const struct ls_gpu_step *steps,
+			  size_t n_steps)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 	char *text = NULL;
@@ -204,10 +212,13 @@ int ls_trace_write(const char *path, const struct ls_run *run, const struct ls_a
 	name_track(arr, PID_REQUESTS, 0, "process_name", "requests");
 	for (size_t i = 0; i < run->n_requests && a && i < a->n; i++)
 		request_track(arr, &run->requests[i], &a->req[i], i);
-	if (events) {
-		name_track(arr, PID_SERVER, 0, "process_name", "server connections");
-		server_tracks(arr, events);
-	}
+	int named = 0;
+	for (size_t k = 0; k < n_stores; k++)
+		if (stores[k] && !named++)
+			name_track(arr, PID_SERVER, 0, "process_name", "server connections");
+	uint64_t tid = 0; /* one numbering over every store */
+	for (size_t k = 0; k < n_stores; k++)
+		tid = server_tracks(arr, stores[k], tid);
 	if (n_steps) {
 		name_track(arr, PID_GPU, 0, "process_name", "GPU steps");
 		for (size_t i = 0; i < n_steps; i++) {
