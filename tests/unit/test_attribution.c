@@ -512,3 +512,180 @@ Test(attribution, report_and_json)
 	ls_evstore_free(st);
 	ls_request_free(&r);
 }
+
+/* ---- a run merged from several processes (MPI): one store per process ---- */
+
+#define SHIFT_US 10000ull
+
+static void shift_request(struct ls_request *r, uint64_t us)
+{
+	uint64_t *stamps[] = { &r->scheduled_ns, &r->admitted_ns, &r->started_ns, &r->connect_ns, &r->finished_ns };
+	for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++)
+		*stamps[i] += us * US;
+	for (uint32_t i = 0; i < r->n_frames; i++)
+		r->frames[i].arrived_ns += us * US;
+}
+
+/* Two requests on sockets with the same cookies (two hosts), the second SHIFT_US later. */
+static void two_process_run(struct ls_run *run, struct ls_request r[2], struct ls_evstore *st[2])
+{
+	struct ls_run one;
+	scenario_run(&one, &r[0]);
+	scenario_run(&one, &r[1]);
+	r[1].id = 1;
+	shift_request(&r[1], SHIFT_US);
+	memset(run, 0, sizeof(*run));
+	run->requests = r;
+	run->n_requests = 2;
+	for (int k = 0; k < 2; k++) {
+		st[k] = ls_evstore_new();
+		cr_assert_not_null(st[k]);
+	}
+	scenario_client(st[0]);
+	scenario_server(st[0]);
+	struct ls_evstore *tmp = ls_evstore_new();
+	scenario_client(tmp);
+	scenario_server(tmp);
+	for (size_t i = 0; i < ls_evstore_sockets(tmp); i++) {
+		const struct ls_sock_events *s = ls_evstore_at(tmp, i);
+		for (size_t j = 0; j < s->n; j++) {
+			struct ls_event e = s->ev[j];
+			e.ts_ns += SHIFT_US * US;
+			cr_assert_eq(ls_evstore_add(st[1], &e), 0);
+		}
+	}
+	ls_evstore_free(tmp);
+}
+
+static void expect_exact(const struct ls_req_attr *q)
+{
+	cr_expect_eq(q->flags, 0, "request %llu flags %#x", (unsigned long long)q->id, q->flags);
+	cr_expect_eq(q->ttft_ns, 2030 * US);
+	cr_expect_eq(P(q->ttft, CLIENT), 870);
+	cr_expect_eq(P(q->ttft, NETWORK), 110);
+	cr_expect_eq(P(q->ttft, SERVER), 1050);
+	cr_expect_eq(P(q->e2el, SERVER), 3079);
+}
+
+Test(attribution_parts, each_request_with_its_own_process_events)
+{
+	struct ls_run run;
+	struct ls_request r[2] = { 0 };
+	struct ls_evstore *st[2];
+	two_process_run(&run, r, st);
+	const struct ls_evstore *const stores[2] = { st[0], st[1] };
+	uint32_t part[2] = { 0, 1 };
+	struct ls_attribution *a = ls_attribute_parts(&run, stores, 2, part, NULL, 0, honest_rules(), NULL);
+	cr_assert_not_null(a);
+	cr_assert_eq(a->n, 2);
+	expect_exact(&a->req[0]);
+	expect_exact(&a->req[1]);
+	cr_expect(a->have_client && a->have_server);
+	cr_expect_str_eq(a->why, "");
+	assert_sums(a);
+	ls_attribution_free(a);
+	/* The wrong store: the first request's window has none of the second process's events. */
+	part[0] = 1;
+	a = ls_attribute_parts(&run, stores, 2, part, NULL, 0, honest_rules(), NULL);
+	cr_assert_not_null(a);
+	cr_expect(a->req[0].flags & LS_ATTR_NO_EVENTS, "flags %#x", a->req[0].flags);
+	expect_exact(&a->req[1]);
+	ls_attribution_free(a);
+	/* A part out of range is refused. */
+	part[0] = 2;
+	cr_expect_null(ls_attribute_parts(&run, stores, 2, part, NULL, 0, honest_rules(), NULL));
+	for (int k = 0; k < 2; k++) {
+		ls_evstore_free(st[k]);
+		ls_request_free(&r[k]);
+	}
+}
+
+Test(attribution_parts, a_process_without_probes_and_lost_events_summed)
+{
+	struct ls_run run;
+	struct ls_request r[2] = { 0 };
+	struct ls_evstore *st[2];
+	two_process_run(&run, r, st);
+	uint64_t lost[LS_EV__COUNT] = { 0 };
+	lost[LS_EV_READ] = 2;
+	ls_evstore_set_lost_by_kind(st[0], lost);
+	const struct ls_evstore *const stores[3] = { st[0], NULL, st[1] };
+	uint32_t part[2] = { 1, 2 };
+	struct ls_attribution *a = ls_attribute_parts(&run, stores, 3, part, NULL, 0, honest_rules(), NULL);
+	cr_assert_not_null(a);
+	cr_expect(a->req[0].flags & LS_ATTR_NO_EVENTS, "no probes there: flags %#x", a->req[0].flags);
+	cr_expect_gt(P(a->req[0].ttft, UNATTRIBUTED), 0, "no events: the kernel part is unattributed");
+	expect_exact(&a->req[1]);
+	cr_expect_eq(a->lost_events, 2, "the lost events of every store, even one with no request");
+	cr_expect(strstr(a->why, "read 2"), "%s", a->why);
+	ls_attribution_free(a);
+	for (int k = 0; k < 2; k++) {
+		ls_evstore_free(st[k]);
+		ls_request_free(&r[k]);
+	}
+}
+
+struct msgs {
+	struct ls_evstore *into;
+	size_t n, max_len;
+};
+
+static uint64_t plus_shift(void *ctx, uint64_t t)
+{
+	(void)ctx;
+	return t + SHIFT_US * US;
+}
+
+static int take_msg(void *ctx, const void *buf, size_t len)
+{
+	struct msgs *m = ctx;
+	m->n++;
+	if (len > m->max_len)
+		m->max_len = len;
+	return ls_evstore_unpack(m->into, buf, len, plus_shift, NULL);
+}
+
+/* What a rank sends rank 0: only the sockets asked for, in bounded messages, moved in time. */
+Test(attribution_parts, events_packed_in_bounded_messages_and_moved)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new(), *moved = ls_evstore_new();
+	scenario_run(&run, &r);
+	scenario_client(st);
+	scenario_server(st);
+	ev(st, 300, LS_ROLE_SERVER, LS_EV_ESTABLISHED, 1000, 0, 0); /* another rank's server socket */
+	cr_assert_eq(ls_evstore_set_lost(st, C_COOKIE, 1), 0);
+	size_t max = sizeof(struct ls_evseg_head) + 3 * sizeof(struct ls_event);
+	struct msgs m = { .into = moved };
+	uint64_t cookies[] = { S_COOKIE, C_COOKIE, 999, C_COOKIE, 0 }, n_events = 0;
+	cr_assert_eq(ls_evstore_pack(st, cookies, 5, max, take_msg, &m, &n_events), 0);
+	size_t want = ls_evstore_find(st, C_COOKIE)->n + ls_evstore_find(st, S_COOKIE)->n;
+	cr_expect_eq(n_events, want);
+	cr_expect_leq(m.max_len, max);
+	cr_expect_geq(m.n, want / 3, "%zu messages", m.n);
+	cr_expect_eq(ls_evstore_sockets(moved), 2, "the socket not asked for stays home");
+	cr_expect_null(ls_evstore_find(moved, 300));
+	const struct ls_sock_events *c = ls_evstore_find(moved, C_COOKIE), *c0 = ls_evstore_find(st, C_COOKIE);
+	cr_assert_not_null(c);
+	cr_expect_eq(c->n, c0->n);
+	cr_expect_eq(c->lost, 1);
+	for (size_t j = 0; j < c->n; j++)
+		cr_expect_eq(c->ev[j].ts_ns, c0->ev[j].ts_ns + SHIFT_US * US);
+	/* Bytes that are not whole segments are refused. */
+	char junk[sizeof(struct ls_evseg_head) + 5] = { 0 };
+	struct ls_evseg_head h = { .cookie = 1, .n = 1 };
+	memcpy(junk, &h, sizeof(h));
+	cr_expect_eq(ls_evstore_unpack(moved, junk, sizeof(junk), NULL, NULL), -EPROTO);
+	/* The moved store attributes the moved request as the first did the original. */
+	shift_request(&r, SHIFT_US);
+	ls_evstore_set_lost(moved, C_COOKIE, 0);
+	struct ls_attribution *a = ls_attribute(&run, moved, NULL, 0, honest_rules(), NULL);
+	cr_assert_not_null(a);
+	cr_expect_eq(a->req[0].flags, LS_ATTR_LOST_EVENTS, "flags %#x", a->req[0].flags);
+	cr_expect_eq(P(a->req[0].ttft, SERVER), 1050);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_evstore_free(moved);
+	ls_request_free(&r);
+}
