@@ -5,6 +5,7 @@ every check holds, 1 with the failed ones listed.
 
   mpi_check.py merged SINGLE.jsonl MERGED.jsonl TRUTH.jsonl N NUM RATE REPORT.txt RANKFILE...
   mpi_check.py killed REPORT.txt RANKFILE...
+  mpi_check.py attribution ATTRIBUTION.jsonl MERGED.jsonl TRUTH.jsonl N
 """
 import json
 import statistics
@@ -157,12 +158,61 @@ def killed(report, rank_files):
           f"({len(ids)} distinct ids on disk)")
 
 
+def truth_server_ttft(path, tag):
+    """Per request id: the sim's first token frame written - request received, in ms."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            o = json.loads(line)
+            if not o.get("id", "").startswith(tag + "-"):
+                continue
+            tokens = [fr["t"] for fr in o.get("frames", []) if fr.get("kind") == "tokens"]
+            if tokens and o.get("received"):
+                out[int(o["id"][len(tag) + 1:])] = (tokens[0] - o["received"]) / 1e6
+    return out
+
+
+def attribution(attr_path, merged_path, truth_path, n):
+    """The attribution JSONL of a merged run: a line per request id of the run, every one from
+    its own rank's events with the server split out; per rank, the server part of TTFT agrees
+    with the simulator's truth (first token frame written - request received) as in the
+    single-process probes tests (median within -0.5 ms / +10% + 0.5 ms)."""
+    n = int(n)
+    head, reqs, _ = load(merged_path)
+    want = sorted(r["id"] for r in reqs if not r.get("warmup"))
+    with open(attr_path) as f:
+        lines = [json.loads(line) for line in f]
+    check(lines and "latscope_attribution" in lines[0], "the attribution file has its header line")
+    measured = [o for o in lines[1:] if "warmup" not in o.get("flags", [])]
+    got = sorted(o["id"] for o in measured)
+    check(got == want, f"the attribution has a line per request id of the merged run "
+          f"({len(got)} lines, {len(want)} requests, ranks {sorted({i % n for i in got})})")
+    bad = [(o["id"], fl) for o in measured for fl in o.get("flags", [])
+           if fl in ("no_events", "no_server", "disorder", "not_ok")]
+    check(not bad, f"every request attributed from its own rank's events, server split out "
+          f"(flagged: {bad[:5]})")
+    check(lines[0].get("lost_events", 0) == 0, f"no probe events lost ({lines[0].get('lost_events')})")
+    truth = truth_server_ttft(truth_path, head["run_tag"])
+    for k in range(n):
+        mine = [o for o in measured if o["id"] % n == k and "server_ns" in o.get("ttft", {})]
+        t = [truth[o["id"]] for o in mine if o["id"] in truth]
+        if not mine or not t:
+            check(False, f"rank {k}: requests with a server part ({len(mine)}) and their truth ({len(t)})")
+            continue
+        g = statistics.median(o["ttft"]["server_ns"] / 1e6 for o in mine)
+        w = statistics.median(t)
+        check(w - 0.5 < g < w * 1.1 + 0.5, f"rank {k}: server part of TTFT median {g:.3f} ms, "
+              f"the truth's {w:.3f} ms ({len(mine)} requests)")
+
+
 if __name__ == "__main__":
     what, args = sys.argv[1], sys.argv[2:]
     if what == "merged":
         merged(*args[:7], args[7:])
     elif what == "killed":
         killed(args[0], args[1:])
+    elif what == "attribution":
+        attribution(*args[:4])
     else:
         raise SystemExit(__doc__)
     sys.exit(1 if failures else 0)

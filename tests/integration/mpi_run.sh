@@ -3,9 +3,11 @@
 # --truth` on this host: completed + failed = num-prompts and every id once in the merged record;
 # the merged scheduled offsets equal a single process's with the same seed; the realised rate is
 # the target; median TTFT and ITL agree with the truth; each rank's clock offset is within its
-# stated uncertainty of 0; each rank has its own probes or says why not; `latscope report` of the
-# rank files gives the bench's numbers; a merge that does not fit is spilled. Skips
-# (77) without mpirun or in a build without libopenmpi-dev. ~30 s on a loaded 2-core VM.
+# stated uncertainty of 0; each rank has its own probes or says why not; with probes on (root and
+# BTF, the simulator watched), the attribution covers every rank's requests, each from its own
+# rank's events, and its server part of TTFT agrees with the truth per rank; `latscope report` of
+# the rank files gives the bench's numbers; a merge that does not fit is spilled. Skips (77)
+# without mpirun or in a build without libopenmpi-dev. ~40 s on a loaded 2-core VM.
 set -u
 . "$(dirname "$0")/mpi_lib.bash"
 
@@ -18,11 +20,27 @@ ARGS=(--base-url "$URL" --model latscope-sim --dataset-name random --random-inpu
 "$BIN" bench "${ARGS[@]}" --probes off --record "$tmp/single.jsonl" >"$tmp/single.out" 2>"$tmp/single.err" ||
 	{ cat "$tmp/single.err"; fail "the single-process run failed"; }
 
+# Probes need root and a kernel with BTF; without them the attribution checks are skipped, loudly.
+probes_ok=1
+if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
+	probes_ok=0
+	echo "SKIP  the attribution over every rank (probes on): needs root and /sys/kernel/btf/vmlinux"
+fi
+# Every rank's requests attributed, each with its own rank's events (tag: the run's files).
+check_attribution() { # tag n
+	[ $probes_ok -eq 1 ] || return 0
+	grep -q "probes off" "$tmp/$1.out" && { grep "probes off" "$tmp/$1.out"; fail "-n $2: probes off as root with BTF"; }
+	python3 "$CHECK" attribution "$tmp/$1.attribution.jsonl" "$tmp/$1.jsonl" "$tmp/truth.jsonl" "$2" ||
+		fail "-n $2: the attribution does not cover every rank's requests (see above)"
+	grep -q "the attribution above is every rank's requests" "$tmp/$1.out" || fail "-n $2: the report does not say whose requests the attribution covers"
+}
+
 for n in 2 3; do
-	# -n 2 without probes (each rank says so), -n 3 with them where root and BTF allow.
-	probes=off
-	[ $n -eq 3 ] && probes=auto
-	run_mpi "n$n" "$n" "${ARGS[@]}" --probes $probes --record "$tmp/n$n.jsonl" ||
+	# -n 2 without probes (each rank says so), -n 3 with them where root and BTF allow (the
+	# simulator watched: the server's part split out).
+	probes=(--probes off)
+	[ $n -eq 3 ] && probes=(--probes auto --server-pid "$sim_pid")
+	run_mpi "n$n" "$n" "${ARGS[@]}" "${probes[@]}" --record "$tmp/n$n.jsonl" ||
 		{ tail -20 "$tmp/n$n.err"; fail "mpirun -n $n latscope bench exited $?"; }
 	sed -n '/MPI: /,/^merge: /p' "$tmp/n$n.out"
 	ranks=()
@@ -36,7 +54,15 @@ for n in 2 3; do
 	     <(grep -E '^(Successful|Failed|Mean|Median|P99)' "$tmp/n$n.merged.txt") ||
 		fail "-n $n: the rank files report other numbers than the merged file"
 	echo "ok    -n $n: latscope report of the rank files = the merged file ($(cat "$tmp/n$n.ranks.err"))"
+	[ $n -eq 3 ] && check_attribution "n$n" "$n"
 done
+# -n 2 with the probes on (when they can be): the attribution of both ranks' requests.
+if [ $probes_ok -eq 1 ]; then
+	run_mpi p2 2 "${ARGS[@]}" --probes on --server-pid "$sim_pid" --record "$tmp/p2.jsonl" ||
+		{ tail -20 "$tmp/p2.err"; fail "mpirun -n 2 latscope bench --probes on exited $?"; }
+	sed -n '/^client delay per frame/,/^harness cost/p;/^merge: /p' "$tmp/p2.out"
+	check_attribution p2 2
+fi
 # A merge that does not fit in rank 0's memory (LATSCOPE_MPI_SPILL=1 says so) spills every record
 # to the record file instead of reporting: each request once there, as `latscope report` reads it.
 LATSCOPE_MPI_SPILL=1 MPI_X=LATSCOPE_MPI_SPILL run_mpi spill 2 "${ARGS[@]}" --probes off --record "$tmp/spill.jsonl"
