@@ -58,10 +58,28 @@ for n in 2 3; do
 done
 # -n 2 with the probes on (when they can be): the attribution of both ranks' requests.
 if [ $probes_ok -eq 1 ]; then
-	run_mpi p2 2 "${ARGS[@]}" --probes on --server-pid "$sim_pid" --record "$tmp/p2.jsonl" ||
+	run_mpi p2 2 "${ARGS[@]}" --probes on --server-pid "$sim_pid" --record "$tmp/p2.jsonl" --html "$tmp/p2.html" ||
 		{ tail -20 "$tmp/p2.err"; fail "mpirun -n 2 latscope bench --probes on exited $?"; }
 	sed -n '/^client delay per frame/,/^harness cost/p;/^merge: /p' "$tmp/p2.out"
 	check_attribution p2 2
+	# The page draws the same attribution: every request of the run, not rank 0's share.
+	grep -q "TTFT: the parts at P50, P90, P99 (ms, n=$NUM)" "$tmp/p2.html" ||
+		fail "-n 2: the HTML page's attribution is not every request's ($(grep -o 'TTFT: the parts[^<]*' "$tmp/p2.html"))"
+	echo "ok    -n 2: the HTML page's attribution covers all $NUM requests"
+	# The records fit, the other ranks' events do not (LATSCOPE_MPI_SPILL=events says so): the
+	# report stays, its attribution is rank 0's requests and says so.
+	LATSCOPE_MPI_SPILL=events MPI_X=LATSCOPE_MPI_SPILL run_mpi drop 2 "${ARGS[@]}" --num-prompts 30 --probes on \
+		--server-pid "$sim_pid" --record "$tmp/drop.jsonl" || { tail -5 "$tmp/drop.err"; fail "-n 2, events dropped: exit $?"; }
+	grep -q "the attribution covers rank 0's requests only" "$tmp/drop.err" || fail "no word of the dropped events"
+	grep -q "the attribution above is rank 0's requests only" "$tmp/drop.out" || fail "the report does not say the attribution is rank 0's"
+	python3 - "$tmp/drop.attribution.jsonl" <<'PY' || fail "-n 2, events dropped: rank 1's requests are not marked no_events"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])][1:]
+odd = [o for o in lines if o["id"] % 2]
+sys.exit(0 if len(lines) == 30 and odd and all("no_events" in o["flags"] for o in odd) and
+         not any("no_events" in o["flags"] for o in lines if o["id"] % 2 == 0) else 1)
+PY
+	echo "ok    -n 2: other ranks' events that do not fit are let go, the report kept and saying so"
 fi
 # A merge that does not fit in rank 0's memory (LATSCOPE_MPI_SPILL=1 says so) spills every record
 # to the record file instead of reporting: each request once there, as `latscope report` reads it.

@@ -60,6 +60,7 @@ static struct {
 	uint64_t *cookies;              /* this rank's requests' sockets (ls_bench_probes_sockets) */
 	size_t n_cookies;
 	int spilled;                    /* the merge did not fit: every record went to a file */
+	int events_dropped;             /* the records fit, the other ranks' events did not */
 } g;
 
 /* ---- the share: rank 0 -> rank k ---- */
@@ -747,8 +748,9 @@ static void write_merged(const struct ls_run *run)
 }
 
 /* Bytes the merge holds at rank 0 (records and frames), and whether this host has them:
- * MemAvailable, with a tenth kept for the metrics after it. LATSCOPE_MPI_SPILL=1 says no (tests). */
-static int merge_fits(uint64_t need, uint64_t *avail)
+ * MemAvailable, with a tenth kept for the metrics after it. LATSCOPE_MPI_SPILL=1 says no (tests), and
+ * =events says no to the other ranks' probe events only. */
+static int merge_fits(uint64_t need, uint64_t *avail, int with_events)
 {
 	const char *force = getenv("LATSCOPE_MPI_SPILL");
 	char line[256];
@@ -761,7 +763,7 @@ static int merge_fits(uint64_t need, uint64_t *avail)
 	if (f)
 		fclose(f);
 	*avail = (uint64_t)kib * 1024;
-	if (force && !strcmp(force, "1"))
+	if (force && (!strcmp(force, "1") || (with_events && !strcmp(force, "events"))))
 		return 0;
 	return !kib || need < *avail / 10 * 9; /* unknown: try */
 }
@@ -861,10 +863,16 @@ static int gather_in(void)
 		events += g.all[k].n_events;
 	}
 	/* An event store's arrays grow by doubling: up to twice an event's bytes each. */
-	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame) +
-			events * 2 * sizeof(struct ls_event), avail;
-	if (!merge_fits(need, &avail))
-		return spill_in(total, need, avail);
+	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame), avail;
+	uint64_t ev_need = (events - g.mine.n_events) * 2 * sizeof(struct ls_event);
+	if (!merge_fits(need, &avail, 0))
+		return spill_in(total, need + ev_need, avail);
+	if (ev_need && !merge_fits(need + ev_need, &avail, 1)) { /* the records fit: keep the report */
+		g.events_dropped = 1;
+		fprintf(stderr, "latscope bench: the other ranks' %llu probe events need %.1f GiB more at rank 0 and "
+				"this host has %.1f GiB available: the attribution covers rank 0's requests only\n",
+			(unsigned long long)(events - g.mine.n_events), ev_need / 1073741824.0, avail / 1073741824.0);
+	}
 	struct ls_request *reqs = calloc(nw + total ? nw + total : 1, sizeof(*reqs));
 	if (!reqs)
 		return -ENOMEM;
@@ -884,7 +892,7 @@ static int gather_in(void)
 		if (!err && at - before != g.all[k].n_measured)
 			err = -EPROTO;
 		if (!err)
-			err = recv_events(k, &stores[k]);
+			err = recv_events(k, g.events_dropped ? NULL : &stores[k]);
 	}
 	for (int k = 0; k < g.size && stores; k++)
 		for (unsigned kind = 0; kind < LS_EV__COUNT; kind++)
@@ -979,8 +987,9 @@ void ls_bench_mpi_report(FILE *out)
 			fprintf(out, "  rank %d: probes off: %s\n", k, g.all[k].probes);
 	fprintf(out, "(rate: realised/target req/s; lag: started - scheduled; delay: client delay per frame, "
 		"harness stamp - kernel arrival, by each rank's own probes; clock: offset to rank 0, its "
-		"uncertainty and drift; the attribution above is every rank's requests, each attributed with its own "
-		"rank's probe events moved into rank 0's clock)\n");
+		"uncertainty and drift; the attribution above is %s)\n", g.events_dropped ? "rank 0's requests "
+		"only: the other ranks' probe events did not fit in its memory" : "every rank's requests, each "
+		"attributed with its own rank's probe events moved into rank 0's clock");
 	double mib = ((double)g.st.run->n_requests * sizeof(struct ls_request) + (double)g.n_frames *
 		      sizeof(struct ls_frame) + (double)g.n_events * sizeof(struct ls_event)) / (1024.0 * 1024.0);
 	fprintf(out, "merge: %zu records, %llu frames, %llu probe events from %d ranks in %.1f ms; rank 0 holds "
