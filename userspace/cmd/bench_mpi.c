@@ -894,18 +894,15 @@ static int gather_in(void)
 		if (!err)
 			err = recv_events(k, g.events_dropped ? NULL : &stores[k]);
 	}
-	for (int k = 0; k < g.size && stores; k++)
-		for (unsigned kind = 0; kind < LS_EV__COUNT; kind++)
-			g.n_events += ls_evstore_count(stores[k], kind);
-	qsort(reqs + nw, total, sizeof(*reqs), cmp_id);
-	*g.st.n_measured = total;
-	merge_run_fields(run);
-	uint32_t *part = err ? NULL : parts_of(run);
-	if (!err && (!part || keep_local_view(run)))
-		err = -ENOMEM;
-	/* Every rank's requests attributed with its own events (cookies are unique per host only). */
-	ls_bench_probes_set_parts(*g.st.probes, err ? NULL : stores, (size_t)g.size, err ? NULL : part,
-				  run->n_requests, &g.local);
+	uint32_t *part = NULL;
+	if (!err) {
+		qsort(reqs + nw, total, sizeof(*reqs), cmp_id);
+		*g.st.n_measured = total;
+		merge_run_fields(run);
+		part = parts_of(run);
+		if (!part || keep_local_view(run))
+			err = -ENOMEM;
+	}
 	if (err) {
 		for (int k = 0; k < g.size && stores; k++)
 			ls_evstore_free(stores[k]);
@@ -913,6 +910,11 @@ static int gather_in(void)
 		free(part);
 		return err;
 	}
+	for (int k = 0; k < g.size; k++)
+		for (unsigned kind = 0; kind < LS_EV__COUNT; kind++)
+			g.n_events += ls_evstore_count(stores[k], kind);
+	/* Every rank's requests attributed with its own events (cookies are unique per host only). */
+	ls_bench_probes_set_parts(*g.st.probes, stores, (size_t)g.size, part, run->n_requests, &g.local);
 	if (g.have_meta)
 		write_merged(run);
 	g.merge_ns = ls_now_ns() - t0;
