@@ -411,7 +411,11 @@ struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct
 		struct ls_req_attr *ra = &a->req[i];
 		uint32_t k = part ? part[i] : 0;
 		x.index = &ix[k < n_stores ? k : 0];
-		if (k >= n_stores || attribute_one(&x, &run->requests[i], ra))
+		if (k >= n_stores) {
+			errno = EINVAL;
+			goto fail;
+		}
+		if (attribute_one(&x, &run->requests[i], ra))
 			goto fail;
 		if (!(ra->flags & LS_ATTR_NO_EVENTS))
 			a->have_client = 1;

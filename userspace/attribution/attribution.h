@@ -124,7 +124,8 @@ struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_ev
  * is attributed with the events of stores[part[i]] alone, since socket cookies are unique only
  * per host and each process's probes saw their own sockets (a NULL store: that process had no
  * probes; its requests are marked no_events). part NULL: every request is part 0. The totals
- * (lost events, what is missing) are over every store. ls_attribute is this with one store. */
+ * (lost events, what is missing) are over every store. NULL on ENOMEM, or with errno EINVAL for
+ * no store or a part out of range. ls_attribute is this with one store. */
 struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct ls_evstore *const *stores,
 					  size_t n_stores, const uint32_t *part, const struct ls_gpu_step *steps,
 					  size_t n_steps, const struct ls_read_rules *rules, const char *why);
