@@ -150,9 +150,8 @@ static uint64_t startable_arrival(const struct drv *d)
 	return d->next_deadline_ns;
 }
 
-/* Arrival gate, then slots. A job waiting for a slot does not hold back the next arrival
- * (as in vLLM and SGLang, whose semaphores sit inside the request task). */
-static void pace(struct drv *d, uint64_t now)
+/* The arrival gate: every job whose deadline has passed is scheduled. */
+static void pace_arrivals(struct drv *d, uint64_t now)
 {
 	while (d->next_arrive < d->n_jobs && d->next_deadline_ns <= now) {
 		d->jobs[d->next_arrive].rec->scheduled_ns = d->next_deadline_ns;
@@ -160,9 +159,26 @@ static void pace(struct drv *d, uint64_t now)
 		if (d->next_arrive < d->n_jobs)
 			d->next_deadline_ns = deadline_of(d, d->next_arrive, ls_now_ns());
 	}
+}
+
+/* The next scheduled job takes a free slot and goes to libcurl: 1, or 0 when none may. */
+static int admit_one(struct drv *d)
+{
 	uint32_t limit = d->opts->max_concurrency;
-	while (d->next_admit < d->next_arrive && (!limit || d->in_flight < limit) && !d->fatal)
-		drv_xfer_start(d, &d->jobs[d->next_admit++], ls_now_ns());
+	if (d->next_admit >= d->next_arrive || (limit && d->in_flight >= limit) || d->fatal)
+		return 0;
+	drv_xfer_start(d, &d->jobs[d->next_admit++], ls_now_ns());
+	return 1;
+}
+
+/* Arrival gate, then slots. A job waiting for a slot does not hold back the next arrival
+ * (as in vLLM and SGLang, whose semaphores sit inside the request task). Inside start_jobs
+ * (d->starting) only the gate: start_jobs admits one at a time. */
+static void pace(struct drv *d, uint64_t now)
+{
+	pace_arrivals(d, now);
+	while (!d->starting && admit_one(d))
+		;
 }
 
 /* ---- the loop ---- */
@@ -337,20 +353,33 @@ static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
 	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
 }
 
-/* Starts what may start; new transfers begin connecting at once. One that ends at once
- * (refused) frees its slot for the next before the loop waits. */
+static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake_late_ns);
+
+/* Starts what may start, one transfer at a time, each carried as far as it goes before the
+ * next: libcurl connects it (its timer is due at once), the ring takes its socket's poll and
+ * answers at once when the connection is up (on loopback, by the time connect() returns), and
+ * libcurl writes the request. A burst of N is then connect+write, connect+write, ..., not N
+ * connects and then N writes: each request leaves one connect after the one before it, and
+ * libcurl's CONNECT_TIME is the kernel's, not the whole burst's (issue 17). The loop still does
+ * not sleep here (io_uring_submit_and_get_events does not wait). A transfer that ends at once
+ * (refused) frees its slot for the next. */
 static void start_jobs(struct drv *d)
 {
-	while (!d->stopping) {
-		size_t started = d->n_started, done = d->n_done;
-		pace(d, ls_now_ns());
-		if (d->n_started == started)
-			break;
+	uint64_t late_unused = 0;
+	d->starting = 1;
+	pace_arrivals(d, ls_now_ns());
+	while (!d->stopping && admit_one(d)) {
 		curl_timer_due(d, ls_now_ns());
+		if (io_uring_sq_ready(&d->ring)) {
+			int rc = io_uring_submit_and_get_events(&d->ring);
+			if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN)
+				d->fatal = rc;
+			take_completions(d, 0, &late_unused);
+		}
 		drv_check_done(d);
-		if (d->n_done == done)
-			break;
+		pace_arrivals(d, ls_now_ns());
 	}
+	d->starting = 0;
 }
 
 /* Calls the hooks that are due, and those that run every turn. */
@@ -457,7 +486,6 @@ static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake
 	if (slept_until && !d->timer_armed_ns && woke_ns >= slept_until)
 		wake_late_sample(wake_late_ns, woke_ns - slept_until);
 	d->stats.cqes += n;
-	d->stats.waits++;
 }
 
 /* One turn: timers, what may start, hooks, progress, then wait and take completions. The
@@ -489,6 +517,7 @@ static int loop(struct drv *d)
 			continue;
 		}
 		take_completions(d, slept_until, &wake_late_ns);
+		d->stats.waits++;
 	}
 }
 
