@@ -33,6 +33,7 @@
 #define ARRIVAL_SPIN_MIN_NS 10000ull
 #define WAKE_LATE_START_NS  50000ull
 #define WAKE_LATE_STEP_NS   1000ull
+#define XFERS_PREPARED_MAX  16384
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -690,7 +691,12 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 		fprintf(stderr, "latscope: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-	if ((rc = ring_init(d)) || (rc = drv_multi_setup(d)) || (rc = drv_start(d)))
+	if ((rc = ring_init(d)) || (rc = drv_multi_setup(d)))
+		goto out;
+	/* As many easy handles as can be in flight (capped: past that they are made as needed). */
+	size_t prepare = opts->max_concurrency && opts->max_concurrency < n_jobs ? opts->max_concurrency : n_jobs;
+	drv_xfers_prepare(d, prepare < XFERS_PREPARED_MAX ? prepare : XFERS_PREPARED_MAX);
+	if ((rc = drv_start(d)))
 		goto out;
 	rc = loop(d);
 	print_stats(d);

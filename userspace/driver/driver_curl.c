@@ -588,6 +588,22 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	return 0;
 }
 
+/* Easy handles (options, headers, buffers) for the transfers that can be in flight at once,
+ * made before the clock starts: libcurl's handle setup is the harness's own, not part of any
+ * request's latency. Connections still open inside the requests (the profile decides). 0, or
+ * -ENOMEM (the run then makes the rest as it goes). */
+int drv_xfers_prepare(struct drv *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct xfer *x = xfer_new(d);
+		if (!x)
+			return -ENOMEM;
+		x->next_free = d->free_xfers;
+		d->free_xfers = x;
+	}
+	return 0;
+}
+
 void drv_xfers_free(struct drv *d)
 {
 	/* Detach every handle first: one still attached keeps libcurl's state alive. */

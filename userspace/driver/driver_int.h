@@ -159,6 +159,7 @@ void drv_socks_free(struct drv *d);
 
 /* driver_curl.c */
 void drv_xfers_free(struct drv *d);
+int  drv_xfers_prepare(struct drv *d, size_t n);
 int  drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_ns);
 void drv_check_done(struct drv *d);
 void drv_cancel_all(struct drv *d, const char *why);
