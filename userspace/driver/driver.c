@@ -162,13 +162,16 @@ static void pace_arrivals(struct drv *d, uint64_t now)
 	}
 }
 
-/* The next scheduled job takes a free slot and goes to libcurl: 1, or 0 when none may. */
-static int admit_one(struct drv *d)
+/* The next scheduled job takes a free slot and goes to libcurl: 1, or 0 when none may.
+ * slot_ns (0 = now): when the slot was free, its admitted_ns unless it was scheduled later. */
+static int admit_one(struct drv *d, uint64_t slot_ns)
 {
 	uint32_t limit = d->opts->max_concurrency;
 	if (d->next_admit >= d->next_arrive || (limit && d->in_flight >= limit) || d->fatal)
 		return 0;
-	drv_xfer_start(d, &d->jobs[d->next_admit++], ls_now_ns());
+	struct ls_driver_job *job = &d->jobs[d->next_admit++];
+	uint64_t admitted = slot_ns > job->rec->scheduled_ns ? slot_ns : ls_now_ns();
+	drv_xfer_start(d, job, admitted);
 	return 1;
 }
 
@@ -178,7 +181,7 @@ static int admit_one(struct drv *d)
 static void pace(struct drv *d, uint64_t now)
 {
 	pace_arrivals(d, now);
-	while (!d->starting && admit_one(d))
+	while (!d->starting && admit_one(d, 0))
 		;
 }
 
@@ -367,9 +370,13 @@ static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake
 static void start_jobs(struct drv *d)
 {
 	uint64_t late_unused = 0;
+	/* Every job admitted here found its slot free when this began (or when one freed inside,
+	 * or when it was scheduled later): admitted_ns says so, started_ns when libcurl got it. */
+	uint64_t slot_ns = ls_now_ns();
 	d->starting = 1;
-	pace_arrivals(d, ls_now_ns());
-	while (!d->stopping && admit_one(d)) {
+	pace_arrivals(d, slot_ns);
+	while (!d->stopping && admit_one(d, slot_ns)) {
+		size_t done = d->n_done;
 		curl_timer_due(d, ls_now_ns());
 		if (io_uring_sq_ready(&d->ring)) {
 			int rc = io_uring_submit_and_get_events(&d->ring);
@@ -378,6 +385,8 @@ static void start_jobs(struct drv *d)
 			take_completions(d, 0, &late_unused);
 		}
 		drv_check_done(d);
+		if (d->n_done != done)
+			slot_ns = 0; /* a slot freed just now: the next one is admitted now */
 		pace_arrivals(d, ls_now_ns());
 	}
 	d->starting = 0;
