@@ -6,6 +6,7 @@
  * (admitted), then go to libcurl (started). libcurl's side is in driver_curl.c. */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -357,36 +358,29 @@ static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
 	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
 }
 
-static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake_late_ns);
-
 /* Starts what may start, one transfer at a time, each carried as far as it goes before the
- * next: libcurl connects it (its timer is due at once), the ring takes its socket's poll and
- * answers at once when the connection is up (on loopback, by the time connect() returns), and
- * libcurl writes the request. A burst of N is then connect+write, connect+write, ..., not N
- * connects and then N writes: each request leaves one connect after the one before it, and
- * libcurl's CONNECT_TIME is the kernel's, not the whole burst's (issue 17). The loop still does
- * not sleep here (io_uring_submit_and_get_events does not wait). A transfer that ends at once
- * (refused) frees its slot for the next. */
+ * next: libcurl connects it (its timer is due at once) and, the connection being up (on
+ * loopback, by the time connect() returns), writes the request (drv_socks_fresh_run). A burst
+ * of N is then connect+write, connect+write, ..., not N connects and then N writes: each
+ * request leaves one connect+write after the one before, libcurl's CONNECT_TIME is the
+ * kernel's, not the whole burst's, and the streams already running are read after the burst,
+ * as a client's event loop would (issue 17). A transfer that ends at once (refused) frees its
+ * slot for the next. */
 static void start_jobs(struct drv *d)
 {
-	uint64_t late_unused = 0;
 	/* Every job admitted here found its slot free when this began (or when one freed inside,
 	 * or when it was scheduled later): admitted_ns says so, started_ns when libcurl got it. */
 	uint64_t slot_ns = ls_now_ns();
+	uint32_t limit = d->opts->max_concurrency;
+	size_t free_slots = !limit ? SIZE_MAX : d->in_flight < limit ? limit - d->in_flight : 0;
 	d->starting = 1;
 	pace_arrivals(d, slot_ns);
-	while (!d->stopping && admit_one(d, slot_ns)) {
-		size_t done = d->n_done;
+	while (!d->stopping && admit_one(d, free_slots ? slot_ns : 0)) {
+		if (free_slots && free_slots != SIZE_MAX)
+			free_slots--; /* past those, a slot freed inside: admitted when taken */
 		curl_timer_due(d, ls_now_ns());
-		if (io_uring_sq_ready(&d->ring)) {
-			int rc = io_uring_submit_and_get_events(&d->ring);
-			if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN)
-				d->fatal = rc;
-			take_completions(d, 0, &late_unused);
-		}
+		drv_socks_fresh_run(d);
 		drv_check_done(d);
-		if (d->n_done != done)
-			slot_ns = 0; /* a slot freed just now: the next one is admitted now */
 		pace_arrivals(d, ls_now_ns());
 	}
 	d->starting = 0;

@@ -53,6 +53,8 @@ struct loop_sock {
 	int           poll_gone; /* a control op found no poll: it ended, its last CQE is due */
 	uint32_t      gen, ctl_gen; /* polls armed so far; the one the control op targeted */
 	int           removed;  /* curl said CURL_POLL_REMOVE */
+	int           fresh;    /* opened inside start_jobs, not polled yet (drv_socks_fresh_run) */
+	struct loop_sock  *fresh_next;
 	struct loop_sock  *next, *prev; /* every sock alive, for teardown */
 };
 
@@ -140,6 +142,7 @@ struct drv {
 	struct xfer **xfers;            /* every xfer allocated, for teardown */
 	size_t        n_xfers, cap_xfers;
 	struct loop_sock  *socks;
+	struct loop_sock  *fresh_socks;   /* opened by the transfer start_jobs is carrying */
 	struct conn_map conns;
 	uint32_t      n_conns;
 	struct curl_slist *base_headers;
@@ -156,6 +159,7 @@ void drv_sock_arm(struct drv *d, struct loop_sock *s);
 void drv_sock_cqe(struct drv *d, struct loop_sock *s, int res, int more);
 void drv_sock_ctl_cqe(struct drv *d, struct loop_sock *s, int res);
 void drv_socks_free(struct drv *d);
+void drv_socks_fresh_run(struct drv *d);
 
 /* driver_curl.c */
 void drv_xfers_free(struct drv *d);
