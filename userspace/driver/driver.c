@@ -35,6 +35,8 @@
 #define WAKE_LATE_START_NS  50000ull
 #define WAKE_LATE_STEP_NS   1000ull
 #define XFERS_PREPARED_MAX  16384
+/* Inside a burst of new transfers, the running streams are read this often. */
+#define START_DRAIN_NS      500000ull
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -358,14 +360,15 @@ static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
 	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
 }
 
+static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake_late_ns);
+
 /* Starts what may start, one transfer at a time, each carried as far as it goes before the
  * next: libcurl connects it (its timer is due at once) and, the connection being up (on
  * loopback, by the time connect() returns), writes the request (drv_socks_fresh_run). A burst
  * of N is then connect+write, connect+write, ..., not N connects and then N writes: each
  * request leaves one connect+write after the one before, libcurl's CONNECT_TIME is the
- * kernel's, not the whole burst's, and the streams already running are read after the burst,
- * as a client's event loop would (issue 17). A transfer that ends at once (refused) frees its
- * slot for the next. */
+ * kernel's, not the whole burst's (issue 17). The streams already running are read every
+ * START_DRAIN_NS meanwhile. A transfer that ends at once (refused) frees its slot for the next. */
 static void start_jobs(struct drv *d)
 {
 	/* Every job admitted here found its slot free when this began (or when one freed inside,
@@ -373,6 +376,7 @@ static void start_jobs(struct drv *d)
 	uint64_t slot_ns = ls_now_ns();
 	uint32_t limit = d->opts->max_concurrency;
 	size_t free_slots = !limit ? SIZE_MAX : d->in_flight < limit ? limit - d->in_flight : 0;
+	uint64_t drained_ns = slot_ns, late_unused = 0;
 	d->starting = 1;
 	pace_arrivals(d, slot_ns);
 	while (!d->stopping && admit_one(d, free_slots ? slot_ns : 0)) {
@@ -381,7 +385,18 @@ static void start_jobs(struct drv *d)
 		curl_timer_due(d, ls_now_ns());
 		drv_socks_fresh_run(d);
 		drv_check_done(d);
-		pace_arrivals(d, ls_now_ns());
+		uint64_t now = ls_now_ns();
+		if (now - drained_ns >= START_DRAIN_NS) {
+			/* A long burst: the streams already running are read every START_DRAIN_NS
+			 * (their frames wait at most that, not the whole burst). No wait here. */
+			int rc = io_uring_submit_and_get_events(&d->ring);
+			if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN)
+				d->fatal = rc;
+			take_completions(d, 0, &late_unused);
+			drv_check_done(d);
+			drained_ns = now = ls_now_ns();
+		}
+		pace_arrivals(d, now);
 	}
 	d->starting = 0;
 }
