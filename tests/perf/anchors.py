@@ -20,6 +20,8 @@ Prints one JSON object (numbers, null where not measured), all times in ms:
   excess: reported_ttft_mean - truth_ttft_mean.
   connect_minus_established: latscope's report line (libcurl CONNECT_TIME P50 - kernel
     connect()->ESTABLISHED P50), null without the probes.
+  frame_delay_p50/p99: latscope's client delay per frame (harness stamp - kernel arrival, every
+    frame of the run), null without the probes.
 """
 import json
 import re
@@ -86,7 +88,9 @@ def latscope(result, report):
     m = re.search(r"kernel connect\(\)->ESTABLISHED ([0-9.]+) ms, curl CONNECT_TIME ([0-9.]+) ms", text)
     if m:
         conn = float(m.group(2)) - float(m.group(1))
-    return sent, ttft, reported, ids, conn
+    m = re.search(r"^client delay per frame .*: P50 ([0-9.]+) ms, P99 ([0-9.]+) ms", text, re.M)
+    delay = (float(m.group(1)), float(m.group(2))) if m else (None, None)
+    return sent, ttft, reported, ids, (conn, delay)
 
 
 def floor(result):
@@ -163,6 +167,8 @@ def table(path):
                         f"from the floor; sent x{fmt(cmp['sent_p50_ratio_to_floor'], 0)}/x{fmt(cmp['sent_max_ratio_to_floor'], 0)}")
                 if r.get("connect_minus_established") is not None:
                     note += f"; CONNECT-ESTAB {r['connect_minus_established']:.3f}"
+                if r.get("frame_delay_p50") is not None:
+                    note += f"; frame delay {r['frame_delay_p50']:.3f}/{r['frame_delay_p99']:.3f}"
             elif name == "python":
                 note = f"| python excess / latscope's: x{fmt(cmp['python_excess_ratio'], 0)}"
             print(f"{c:<11} {name:<9} {r['ok']:>5} | {fmt(r['sent_p50'])} {fmt(r['sent_max'])} | "
@@ -182,10 +188,10 @@ def main(argv):
         return 0
     case, client, result, truth_path = argv[1:5]
     truth = load_truth(truth_path)
-    conn = None
+    conn, delay = None, (None, None)
     try:
         if client == "latscope":
-            sent, ttft, reported, ids, conn = latscope(result, argv[5])
+            sent, ttft, reported, ids, (conn, delay) = latscope(result, argv[5])
         elif client == "floor":
             sent, ttft, reported, ids = floor(result)
         else:
@@ -202,6 +208,7 @@ def main(argv):
         "truth_ttft_mean": truth_mean, "truth_matched": len(tt),
         "excess": reported - truth_mean if reported is not None and truth_mean is not None else None,
         "connect_minus_established": conn,
+        "frame_delay_p50": delay[0], "frame_delay_p99": delay[1],
     }
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}))
     return 0

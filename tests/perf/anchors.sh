@@ -7,7 +7,9 @@
 # $OUT/anchors.jsonl (one row per case and client) and $OUT/anchors_cmp.json (per case:
 # latscope's distance to the floor and the Python client's excess over latscope's).
 # Env (run.sh sets them): LATSCOPE_BIN, LATSCOPE_PERF_DIR, LATSCOPE_PERF_QUICK=1 (smaller
-# cases), FLOOR_BIN (default build/perf/floor_client), PIN_SIM / PIN_BENCH (taskset prefixes).
+# cases), FLOOR_BIN (default build/perf/floor_client), PIN_SIM / PIN_BENCH (taskset prefixes);
+# ANCHORS_CASES (e.g. "burst:256:256 rate:100:200"), ANCHORS_TOKENS (default 32),
+# ANCHORS_NO_PYTHON=1.
 set -u
 cd "$(dirname "$0")/../.."
 BIN=${LATSCOPE_BIN:-$PWD/build/latscope}
@@ -43,7 +45,7 @@ start_sim() { # name
 	return 1
 }
 
-TOKENS=32 WORDS=32
+TOKENS=${ANCHORS_TOKENS:-32} WORDS=32
 # case n conc rate: the three clients, each against its own simulator.
 run_case() {
 	local name=$1 n=$2 conc=$3 rate=$4
@@ -90,6 +92,12 @@ if [ "$QUICK" = 1 ]; then
 else
 	BURSTS="1:16 16:128 64:256 256:1024 1024:1024"; RATES="100:200 1000:2000"
 fi
+# ANCHORS_CASES="burst:C:N ... rate:R:N" runs only those (the issue's comparisons).
+if [ -n "${ANCHORS_CASES:-}" ]; then
+	BURSTS=$(tr ' ' '\n' <<<"$ANCHORS_CASES" | sed -n 's/^burst://p' | tr '\n' ' ')
+	RATES=$(tr ' ' '\n' <<<"$ANCHORS_CASES" | sed -n 's/^rate://p' | tr '\n' ' ')
+fi
+[ "${ANCHORS_NO_PYTHON:-0}" = 1 ] && PY_OK=2
 for spec in $BURSTS; do
 	IFS=: read -r c n <<<"$spec"
 	run_case "burst-$c" "$n" "$c" inf
