@@ -165,7 +165,9 @@ static void pace_arrivals(struct drv *d, uint64_t now)
 	}
 }
 
-/* The next scheduled job takes a free slot and goes to libcurl: 1, or 0 when none may.
+/* Arrival gate (pace_arrivals), then slots: the next scheduled job takes a free slot and goes
+ * to libcurl: 1, or 0 when none may. A job waiting for a slot does not hold back the next
+ * arrival (as in vLLM and SGLang, whose semaphores sit inside the request task).
  * slot_ns (0 = now): when the slot was free, its admitted_ns unless it was scheduled later. */
 static int admit_one(struct drv *d, uint64_t slot_ns)
 {
@@ -176,16 +178,6 @@ static int admit_one(struct drv *d, uint64_t slot_ns)
 	uint64_t admitted = slot_ns > job->rec->scheduled_ns ? slot_ns : ls_now_ns();
 	drv_xfer_start(d, job, admitted);
 	return 1;
-}
-
-/* Arrival gate, then slots. A job waiting for a slot does not hold back the next arrival
- * (as in vLLM and SGLang, whose semaphores sit inside the request task). Inside start_jobs
- * (d->starting) only the gate: start_jobs admits one at a time. */
-static void pace(struct drv *d, uint64_t now)
-{
-	pace_arrivals(d, now);
-	while (!d->starting && admit_one(d, 0))
-		;
 }
 
 /* ---- the loop ---- */
@@ -360,6 +352,7 @@ static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
 	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
 }
 
+static void start_jobs(struct drv *d);
 static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake_late_ns);
 
 /* Starts what may start, one transfer at a time, each carried as far as it goes before the
@@ -386,7 +379,7 @@ static void start_jobs(struct drv *d)
 		drv_socks_fresh_run(d);
 		drv_check_done(d);
 		uint64_t now = ls_now_ns();
-		if (now - drained_ns >= START_DRAIN_NS) {
+		if (now - drained_ns >= START_DRAIN_NS && !d->in_cqes) {
 			/* A long burst: the streams already running are read every START_DRAIN_NS
 			 * (their frames wait at most that, not the whole burst). No wait here. */
 			int rc = io_uring_submit_and_get_events(&d->ring);
@@ -491,16 +484,23 @@ static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake
 	uint64_t now = ls_now_ns();
 	uint64_t woke_ns = now;
 	uint64_t arrival = startable_arrival(d);
+	d->in_cqes = 1;
 	io_uring_for_each_cqe(&d->ring, head, cqe) {
 		handle_cqe(d, cqe, now);
 		n++;
-		/* A long batch of frames must not hold back an arrival that is due. */
+		/* A long batch of frames must not hold back an arrival that is due: it starts
+		 * here, connected and written as in a burst (start_jobs does not drain the ring
+		 * while this loop holds it). */
 		if (arrival && arrival <= (now = ls_now_ns())) {
-			pace(d, now);
+			if (d->starting)
+				pace_arrivals(d, now);
+			else
+				start_jobs(d);
 			arrival = startable_arrival(d);
 		}
 	}
 	io_uring_cq_advance(&d->ring, n);
+	d->in_cqes = 0;
 	/* The timer fired while the loop slept (its CQE clears timer_armed_ns): how late? */
 	if (slept_until && !d->timer_armed_ns && woke_ns >= slept_until)
 		wake_late_sample(wake_late_ns, woke_ns - slept_until);

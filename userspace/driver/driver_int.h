@@ -108,7 +108,8 @@ struct drv {
 	uint64_t next_deadline_ns;      /* its deadline */
 	size_t   next_admit;            /* next job to get a slot (< next_arrive) */
 	size_t   in_flight, n_started, n_done, n_failed;
-	int      starting;              /* inside start_jobs: pace() only runs the arrival gate */
+	int      starting;              /* inside start_jobs: a due arrival only passes the gate */
+	int      in_cqes;               /* inside take_completions' walk of the ring */
 	int      h2c_answered;          /* a response came over --http2 cleartext: the server speaks it */
 	int      server_answered;       /* a request got a response (or a connection that later broke) */
 	size_t   connect_fail_streak;   /* connect failures since the last answer */
