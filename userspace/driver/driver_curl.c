@@ -304,6 +304,12 @@ static void reserve_frames(struct ls_request *rec, uint32_t want)
 	}
 }
 
+/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
+static uint32_t frames_wanted(const struct ls_request *rec)
+{
+	return rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096;
+}
+
 static void xfer_release(struct drv *d, struct xfer *x)
 {
 	x->job = NULL;
@@ -568,8 +574,7 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	uint64_t max_frames = rec->output_len ? (uint64_t)rec->output_len * 4 + LS_DRIVER_FRAMES_MIN
 					      : LS_DRIVER_FRAMES_UNKNOWN;
 	x->max_frames = (uint32_t)(max_frames < LS_DRIVER_FRAMES_CAP ? max_frames : LS_DRIVER_FRAMES_CAP);
-	/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
-	reserve_frames(rec, rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096);
+	reserve_frames(rec, frames_wanted(rec));
 
 	snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s-%llu", d->run->run_tag,
 		 (unsigned long long)rec->id);
@@ -594,6 +599,14 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
  * -ENOMEM (the run then makes the rest as it goes). */
 int drv_xfers_prepare(struct drv *d, size_t n)
 {
+	/* The first jobs' frame arrays too, touched so that their pages are not first faulted in
+	 * by the burst. */
+	for (size_t i = 0; i < n && i < d->n_jobs; i++) {
+		struct ls_request *rec = d->jobs[i].rec;
+		reserve_frames(rec, frames_wanted(rec));
+		if (rec->frames)
+			memset(rec->frames, 0, (size_t)rec->cap_frames * sizeof(*rec->frames));
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct xfer *x = xfer_new(d);
 		if (!x)
