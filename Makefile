@@ -160,7 +160,14 @@ demo: deps
 fuzz: fuzz-bins
 	$(Q)tests/fuzz/run.sh
 
-bench: all
+# The floor of the three-client table (tests/perf/anchors.sh): one file, no library.
+FLOOR_CLIENT := $(BUILD)/perf/floor_client
+$(FLOOR_CLIENT): tests/perf/floor_client.c
+	$(Q)mkdir -p $(@D)
+	$(msg) CC $@
+	$(Q)$(CC) -O2 -std=gnu11 -Wall -Wextra -Werror -o $@ $< -lm
+
+bench: all $(FLOOR_CLIENT)
 	$(Q)tests/perf/run.sh
 
 # ---- fuzzing (tests/fuzz: the reliability stage) ----

@@ -9,7 +9,8 @@ after each chunk it reads: a harness that holds bytes the kernel already has, by
 
 Output (--save-result FILE): vLLM's --save-result keys that matter here (ttfts, itls in seconds,
 completed, failed, mean/median/p99 TTFT and ITL in ms) plus "requests": per request its id,
-start_ns (CLOCK_MONOTONIC, as time.perf_counter uses on Linux), ttft_s, itls_s, latency_s, error.
+start_ns (CLOCK_MONOTONIC, as time.perf_counter uses on Linux), ttft_s, itls_s, latency_s, error;
+and run_start_ns (the run's start, CLOCK_MONOTONIC ns).
 Only loopback is meant: the tests never pass another address.
 """
 import argparse
@@ -130,6 +131,7 @@ async def run(args):
                                      trust_env=False) as session:
         tasks = []
         t0 = time.perf_counter()
+        run_start_ns = time.monotonic_ns()
         for i, gap in enumerate(arrival_gaps(args)):
             if gap > 0:
                 await asyncio.sleep(gap)
@@ -137,7 +139,7 @@ async def run(args):
             tasks.append(asyncio.create_task(limited(session, rid)))
         results = await asyncio.gather(*tasks)
         duration = time.perf_counter() - t0
-    return results, duration
+    return results, duration, run_start_ns
 
 
 def pct(values, q):
@@ -151,12 +153,13 @@ def pct(values, q):
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
-def summarise(results, duration):
+def summarise(results, duration, run_start_ns=0):
     ok = [r for r in results if not r["error"]]
     ttfts = [r["ttft_s"] for r in ok]
     itls = [x for r in ok for x in r["itls_s"]]
     return {
         "duration": duration,
+        "run_start_ns": run_start_ns,
         "completed": len(ok),
         "failed": len(results) - len(ok),
         "ttfts": ttfts,
@@ -174,8 +177,8 @@ def summarise(results, duration):
 
 def main(argv):
     args = parse_args(argv)
-    results, duration = asyncio.run(run(args))
-    summary = summarise(results, duration)
+    results, duration, run_start_ns = asyncio.run(run(args))
+    summary = summarise(results, duration, run_start_ns)
     print(f"completed {summary['completed']} failed {summary['failed']} "
           f"mean TTFT {summary['mean_ttft_ms']:.3f} ms median ITL {summary['median_itl_ms']:.3f} ms")
     for e in summary["errors"][:5]:

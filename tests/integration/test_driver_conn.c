@@ -106,7 +106,9 @@ Test(driver_conn, tls13, .timeout = 60) { tls_version("1.3"); }
 Test(driver_conn, two_thousand_concurrent_streams, .timeout = 120)
 {
 	struct t_sim sim;
-	const char *extra[] = { "--step-ms", "5", "--max-batch", "2048", "--prefill-token-us", "0", "--quiet", NULL };
+	/* Steps long enough that a stream outlasts the burst: the driver connects and writes one
+	 * request after another (issue 17), ~2,000 x 100 us here under load. */
+	const char *extra[] = { "--step-ms", "100", "--max-batch", "2048", "--prefill-token-us", "0", "--quiet", NULL };
 	t_sim_start_checked(&sim, 0, extra);
 	struct t_batch b;
 	t_batch_init(&b, LS_BACKEND_OPENAI, 2000, 4);

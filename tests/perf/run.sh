@@ -11,8 +11,12 @@
 # simulator's own figures (streams held at once from its truth file, CPU per frame from
 # /proc/PID/schedstat). Then tests/perf/probes_cost.sh (probes' cost on both sides).
 # The simulator and the harness are pinned to different cores when there are two.
-# Env: LATSCOPE_PERF_QUICK=1 (smaller cases, ~1 min), LATSCOPE_PERF_SKIP_COST=1, LATSCOPE_PERF_SKIP_WATCH=1.
+# Then tests/perf/anchors.sh: the three-client table (the bare C floor client, latscope, a Python
+# aiohttp client written as vLLM's) for bursts of C = 1..1024 and Poisson 100 and 1,000 req/s.
 # Last, tests/perf/watch_cost.sh: a Python client watched by `latscope watch` against unwatched.
+# build/perf/results.json holds numbers as JSON numbers, null where not measured.
+# Env: LATSCOPE_PERF_QUICK=1 (smaller cases, ~3 min), LATSCOPE_PERF_SKIP_COST=1,
+# LATSCOPE_PERF_SKIP_ANCHORS=1, LATSCOPE_PERF_SKIP_WATCH=1.
 set -u
 cd "$(dirname "$0")/../.."
 BIN=${LATSCOPE_BIN:-$PWD/build/latscope}
@@ -99,6 +103,9 @@ parse_report() {
 		kib == "" ? "-" : kib, peak + 0, ev + 0 }' "$1"
 }
 
+# jnum value: the value as a JSON number, or null when it is not one ("-", empty).
+jnum() { [[ $1 =~ ^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]] && printf '%s' "$1" || printf null; }
+
 # verdict value limit: "met" when value <= limit, "missed", or "-" without a value.
 verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v == "" || v == "-") print "-"; else print (v + 0 <= l + 0 ? "met" : "missed") }'; }
 
@@ -154,9 +161,12 @@ run_case() {
 	ROWS+=("$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %6s %5s %5s %6s | %6s %6s | %5s' \
 		"$name" "$mode" "$peak" "$ok" "$frames" "$failed" "$cd50" "$cd99" "$cdmax" "$lag50" "$lag99" "$lagmax" \
 		"$ureq" "$ufr" "$uu" "$uk" "$kib" "$held" "$simfr" "$wall")")
-	JSON+=("$(printf '{"case":"%s","probes":"%s","peak_in_flight":%s,"ok":%s,"failed":"%s","frames":%s,"client_delay_us":{"p50":"%s","p99":"%s","max":"%s"},"schedule_lag_us":{"p50":"%s","p99":"%s","max":"%s"},"harness_cpu_us_per_request":"%s","harness_cpu_us_per_frame":"%s","harness_user_us_per_frame":"%s","harness_kernel_us_per_frame":"%s","rss_kib_per_stream":"%s","probe_events":%s,"sim_streams_held":%s,"sim_cpu_us_per_frame":"%s","wall_s":%s}' \
-		"$name" "$mode" "$peak" "$ok" "$failed" "$frames" "$cd50" "$cd99" "$cdmax" "$lag50" "$lag99" "$lagmax" \
-		"$ureq" "$ufr" "$uu" "$uk" "$kib" "$events" "$held" "$simfr" "$wall")")
+	# Numbers as JSON numbers, null where not measured ("-"); rc: the bench's exit status.
+	JSON+=("$(printf '{"case":"%s","probes":"%s","peak_in_flight":%s,"ok":%s,"failed":%s,"rc":%s,"frames":%s,"client_delay_us":{"p50":%s,"p99":%s,"max":%s},"schedule_lag_us":{"p50":%s,"p99":%s,"max":%s},"harness_cpu_us_per_request":%s,"harness_cpu_us_per_frame":%s,"harness_user_us_per_frame":%s,"harness_kernel_us_per_frame":%s,"rss_kib_per_stream":%s,"probe_events":%s,"sim_streams_held":%s,"sim_cpu_us_per_frame":%s,"wall_s":%s}' \
+		"$name" "$mode" "$(jnum "$peak")" "$(jnum "$ok")" "$(jnum "${failed%%(*}")" "$rc" "$(jnum "$frames")" \
+		"$(jnum "$cd50")" "$(jnum "$cd99")" "$(jnum "$cdmax")" "$(jnum "$lag50")" "$(jnum "$lag99")" "$(jnum "$lagmax")" \
+		"$(jnum "$ureq")" "$(jnum "$ufr")" "$(jnum "$uu")" "$(jnum "$uk")" "$(jnum "$kib")" "$(jnum "$events")" \
+		"$(jnum "$held")" "$(jnum "$simfr")" "$(jnum "$wall")")")
 	UFR[$name:$mode]=$ufr SFR[$name:$mode]=$simfr
 	local k
 	for k in ok failed frames cd50 cd99 lag99 uu uk kib held; do V[$name:$mode:$k]=${!k}; done
@@ -263,6 +273,12 @@ HDR2=$(printf '%-12s %-3s %6s %5s %7s %6s | %7s %7s %8s | %7s %7s %8s | %8s %6s 
 	fi
 } | tee "$OUT/table.txt"
 
+# The three-client table (issue 17): latscope against the floor and a Python client.
+rm -f "$OUT/anchors.jsonl" "$OUT/anchors_cmp.json"
+if [ "${LATSCOPE_PERF_SKIP_ANCHORS:-0}" != 1 ]; then
+	PIN_SIM=$PIN_SIM PIN_BENCH=$PIN_BENCH LATSCOPE_PERF_DIR=$OUT tests/perf/anchors.sh | tee "$OUT/anchors.txt"
+fi
+
 COST=""
 if [ "${LATSCOPE_PERF_SKIP_COST:-0}" != 1 ]; then
 	echo
@@ -277,12 +293,15 @@ fi
 		"$(nproc)" "$(uname -r)" "$PINNED" "$MODES"
 	(IFS=,; printf '%s' "${JSON[*]}")
 	printf '],"probes_per_event":['
-	first=1
-	while IFS= read -r line; do
-		[ $first = 1 ] || printf ','
-		printf '"%s"' "$line"; first=0
-	done < <(grep '^probes ' "$OUT/table.txt")
-	printf '],"probes_cost":['
+	# "probes NAME E events/frame: harness H us/event, simulator S us/event" as numbers.
+	grep '^probes ' "$OUT/table.txt" | awk '{ gsub(/[+,]/, "", $0)
+		printf "%s{\"case\":\"%s\",\"events_per_frame\":%s,\"harness_us_per_event\":%s,\"simulator_us_per_event\":%s}",
+			(NR > 1 ? "," : ""), $2, $3, $6, $9 }'
+	printf '],"anchors":['
+	# The three-client table (tests/perf/anchors.sh): one object per case and client.
+	[ -s "$OUT/anchors.jsonl" ] && paste -sd, "$OUT/anchors.jsonl" | tr -d '\n'
+	printf '],"anchors_compared":%s' "$( [ -s "$OUT/anchors_cmp.json" ] && tr -d '\n' <"$OUT/anchors_cmp.json" || echo null)"
+	printf ',"probes_cost":['
 	first=1
 	while IFS= read -r line; do
 		[ -n "$line" ] || continue

@@ -6,6 +6,7 @@
  * (admitted), then go to libcurl (started). libcurl's side is in driver_curl.c. */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +34,9 @@
 #define ARRIVAL_SPIN_MIN_NS 10000ull
 #define WAKE_LATE_START_NS  50000ull
 #define WAKE_LATE_STEP_NS   1000ull
+#define XFERS_PREPARED_MAX  16384
+/* Inside a burst of new transfers, the running streams are read this often. */
+#define START_DRAIN_NS      500000ull
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -150,9 +154,8 @@ static uint64_t startable_arrival(const struct drv *d)
 	return d->next_deadline_ns;
 }
 
-/* Arrival gate, then slots. A job waiting for a slot does not hold back the next arrival
- * (as in vLLM and SGLang, whose semaphores sit inside the request task). */
-static void pace(struct drv *d, uint64_t now)
+/* The arrival gate: every job whose deadline has passed is scheduled. */
+static void pace_arrivals(struct drv *d, uint64_t now)
 {
 	while (d->next_arrive < d->n_jobs && d->next_deadline_ns <= now) {
 		d->jobs[d->next_arrive].rec->scheduled_ns = d->next_deadline_ns;
@@ -160,9 +163,21 @@ static void pace(struct drv *d, uint64_t now)
 		if (d->next_arrive < d->n_jobs)
 			d->next_deadline_ns = deadline_of(d, d->next_arrive, ls_now_ns());
 	}
+}
+
+/* Arrival gate (pace_arrivals), then slots: the next scheduled job takes a free slot and goes
+ * to libcurl: 1, or 0 when none may. A job waiting for a slot does not hold back the next
+ * arrival (as in vLLM and SGLang, whose semaphores sit inside the request task).
+ * slot_ns (0 = now): when the slot was free, its admitted_ns unless it was scheduled later. */
+static int admit_one(struct drv *d, uint64_t slot_ns)
+{
 	uint32_t limit = d->opts->max_concurrency;
-	while (d->next_admit < d->next_arrive && (!limit || d->in_flight < limit) && !d->fatal)
-		drv_xfer_start(d, &d->jobs[d->next_admit++], ls_now_ns());
+	if (d->next_admit >= d->next_arrive || (limit && d->in_flight >= limit) || d->fatal)
+		return 0;
+	struct ls_driver_job *job = &d->jobs[d->next_admit++];
+	uint64_t admitted = slot_ns > job->rec->scheduled_ns ? slot_ns : ls_now_ns();
+	drv_xfer_start(d, job, admitted);
+	return 1;
 }
 
 /* ---- the loop ---- */
@@ -337,20 +352,46 @@ static int spin_first(struct drv *d, uint64_t until, uint64_t now, int *rc)
 	return *rc < 0 || io_uring_cq_ready(&d->ring) || (until && ls_now_ns() >= until);
 }
 
-/* Starts what may start; new transfers begin connecting at once. One that ends at once
- * (refused) frees its slot for the next before the loop waits. */
+static void start_jobs(struct drv *d);
+static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake_late_ns);
+
+/* Starts what may start, one transfer at a time, each carried as far as it goes before the
+ * next: libcurl connects it (its timer is due at once) and, the connection being up (on
+ * loopback, by the time connect() returns), writes the request (drv_socks_fresh_run). A burst
+ * of N is then connect+write, connect+write, ..., not N connects and then N writes: each
+ * request leaves one connect+write after the one before, libcurl's CONNECT_TIME is the
+ * kernel's, not the whole burst's (issue 17). The streams already running are read every
+ * START_DRAIN_NS meanwhile. A transfer that ends at once (refused) frees its slot for the next. */
 static void start_jobs(struct drv *d)
 {
-	while (!d->stopping) {
-		size_t started = d->n_started, done = d->n_done;
-		pace(d, ls_now_ns());
-		if (d->n_started == started)
-			break;
+	/* Every job admitted here found its slot free when this began (or when one freed inside,
+	 * or when it was scheduled later): admitted_ns says so, started_ns when libcurl got it. */
+	uint64_t slot_ns = ls_now_ns();
+	uint32_t limit = d->opts->max_concurrency;
+	size_t free_slots = !limit ? SIZE_MAX : d->in_flight < limit ? limit - d->in_flight : 0;
+	uint64_t drained_ns = slot_ns, late_unused = 0;
+	d->starting = 1;
+	pace_arrivals(d, slot_ns);
+	while (!d->stopping && admit_one(d, free_slots ? slot_ns : 0)) {
+		if (free_slots && free_slots != SIZE_MAX)
+			free_slots--; /* past those, a slot freed inside: admitted when taken */
 		curl_timer_due(d, ls_now_ns());
+		drv_socks_fresh_run(d);
 		drv_check_done(d);
-		if (d->n_done == done)
-			break;
+		uint64_t now = ls_now_ns();
+		if (now - drained_ns >= START_DRAIN_NS && !d->in_cqes) {
+			/* A long burst: the streams already running are read every START_DRAIN_NS
+			 * (their frames wait at most that, not the whole burst). No wait here. */
+			int rc = io_uring_submit_and_get_events(&d->ring);
+			if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN)
+				d->fatal = rc;
+			take_completions(d, 0, &late_unused);
+			drv_check_done(d);
+			drained_ns = now = ls_now_ns();
+		}
+		pace_arrivals(d, now);
 	}
+	d->starting = 0;
 }
 
 /* Calls the hooks that are due, and those that run every turn. */
@@ -443,21 +484,27 @@ static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake
 	uint64_t now = ls_now_ns();
 	uint64_t woke_ns = now;
 	uint64_t arrival = startable_arrival(d);
+	d->in_cqes = 1;
 	io_uring_for_each_cqe(&d->ring, head, cqe) {
 		handle_cqe(d, cqe, now);
 		n++;
-		/* A long batch of frames must not hold back an arrival that is due. */
+		/* A long batch of frames must not hold back an arrival that is due: it starts
+		 * here, connected and written as in a burst (start_jobs does not drain the ring
+		 * while this loop holds it). */
 		if (arrival && arrival <= (now = ls_now_ns())) {
-			pace(d, now);
+			if (d->starting)
+				pace_arrivals(d, now);
+			else
+				start_jobs(d);
 			arrival = startable_arrival(d);
 		}
 	}
 	io_uring_cq_advance(&d->ring, n);
+	d->in_cqes = 0;
 	/* The timer fired while the loop slept (its CQE clears timer_armed_ns): how late? */
 	if (slept_until && !d->timer_armed_ns && woke_ns >= slept_until)
 		wake_late_sample(wake_late_ns, woke_ns - slept_until);
 	d->stats.cqes += n;
-	d->stats.waits++;
 }
 
 /* One turn: timers, what may start, hooks, progress, then wait and take completions. The
@@ -489,6 +536,7 @@ static int loop(struct drv *d)
 			continue;
 		}
 		take_completions(d, slept_until, &wake_late_ns);
+		d->stats.waits++;
 	}
 }
 
@@ -667,7 +715,12 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 		fprintf(stderr, "latscope: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
-	if ((rc = ring_init(d)) || (rc = drv_multi_setup(d)) || (rc = drv_start(d)))
+	if ((rc = ring_init(d)) || (rc = drv_multi_setup(d)))
+		goto out;
+	/* As many easy handles as can be in flight (capped: past that they are made as needed). */
+	size_t prepare = opts->max_concurrency && opts->max_concurrency < n_jobs ? opts->max_concurrency : n_jobs;
+	drv_xfers_prepare(d, prepare < XFERS_PREPARED_MAX ? prepare : XFERS_PREPARED_MAX);
+	if ((rc = drv_start(d)))
 		goto out;
 	rc = loop(d);
 	print_stats(d);

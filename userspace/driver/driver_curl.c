@@ -314,6 +314,12 @@ static void reserve_frames(struct ls_request *rec, uint32_t want)
 	}
 }
 
+/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
+static uint32_t frames_wanted(const struct ls_request *rec)
+{
+	return rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096;
+}
+
 static void xfer_release(struct drv *d, struct xfer *x)
 {
 	x->job = NULL;
@@ -582,8 +588,7 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	uint64_t max_frames = rec->output_len ? (uint64_t)rec->output_len * 4 + LS_DRIVER_FRAMES_MIN
 					      : LS_DRIVER_FRAMES_UNKNOWN;
 	x->max_frames = (uint32_t)(max_frames < LS_DRIVER_FRAMES_CAP ? max_frames : LS_DRIVER_FRAMES_CAP);
-	/* Token frames + usage + [DONE], up to a page-sized bound: longer streams grow. */
-	reserve_frames(rec, rec->output_len && rec->output_len < 4096 ? rec->output_len + 8 : 4096);
+	reserve_frames(rec, frames_wanted(rec));
 
 	if (d->opts->request_id_prefix) /* vLLM: f"{request_id_prefix}{index}" */
 		snprintf(x->id_header->data, REQUEST_ID_MAX + 1, "X-Request-Id: %s%llu", d->opts->request_id_prefix,
@@ -606,6 +611,30 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 		return -EIO;
 	}
 	d->in_flight++;
+	return 0;
+}
+
+/* Easy handles (options, headers, buffers) for the transfers that can be in flight at once,
+ * made before the clock starts: libcurl's handle setup is the harness's own, not part of any
+ * request's latency. Connections still open inside the requests (the profile decides). 0, or
+ * -ENOMEM (the run then makes the rest as it goes). */
+int drv_xfers_prepare(struct drv *d, size_t n)
+{
+	/* The first jobs' frame arrays too, touched so that their pages are not first faulted in
+	 * by the burst. */
+	for (size_t i = 0; i < n && i < d->n_jobs; i++) {
+		struct ls_request *rec = d->jobs[i].rec;
+		reserve_frames(rec, frames_wanted(rec));
+		if (rec->frames)
+			memset(rec->frames, 0, (size_t)rec->cap_frames * sizeof(*rec->frames));
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct xfer *x = xfer_new(d);
+		if (!x)
+			return -ENOMEM;
+		x->next_free = d->free_xfers;
+		d->free_xfers = x;
+	}
 	return 0;
 }
 

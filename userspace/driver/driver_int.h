@@ -53,6 +53,8 @@ struct loop_sock {
 	int           poll_gone; /* a control op found no poll: it ended, its last CQE is due */
 	uint32_t      gen, ctl_gen; /* polls armed so far; the one the control op targeted */
 	int           removed;  /* curl said CURL_POLL_REMOVE */
+	int           fresh;    /* opened inside start_jobs, not polled yet (drv_socks_fresh_run) */
+	struct loop_sock  *fresh_next;
 	struct loop_sock  *next, *prev; /* every sock alive, for teardown */
 };
 
@@ -107,6 +109,8 @@ struct drv {
 	uint64_t next_deadline_ns;      /* its deadline */
 	size_t   next_admit;            /* next job to get a slot (< next_arrive) */
 	size_t   in_flight, n_started, n_done, n_failed;
+	int      starting;              /* inside start_jobs: a due arrival only passes the gate */
+	int      in_cqes;               /* inside take_completions' walk of the ring */
 	int      h2c_answered;          /* a response came over --http2 cleartext: the server speaks it */
 	int      server_answered;       /* a request got a response (or a connection that later broke) */
 	size_t   connect_fail_streak;   /* connect failures since the last answer */
@@ -140,6 +144,7 @@ struct drv {
 	struct xfer **xfers;            /* every xfer allocated, for teardown */
 	size_t        n_xfers, cap_xfers;
 	struct loop_sock  *socks;
+	struct loop_sock  *fresh_socks;   /* opened by the transfer start_jobs is carrying */
 	struct conn_map conns;
 	uint32_t      n_conns;
 	struct curl_slist *base_headers;
@@ -156,9 +161,11 @@ void drv_sock_arm(struct drv *d, struct loop_sock *s);
 void drv_sock_cqe(struct drv *d, struct loop_sock *s, int res, int more);
 void drv_sock_ctl_cqe(struct drv *d, struct loop_sock *s, int res);
 void drv_socks_free(struct drv *d);
+void drv_socks_fresh_run(struct drv *d);
 
 /* driver_curl.c */
 void drv_xfers_free(struct drv *d);
+int  drv_xfers_prepare(struct drv *d, size_t n);
 int  drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_ns);
 void drv_check_done(struct drv *d);
 void drv_cancel_all(struct drv *d, const char *why);

@@ -153,8 +153,31 @@ static void sock_sync(struct drv *d, struct loop_sock *s)
 
 static void sock_maybe_free(struct drv *d, struct loop_sock *s)
 {
-	if (s->removed && !s->live && !s->ctl_pending)
+	if (s->removed && !s->live && !s->ctl_pending && !s->fresh)
 		sock_free(d, s);
+}
+
+/* A socket opened while start_jobs carries a transfer (d->starting) is not polled yet: libcurl
+ * is asked at once whether its connect is done (it checks with a poll of its own), which on
+ * loopback it is, so the request is written in the same breath; only then is the kernel poll
+ * armed, for whatever libcurl wants by then (reading, as a rule). No ring round trip per new
+ * connection, and no other socket's completion is taken in between. */
+void drv_socks_fresh_run(struct drv *d)
+{
+	while (d->fresh_socks) {
+		struct loop_sock *s = d->fresh_socks;
+		d->fresh_socks = s->fresh_next;
+		s->fresh_next = NULL;
+		if (!s->removed) {
+			int running;
+			d->stats.socket_actions++;
+			curl_multi_socket_action(d->multi, s->fd, CURL_CSELECT_OUT, &running);
+		}
+		s->fresh = 0;
+		if (!s->removed)
+			drv_sock_arm(d, s);
+		sock_maybe_free(d, s);
+	}
 }
 
 /* CURLMOPT_SOCKETFUNCTION: what to watch on fd. It comes for reused connections too, which
@@ -192,7 +215,13 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 			d->socks->prev = s;
 		d->socks = s;
 		curl_multi_assign(d->multi, fd, s);
-		drv_sock_arm(d, s);
+		if (d->starting && (what & CURL_POLL_OUT)) {
+			s->fresh = 1; /* drv_socks_fresh_run asks libcurl first, then arms */
+			s->fresh_next = d->fresh_socks;
+			d->fresh_socks = s;
+		} else {
+			drv_sock_arm(d, s);
+		}
 		return 0;
 	}
 	s->want = what;
