@@ -185,36 +185,11 @@ static int add_latencies(cJSON *root, const struct ls_metrics *m)
 	return rc;
 }
 
-static cJSON *u32_array(const uint32_t *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	for (size_t i = 0; a && i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-	return a;
-}
-
 /* result_details: per measured request, in run order. */
 static void add_details(cJSON *root, const struct ls_metrics *m, const struct ls_run *run)
 {
-	cJSON_AddItemToObject(root, "input_lens", u32_array(m->input_lens, m->n));
-	cJSON_AddItemToObject(root, "output_lens", u32_array(m->output_lens, m->n));
-	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
-	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
-	for (size_t i = 0; itls && i < m->n; i++)
-		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
-	cJSON *texts = cJSON_AddArrayToObject(root, "generated_texts");
-	cJSON *errors = cJSON_AddArrayToObject(root, "errors");
-	for (size_t i = 0, k = 0; run && i < run->n_requests && k < m->n; i++) {
-		const struct ls_request *r = &run->requests[i];
-		if (r->warmup)
-			continue;
-		char err[LS_ERROR_MAX + 48] = "";
-		if (!m->ok[k])
-			snprintf(err, sizeof(err), "%s: %s", ls_fail_name(r->fail), r->fail != LS_OK ? r->error : "no token");
-		cJSON_AddItemToArray(texts, cJSON_CreateString("")); /* latscope keeps no text */
-		cJSON_AddItemToArray(errors, cJSON_CreateString(err));
-		k++;
-	}
+	ls_report_json_lens_ttfts_itls(root, m);
+	ls_report_json_texts_errors(root, m, run, "ok: no token");
 }
 
 /* The arguments SGLang copies into its line. */
