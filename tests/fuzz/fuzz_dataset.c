@@ -7,33 +7,23 @@
 #include "workload/dataset.h"
 #include "fuzz_file.h"
 
-static int count(void *ctx, const char *text, uint32_t *tokens)
-{
-	uint8_t sel = *(const uint8_t *)ctx;
-	if (sel & 0x10)
-		return -5; /* the server's /tokenize failed */
-	*tokens = (uint32_t)(strlen(text) / (1 + (sel & 3)));
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size < 1)
-		return 0;
-	uint8_t sel = data[0];
+	uint8_t sel;
 	char path[64];
-	int fd = fuzz_file(data + 1, size - 1, path, sizeof(path));
+	int fd = fuzz_sel_file(data, size, &sel, path, sizeof(path));
 	if (fd < 0)
 		return 0;
+	struct fuzz_counter fc = { sel & 0x10, 1u + (sel & 3) };
 	struct ls_dataset ds;
 	memset(&ds, 0, sizeof(ds));
-	ls_token_count_fn fn = (sel & 0x20) ? count : NULL;
+	ls_token_count_fn fn = (sel & 0x20) ? fuzz_count : NULL;
 	size_t n = (sel >> 6) * 3; /* 0 = all (jsonl) */
 	int err;
 	if (sel & 1)
-		err = ls_dataset_sharegpt(&ds, path, n ? n : 5, (sel & 2) ? 16 : 0, sel, fn, &sel);
+		err = ls_dataset_sharegpt(&ds, path, n ? n : 5, (sel & 2) ? 16 : 0, sel, fn, &fc);
 	else
-		err = ls_dataset_jsonl(&ds, path, n, 16, fn, &sel);
+		err = ls_dataset_jsonl(&ds, path, n, 16, fn, &fc);
 	if (!err) {
 		double *ts = ls_dataset_timestamps(&ds);
 		free(ts);
