@@ -5,30 +5,29 @@
 #include <string.h>
 #include <unistd.h>
 #include "workload/dataset.h"
-#include "fuzz_file.h"
+#include "fuzz_dataset_in.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t sel;
-	char path[64];
-	int fd = fuzz_sel_file(data, size, &sel, path, sizeof(path));
-	if (fd < 0)
+	struct fuzz_dataset_in in;
+	if (fuzz_dataset_in(data, size, 3, &in))
 		return 0;
-	struct fuzz_counter fc = { sel & 0x10, 1u + (sel & 3) };
+	uint8_t sel = in.sel;
+	const char *path = in.path;
+	ls_token_count_fn fn = in.fn;
 	struct ls_dataset ds;
 	memset(&ds, 0, sizeof(ds));
-	ls_token_count_fn fn = (sel & 0x20) ? fuzz_count : NULL;
 	size_t n = (sel >> 6) * 3; /* 0 = all (jsonl) */
 	int err;
 	if (sel & 1)
-		err = ls_dataset_sharegpt(&ds, path, n ? n : 5, (sel & 2) ? 16 : 0, sel, fn, &fc);
+		err = ls_dataset_sharegpt(&ds, path, n ? n : 5, (sel & 2) ? 16 : 0, sel, fn, &in.fc);
 	else
-		err = ls_dataset_jsonl(&ds, path, n, 16, fn, &fc);
+		err = ls_dataset_jsonl(&ds, path, n, 16, fn, &in.fc);
 	if (!err) {
 		double *ts = ls_dataset_timestamps(&ds);
 		free(ts);
 	}
 	ls_dataset_free(&ds);
-	close(fd);
+	close(in.fd);
 	return 0;
 }
