@@ -23,23 +23,6 @@
 
 #define MODEL "latscope-sim"
 
-static void need_root_and_btf(void)
-{
-	if (!t_is_root())
-		cr_skip_test("probes need root (running as uid %d)", (int)geteuid());
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-		cr_skip_test("no /sys/kernel/btf/vmlinux: the tp_btf probes need kernel BTF");
-}
-
-/* The rules attribution reads by: the honest profile's, as bench passes them. */
-static const struct ls_read_rules *honest_rules(void)
-{
-	static struct ls_profile honest;
-
-	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
-	return &honest.read;
-}
-
 struct drive {
 	struct ls_run run;
 	struct ls_request *recs;
@@ -199,13 +182,13 @@ Test(probes, http_fresh_connections_sim_watched, .timeout = 120)
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--step-ms", "4", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	ls_probes_loop_hook(p, &hook);
 	drive(&d, sim.url, 24, 12, 4, 1, &hook);
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	assert_sums(a);
@@ -263,14 +246,14 @@ Test(probes, https_handshake_and_keepalive_reuse, .timeout = 120)
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--tls", "--step-ms", "4", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	cr_assert(!strstr(ls_probes_notes(p), "TLS"), "notes: %s", ls_probes_notes(p));
 	ls_probes_loop_hook(p, &hook);
 	drive(&d, sim.url, 12, 8, 2, 0, &hook); /* keep-alive: 2 connections, then reused */
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	assert_sums(a);
 	assert_frames(&d, a, 1);
@@ -314,14 +297,14 @@ Test(probes, client_only_reports_network_plus_server, .timeout = 120)
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--step-ms", "2", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(0, 0);
 	cr_assert(strstr(ls_probes_notes(p), "network+server"), "notes: %s", ls_probes_notes(p));
 	ls_probes_loop_hook(p, &hook);
 	drive(&d, sim.url, 6, 6, 2, 1, &hook);
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	assert_sums(a);
 	assert_frames(&d, a, 0);
 	for (size_t i = 0; i < d.n; i++) {
@@ -341,12 +324,12 @@ Test(probes, tiny_ring_buffer_overflows_and_marks_requests, .timeout = 120)
 	struct drive d;
 	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, (uint32_t)sysconf(_SC_PAGESIZE));
 	drive(&d, sim.url, 8, 40, 8, 1, NULL); /* no drain during the run: the ring must fill */
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_gt(a->lost_events, 0);
 	cr_assert_gt(a->n_lost_requests, 0);
 	cr_assert(strstr(a->why, "lost"), "why: %s", a->why);
@@ -372,7 +355,7 @@ Test(probes, server_comm_finds_the_simulator, .timeout = 60)
 	const pid_t *pids;
 	int found = 0;
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, NULL), 0, "sim did not start");
 	struct ls_probes_opts po = { .client_pids = &self, .n_client_pids = 1, .server_comm = "latscope" };
 	struct ls_probes *p = ls_probes_open(&po, why, sizeof(why));
@@ -398,7 +381,7 @@ Test(probes, unprivileged_open_fails_with_reason, .timeout = 60)
 	int fds[2];
 	char why[512] = "";
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(pipe(fds), 0);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -434,7 +417,7 @@ Test(probes, ssl_read_opt_in_reports_plaintext_lengths, .timeout = 60)
 	pid_t self = getpid();
 	const char *extra[] = { "--tls", "--step-ms", "1", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	struct ls_probes_opts po = { .client_pids = &self, .n_client_pids = 1, .ssl_read = 1 };
 	struct ls_probes *p = ls_probes_open(&po, why, sizeof(why));
@@ -458,7 +441,7 @@ Test(probes, ssl_read_opt_in_reports_plaintext_lengths, .timeout = 60)
  * namespace here, so the host is untouched). */
 Test(probes, mounts_tracefs_when_missing, .timeout = 60)
 {
-	need_root_and_btf();
+	t_need_root_and_btf();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -500,7 +483,7 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	ls_probes_loop_hook(p, &hook);
@@ -522,7 +505,7 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 	fprintf(stderr, "loop drain: %llu events in %llu calls\n", (unsigned long long)(after - before),
 		(unsigned long long)calls);
 	cr_assert_gt(calls, 4, "the run left more than a few slices (%llu events)", (unsigned long long)(after - before));
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	assert_frames(&d, a, 1);
@@ -542,7 +525,7 @@ Test(probes, tls_sessions_are_forgotten_at_ssl_free, .timeout = 120)
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--tls", "--step-ms", "2", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	ls_probes_loop_hook(p, &hook);
@@ -550,7 +533,7 @@ Test(probes, tls_sessions_are_forgotten_at_ssl_free, .timeout = 120)
 	ls_probes_drain(p);
 	cr_assert_eq(ls_probes_tls_sessions(p), 0, "%zu SSL* still tracked after every connection closed",
 		     ls_probes_tls_sessions(p));
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	for (size_t i = 0; i < d.n; i++)
 		cr_assert(a->req[i].tls_end_ns > a->req[i].tls_start_ns && a->req[i].tls_start_ns,

@@ -23,14 +23,6 @@
 #define N_REQ 40
 #define K2K_TOL_NS 30000ull /* network vs the flights' kernel-to-kernel sum, per request */
 
-static void need_root_and_btf(void)
-{
-	if (!t_is_root())
-		cr_skip_test("probes need root (running as uid %d)", (int)geteuid());
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-		cr_skip_test("no /sys/kernel/btf/vmlinux: the tp_btf probes need kernel BTF");
-}
-
 struct drive {
 	struct ls_run run;
 	struct ls_request recs[N_REQ];
@@ -76,14 +68,6 @@ static void drive_free(struct drive *d)
 		ls_request_free(&d->recs[i]);
 		free(d->bodies[i]);
 	}
-}
-
-static const struct ls_read_rules *honest_rules(void)
-{
-	static struct ls_profile honest;
-
-	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
-	return &honest.read;
 }
 
 struct write {
@@ -166,7 +150,7 @@ static void handshakes(const char *tls_max, int watch_server)
 	const char *extra[] = { "--tls", "--tls-max", tls_max, "--step-ms", "1", "--quiet", NULL };
 	int rounds_want = strcmp(tls_max, "1.2") ? 1 : 2;
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	pid_t self = getpid(), srv = sim.pid;
 	struct ls_probes_opts po = { .client_pids = &self, .n_client_pids = 1,
@@ -177,7 +161,7 @@ static void handshakes(const char *tls_max, int watch_server)
 	drive(&d, sim.url, &hook);
 	ls_probes_drain(p);
 	const struct ls_evstore *st = ls_probes_events(p);
-	struct ls_attribution *a = ls_attribute(&d.run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, st, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	for (size_t i = 0; i < N_REQ; i++) {
