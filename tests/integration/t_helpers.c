@@ -1,4 +1,5 @@
 /* t_helpers.c — see t_helpers.h. */
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include "config/profile.h"
 #include "t_helpers.h"
 
 const char *t_bin(void)
@@ -224,4 +226,20 @@ void t_remove_tree(const char *dir)
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	(void)!system(cmd);
+}
+
+void t_need_root_and_btf(void)
+{
+	if (!t_is_root())
+		cr_skip_test("probes need root (running as uid %d)", (int)geteuid());
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		cr_skip_test("no /sys/kernel/btf/vmlinux: the tp_btf probes need kernel BTF");
+}
+
+const struct ls_read_rules *t_honest_rules(void)
+{
+	static struct ls_profile honest;
+
+	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
+	return &honest.read;
 }

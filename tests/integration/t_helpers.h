@@ -35,4 +35,11 @@ void t_remove_tree(const char *dir);
 /* Reads a whole file (malloc'd, NUL-terminated), NULL on error. */
 char *t_read_file(const char *path, size_t *len);
 
+/* Skips the calling test (cr_skip_test, with the reason) unless it runs as root on a kernel
+ * with BTF: what the eBPF probes need. */
+void t_need_root_and_btf(void);
+/* The honest profile's read rules, as bench passes them to attribution (asserts). */
+struct ls_read_rules;
+const struct ls_read_rules *t_honest_rules(void);
+
 #endif

@@ -28,9 +28,12 @@ static int truth_line(const char *line, struct t_peer_truth *e)
 	for (const cJSON *f = frames ? frames->child : NULL; e->token_ns && f; f = f->next) {
 		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
 		const cJSON *at = cJSON_GetObjectItemCaseSensitive(f, "t");
+		if (cJSON_IsNumber(at) && (uint64_t)at->valuedouble > e->last_write_ns)
+			e->last_write_ns = (uint64_t)at->valuedouble;
 		if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "tokens") && cJSON_IsNumber(at))
 			e->token_ns[e->n_token++] = (uint64_t)at->valuedouble;
 	}
+	e->first_token_ns = e->n_token ? e->token_ns[0] : 0;
 	cJSON_Delete(o);
 	return e->token_ns ? 0 : -1;
 }

@@ -1,6 +1,6 @@
 /* t_peer_truth.h — the simulator's ground truth (--truth JSONL) joined to latscope's record file:
  * per request the sim's TTFT and gaps next to the client's. For the peers' backends and
- * datasets tests (test_peer_truth.c). */
+ * datasets tests (test_peer_truth.c) and bench's own (test_bench_truth.c). */
 #ifndef LATSCOPE_T_PEER_TRUTH_H
 #define LATSCOPE_T_PEER_TRUTH_H
 
@@ -15,6 +15,8 @@ struct t_peer_truth {
 	int      prompt_tokens, cached_tokens;
 	uint64_t *token_ns;  /* each token frame's write */
 	size_t   n_token;
+	uint64_t first_token_ns; /* token_ns[0], 0 without tokens */
+	uint64_t last_write_ns;  /* the sim's last frame write ([DONE]), stamped just before it */
 };
 
 /* The truth file's lines, waiting (up to 5 s) until it has at least want of them. */

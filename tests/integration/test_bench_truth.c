@@ -11,63 +11,7 @@
 #include "metrics/metrics.h"
 #include "report/record_file.h"
 #include "t_helpers.h"
-
-struct truth {
-	char     id[96];
-	uint64_t received_ns;    /* the sim read the request */
-	uint64_t first_token_ns;
-	uint64_t last_write_ns;  /* the sim's last frame write ([DONE]), stamped just before it */
-	uint64_t *token_ns;
-	size_t   n_token;
-};
-
-/* Token frames of every finished request in the truth file. */
-static struct truth *load_truth(const char *path, size_t *n_out)
-{
-	size_t len = 0;
-	char *text = t_read_file(path, &len);
-	cr_assert_not_null(text, "no truth file %s", path);
-	size_t cap = 1024, n = 0;
-	struct truth *t = calloc(cap, sizeof(*t));
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		cJSON *o = cJSON_Parse(line);
-		cr_assert_not_null(o, "bad truth line: %.80s", line);
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
-		const cJSON *frames = cJSON_GetObjectItemCaseSensitive(o, "frames");
-		if (n == cap)
-			t = realloc(t, (cap *= 2) * sizeof(*t));
-		struct truth *e = &t[n++];
-		memset(e, 0, sizeof(*e));
-		snprintf(e->id, sizeof(e->id), "%s", cJSON_IsString(id) ? id->valuestring : "");
-		e->token_ns = calloc((size_t)cJSON_GetArraySize(frames) + 1, sizeof(uint64_t));
-		for (const cJSON *f = frames ? frames->child : NULL; f; f = f->next) {
-			const cJSON *kind = cJSON_GetObjectItemCaseSensitive(f, "kind");
-			const cJSON *at = cJSON_GetObjectItemCaseSensitive(f, "t");
-			if (cJSON_IsNumber(at) && (uint64_t)at->valuedouble > e->last_write_ns)
-				e->last_write_ns = (uint64_t)at->valuedouble;
-			if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "tokens") || !cJSON_IsNumber(at))
-				continue;
-			e->token_ns[e->n_token++] = (uint64_t)at->valuedouble;
-		}
-		e->first_token_ns = e->n_token ? e->token_ns[0] : 0;
-		const cJSON *received = cJSON_GetObjectItemCaseSensitive(o, "received");
-		e->received_ns = cJSON_IsNumber(received) ? (uint64_t)received->valuedouble : 0;
-		cJSON_Delete(o);
-	}
-	free(text);
-	*n_out = n;
-	return t;
-}
-
-static const struct truth *find_truth(const struct truth *t, size_t n, const char *tag, uint64_t id)
-{
-	char want[96];
-	snprintf(want, sizeof(want), "%s-%llu", tag, (unsigned long long)id);
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(t[i].id, want))
-			return &t[i];
-	return NULL;
-}
+#include "t_peer_truth.h"
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -111,18 +55,9 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 	struct ls_record_meta meta;
 	cr_assert_eq(ls_record_load(record, &run, &meta), 0);
 	cr_assert_eq(run.n_requests, 500);
-	/* The simulator appends a request's truth as it ends: give the last line a moment. */
+	/* The simulator appends a request's truth as it ends: the load gives the last line a moment. */
 	size_t n_truth = 0;
-	struct truth *truth = NULL;
-	for (int tries = 0; tries < 100; tries++) {
-		truth = load_truth(sim.truth, &n_truth);
-		if (n_truth >= 500)
-			break;
-		for (size_t i = 0; i < n_truth; i++)
-			free(truth[i].token_ns);
-		free(truth);
-		usleep(20000);
-	}
+	struct t_peer_truth *truth = t_peer_truth_load(sim.truth, 500, &n_truth);
 	t_sim_stop(&sim);
 	cr_assert_geq(n_truth, 500);
 
@@ -133,7 +68,7 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 	for (size_t i = 0; i < run.n_requests; i++) {
 		const struct ls_request *r = &run.requests[i];
 		cr_assert_eq(r->fail, LS_OK, "request %llu failed: %s", (unsigned long long)r->id, r->error);
-		const struct truth *t = find_truth(truth, n_truth, meta.run_tag, r->id);
+		const struct t_peer_truth *t = t_peer_truth_find(truth, n_truth, meta.run_tag, r->id);
 		cr_assert_not_null(t, "no truth for %s-%llu", meta.run_tag, (unsigned long long)r->id);
 		cr_assert_eq(t->n_token, 16);
 		uint64_t first = 0, prev = 0;
@@ -208,9 +143,7 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 
 	cJSON_Delete(res);
 	free(json);
-	for (size_t i = 0; i < n_truth; i++)
-		free(truth[i].token_ns);
-	free(truth);
+	t_peer_truth_free(truth, n_truth);
 	free(ttft_client);
 	free(ttft_truth);
 	free(itl_client);
@@ -248,16 +181,7 @@ Test(bench_truth, slot_wait_is_shown_not_hidden, .timeout = 60)
 	struct ls_record_meta meta;
 	cr_assert_eq(ls_record_load(record, &run, &meta), 0);
 	size_t n_truth = 0;
-	struct truth *truth = NULL;
-	for (int tries = 0; tries < 100; tries++) { /* the last line may trail the exit a moment */
-		truth = load_truth(sim.truth, &n_truth);
-		if (n_truth >= 60)
-			break;
-		for (size_t i = 0; i < n_truth; i++)
-			free(truth[i].token_ns);
-		free(truth);
-		usleep(20000);
-	}
+	struct t_peer_truth *truth = t_peer_truth_load(sim.truth, 60, &n_truth); /* the last line may trail the exit */
 	t_sim_stop(&sim);
 	struct ls_read_rules rules = { .origin = LS_ORIGIN_STARTED, .n_percentiles = 1, .percentiles = { 99 } };
 	struct ls_metrics m;
@@ -272,7 +196,7 @@ Test(bench_truth, slot_wait_is_shown_not_hidden, .timeout = 60)
 	double service_max = 0, service[60];
 	size_t n_service = 0;
 	for (size_t i = 0; i < run.n_requests; i++) {
-		const struct truth *t = find_truth(truth, n_truth, meta.run_tag, run.requests[i].id);
+		const struct t_peer_truth *t = t_peer_truth_find(truth, n_truth, meta.run_tag, run.requests[i].id);
 		cr_assert(t && t->received_ns && t->first_token_ns, "truth of request %zu", i);
 		double ms = (double)(t->first_token_ns - t->received_ns) / 1e6;
 		service[n_service++] = ms;
@@ -296,9 +220,7 @@ Test(bench_truth, slot_wait_is_shown_not_hidden, .timeout = 60)
 	cr_expect_gt(late, early + 5.0, "slot wait of the last 10 %.2f s vs first 10 %.2f s", late, early);
 	ls_metrics_free(&m);
 	ls_run_free(&run);
-	for (size_t i = 0; i < n_truth; i++)
-		free(truth[i].token_ns);
-	free(truth);
+	t_peer_truth_free(truth, n_truth);
 	free(out);
 	free(err);
 	unlink(record);

@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <cjson/cJSON.h>
+#include "t_drive.h"
 #include "t_helpers.h"
 #include "attribution/attribution.h"
 #include "config/profile.h"
@@ -21,82 +22,6 @@
 #include "probes/probes.h"
 #include "report/report.h"
 
-#define MODEL "latscope-sim"
-
-static void need_root_and_btf(void)
-{
-	if (!t_is_root())
-		cr_skip_test("probes need root (running as uid %d)", (int)geteuid());
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-		cr_skip_test("no /sys/kernel/btf/vmlinux: the tp_btf probes need kernel BTF");
-}
-
-/* The rules attribution reads by: the honest profile's, as bench passes them. */
-static const struct ls_read_rules *honest_rules(void)
-{
-	static struct ls_profile honest;
-
-	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
-	return &honest.read;
-}
-
-struct drive {
-	struct ls_run run;
-	struct ls_request *recs;
-	struct ls_driver_job *jobs;
-	char **bodies;
-	size_t n;
-};
-
-/* Sends n completions (max_tokens each, ignore_eos) to url; hook may be NULL. */
-static void drive(struct drive *d, const char *url_base, size_t n, uint32_t max_tokens, uint32_t conc,
-		  int fresh_conn, const struct ls_loop_hook *hook)
-{
-	char url[256];
-	struct ls_arrival arr;
-	struct ls_prompt prompt = { .text = "the quick brown fox", .prompt_len = 4, .output_len = max_tokens,
-				    .timestamp_s = -1 };
-
-	memset(d, 0, sizeof(*d));
-	d->n = n;
-	d->recs = calloc(n, sizeof(*d->recs));
-	d->jobs = calloc(n, sizeof(*d->jobs));
-	d->bodies = calloc(n, sizeof(*d->bodies));
-	cr_assert(d->recs && d->jobs && d->bodies);
-	for (size_t i = 0; i < n; i++) {
-		size_t len;
-		ls_request_reset(&d->recs[i], i);
-		d->recs[i].output_len = max_tokens;
-		d->bodies[i] = ls_backend_body(LS_BACKEND_OPENAI, MODEL, &prompt, 1, &len);
-		cr_assert_not_null(d->bodies[i]);
-		d->jobs[i] = (struct ls_driver_job){ .body = d->bodies[i], .body_len = len, .rec = &d->recs[i] };
-	}
-	cr_assert_eq(ls_arrival_init(&arr, LS_ARRIVAL_INF, 0, 1, 1, n, NULL), 0);
-	snprintf(url, sizeof(url), "%s/v1/completions", url_base);
-	struct ls_driver_opts o = {
-		.url = url, .backend = LS_BACKEND_OPENAI, .per_request_conn = fresh_conn, .insecure = 1,
-		.request_timeout_ns = 20000000000ull, .max_concurrency = conc, .arrival = &arr,
-		.run_tag = "probes", .hooks = hook, .n_hooks = hook ? 1 : 0,
-	};
-	int rc = ls_driver_run(&o, d->jobs, n, &d->run);
-	cr_assert_eq(rc, 0, "driver run failed: %d", rc);
-	d->run.requests = d->recs;
-	d->run.n_requests = n;
-	ls_arrival_free(&arr);
-	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(d->recs[i].fail, LS_OK, "request %zu failed: %s", i, d->recs[i].error);
-}
-
-static void drive_free(struct drive *d)
-{
-	for (size_t i = 0; i < d->n; i++) {
-		ls_request_free(&d->recs[i]);
-		free(d->bodies[i]);
-	}
-	free(d->recs);
-	free(d->jobs);
-	free(d->bodies);
-}
 
 static struct ls_probes *open_probes(pid_t server, uint32_t ring)
 {
@@ -126,7 +51,7 @@ static void assert_sums(const struct ls_attribution *a)
 }
 
 /* kernel arrival <= user read <= harness stamp for every frame; server wrote it before. */
-static void assert_frames(const struct drive *d, const struct ls_attribution *a, int server)
+static void assert_frames(const struct t_drive *d, const struct ls_attribution *a, int server)
 {
 	size_t frames = 0;
 
@@ -195,17 +120,17 @@ static uint64_t truth_server_ttft(const char *truth, uint64_t id)
 Test(probes, http_fresh_connections_sim_watched, .timeout = 120)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--step-ms", "4", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	ls_probes_loop_hook(p, &hook);
-	drive(&d, sim.url, 24, 12, 4, 1, &hook);
+	t_drive(&d, "probes", sim.url, 24, 12, 4, 1, &hook);
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	assert_sums(a);
@@ -252,25 +177,25 @@ Test(probes, http_fresh_connections_sim_watched, .timeout = 120)
 		      (unsigned long long)t50);
 	ls_attribution_free(a);
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }
 
 Test(probes, https_handshake_and_keepalive_reuse, .timeout = 120)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--tls", "--step-ms", "4", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	cr_assert(!strstr(ls_probes_notes(p), "TLS"), "notes: %s", ls_probes_notes(p));
 	ls_probes_loop_hook(p, &hook);
-	drive(&d, sim.url, 12, 8, 2, 0, &hook); /* keep-alive: 2 connections, then reused */
+	t_drive(&d, "probes", sim.url, 12, 8, 2, 0, &hook); /* keep-alive: 2 connections, then reused */
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	assert_sums(a);
 	assert_frames(&d, a, 1);
@@ -303,25 +228,25 @@ Test(probes, https_handshake_and_keepalive_reuse, .timeout = 120)
 	cr_assert_leq(ls_probes_tls_sessions(p), 2, "%zu sessions tracked", ls_probes_tls_sessions(p));
 	ls_attribution_free(a);
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }
 
 Test(probes, client_only_reports_network_plus_server, .timeout = 120)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--step-ms", "2", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(0, 0);
 	cr_assert(strstr(ls_probes_notes(p), "network+server"), "notes: %s", ls_probes_notes(p));
 	ls_probes_loop_hook(p, &hook);
-	drive(&d, sim.url, 6, 6, 2, 1, &hook);
+	t_drive(&d, "probes", sim.url, 6, 6, 2, 1, &hook);
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	assert_sums(a);
 	assert_frames(&d, a, 0);
 	for (size_t i = 0; i < d.n; i++) {
@@ -331,22 +256,22 @@ Test(probes, client_only_reports_network_plus_server, .timeout = 120)
 	}
 	ls_attribution_free(a);
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }
 
 Test(probes, tiny_ring_buffer_overflows_and_marks_requests, .timeout = 120)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, (uint32_t)sysconf(_SC_PAGESIZE));
-	drive(&d, sim.url, 8, 40, 8, 1, NULL); /* no drain during the run: the ring must fill */
+	t_drive(&d, "probes", sim.url, 8, 40, 8, 1, NULL); /* no drain during the run: the ring must fill */
 	ls_probes_drain(p);
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_gt(a->lost_events, 0);
 	cr_assert_gt(a->n_lost_requests, 0);
 	cr_assert(strstr(a->why, "lost"), "why: %s", a->why);
@@ -360,7 +285,7 @@ Test(probes, tiny_ring_buffer_overflows_and_marks_requests, .timeout = 120)
 	free(text);
 	ls_attribution_free(a);
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }
 
@@ -372,7 +297,7 @@ Test(probes, server_comm_finds_the_simulator, .timeout = 60)
 	const pid_t *pids;
 	int found = 0;
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, NULL), 0, "sim did not start");
 	struct ls_probes_opts po = { .client_pids = &self, .n_client_pids = 1, .server_comm = "latscope" };
 	struct ls_probes *p = ls_probes_open(&po, why, sizeof(why));
@@ -398,7 +323,7 @@ Test(probes, unprivileged_open_fails_with_reason, .timeout = 60)
 	int fds[2];
 	char why[512] = "";
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(pipe(fds), 0);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -429,17 +354,17 @@ Test(probes, unprivileged_open_fails_with_reason, .timeout = 60)
 Test(probes, ssl_read_opt_in_reports_plaintext_lengths, .timeout = 60)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	char why[256];
 	pid_t self = getpid();
 	const char *extra[] = { "--tls", "--step-ms", "1", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	struct ls_probes_opts po = { .client_pids = &self, .n_client_pids = 1, .ssl_read = 1 };
 	struct ls_probes *p = ls_probes_open(&po, why, sizeof(why));
 	cr_assert_not_null(p, "%s", why);
-	drive(&d, sim.url, 2, 4, 1, 1, NULL);
+	t_drive(&d, "probes", sim.url, 2, 4, 1, 1, NULL);
 	ls_probes_drain(p);
 	const struct ls_evstore *st = ls_probes_events(p);
 	cr_assert_gt(ls_evstore_count(st, LS_EV_TLS_READ), 0);
@@ -450,7 +375,7 @@ Test(probes, ssl_read_opt_in_reports_plaintext_lengths, .timeout = 60)
 		reads += s->ev[i].kind == LS_EV_TLS_READ && s->ev[i].len > 0;
 	cr_assert_gt(reads, 0, "no SSL_read linked to the request's socket");
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }
 
@@ -458,7 +383,7 @@ Test(probes, ssl_read_opt_in_reports_plaintext_lengths, .timeout = 60)
  * namespace here, so the host is untouched). */
 Test(probes, mounts_tracefs_when_missing, .timeout = 60)
 {
-	need_root_and_btf();
+	t_need_root_and_btf();
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -496,15 +421,15 @@ Test(probes, mounts_tracefs_when_missing, .timeout = 60)
 Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--step-ms", "1", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 0, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	ls_probes_loop_hook(p, &hook);
-	drive(&d, sim.url, 16, 60, 16, 0, NULL);
+	t_drive(&d, "probes", sim.url, 16, 60, 16, 0, NULL);
 	uint64_t before = 0, after = 0, calls = 0, drain_ns;
 	int more = 1;
 	ls_probes_cost(p, NULL, 0, &drain_ns, &before);
@@ -522,13 +447,13 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 	fprintf(stderr, "loop drain: %llu events in %llu calls\n", (unsigned long long)(after - before),
 		(unsigned long long)calls);
 	cr_assert_gt(calls, 4, "the run left more than a few slices (%llu events)", (unsigned long long)(after - before));
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	assert_frames(&d, a, 1);
 	ls_attribution_free(a);
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }
 
@@ -538,25 +463,25 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 Test(probes, tls_sessions_are_forgotten_at_ssl_free, .timeout = 120)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	struct ls_loop_hook hook;
 	const char *extra[] = { "--tls", "--step-ms", "2", "--quiet", NULL };
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	ls_probes_loop_hook(p, &hook);
-	drive(&d, sim.url, 8, 4, 2, 1, &hook);
+	t_drive(&d, "probes", sim.url, 8, 4, 2, 1, &hook);
 	ls_probes_drain(p);
 	cr_assert_eq(ls_probes_tls_sessions(p), 0, "%zu SSL* still tracked after every connection closed",
 		     ls_probes_tls_sessions(p));
-	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	for (size_t i = 0; i < d.n; i++)
 		cr_assert(a->req[i].tls_end_ns > a->req[i].tls_start_ns && a->req[i].tls_start_ns,
 			  "request %zu: no handshake", i);
 	ls_attribution_free(a);
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "t_drive.h"
 #include "t_helpers.h"
 #include "attribution/attribution.h"
 #include "config/profile.h"
@@ -19,72 +20,8 @@
 #include "probes/probes.h"
 #include "report/report.h"
 
-#define MODEL "latscope-sim"
 #define N_REQ 40
 #define K2K_TOL_NS 30000ull /* network vs the flights' kernel-to-kernel sum, per request */
-
-static void need_root_and_btf(void)
-{
-	if (!t_is_root())
-		cr_skip_test("probes need root (running as uid %d)", (int)geteuid());
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-		cr_skip_test("no /sys/kernel/btf/vmlinux: the tp_btf probes need kernel BTF");
-}
-
-struct drive {
-	struct ls_run run;
-	struct ls_request recs[N_REQ];
-	struct ls_driver_job jobs[N_REQ];
-	char *bodies[N_REQ];
-};
-
-/* N_REQ completions, one at a time, each over a fresh TLS connection. */
-static void drive(struct drive *d, const char *url_base, const struct ls_loop_hook *hook)
-{
-	char url[256];
-	struct ls_arrival arr;
-	struct ls_prompt prompt = { .text = "the quick brown fox", .prompt_len = 4, .output_len = 4,
-				    .timestamp_s = -1 };
-
-	memset(d, 0, sizeof(*d));
-	for (size_t i = 0; i < N_REQ; i++) {
-		size_t len;
-		ls_request_reset(&d->recs[i], i);
-		d->recs[i].output_len = 4;
-		d->bodies[i] = ls_backend_body(LS_BACKEND_OPENAI, MODEL, &prompt, 1, &len);
-		cr_assert_not_null(d->bodies[i]);
-		d->jobs[i] = (struct ls_driver_job){ .body = d->bodies[i], .body_len = len, .rec = &d->recs[i] };
-	}
-	cr_assert_eq(ls_arrival_init(&arr, LS_ARRIVAL_INF, 0, 1, 1, N_REQ, NULL), 0);
-	snprintf(url, sizeof(url), "%s/v1/completions", url_base);
-	struct ls_driver_opts o = {
-		.url = url, .backend = LS_BACKEND_OPENAI, .per_request_conn = 1, .insecure = 1,
-		.request_timeout_ns = 20000000000ull, .max_concurrency = 1, .arrival = &arr,
-		.run_tag = "tls", .hooks = hook, .n_hooks = 1,
-	};
-	cr_assert_eq(ls_driver_run(&o, d->jobs, N_REQ, &d->run), 0);
-	d->run.requests = d->recs;
-	d->run.n_requests = N_REQ;
-	ls_arrival_free(&arr);
-	for (size_t i = 0; i < N_REQ; i++)
-		cr_assert_eq(d->recs[i].fail, LS_OK, "request %zu failed: %s", i, d->recs[i].error);
-}
-
-static void drive_free(struct drive *d)
-{
-	for (size_t i = 0; i < N_REQ; i++) {
-		ls_request_free(&d->recs[i]);
-		free(d->bodies[i]);
-	}
-}
-
-static const struct ls_read_rules *honest_rules(void)
-{
-	static struct ls_profile honest;
-
-	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
-	return &honest.read;
-}
 
 struct write {
 	int server;
@@ -160,13 +97,13 @@ static uint64_t flights_k2k(const struct ls_sock_events *cs, const struct ls_soc
 static void handshakes(const char *tls_max, int watch_server)
 {
 	struct t_sim sim;
-	struct drive d;
+	struct t_drive d;
 	struct ls_loop_hook hook;
 	char why[256];
 	const char *extra[] = { "--tls", "--tls-max", tls_max, "--step-ms", "1", "--quiet", NULL };
 	int rounds_want = strcmp(tls_max, "1.2") ? 1 : 2;
 
-	need_root_and_btf();
+	t_need_root_and_btf();
 	cr_assert_eq(t_sim_start(&sim, 1, extra), 0, "sim did not start");
 	pid_t self = getpid(), srv = sim.pid;
 	struct ls_probes_opts po = { .client_pids = &self, .n_client_pids = 1,
@@ -174,10 +111,10 @@ static void handshakes(const char *tls_max, int watch_server)
 	struct ls_probes *p = ls_probes_open(&po, why, sizeof(why));
 	cr_assert_not_null(p, "ls_probes_open: %s", why);
 	ls_probes_loop_hook(p, &hook);
-	drive(&d, sim.url, &hook);
+	t_drive(&d, "tls", sim.url, N_REQ, 4, 1, 1, &hook); /* one at a time, each a fresh TLS connection */
 	ls_probes_drain(p);
 	const struct ls_evstore *st = ls_probes_events(p);
-	struct ls_attribution *a = ls_attribute(&d.run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&d.run, st, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
 	for (size_t i = 0; i < N_REQ; i++) {
@@ -221,7 +158,7 @@ static void handshakes(const char *tls_max, int watch_server)
 	free(text);
 	ls_attribution_free(a);
 	ls_probes_close(p);
-	drive_free(&d);
+	t_drive_free(&d);
 	t_sim_stop(&sim);
 }
 

@@ -16,14 +16,6 @@
 #include "t_helpers.h"
 #include "test_reliability.h"
 
-static void need_root_and_btf(void)
-{
-	if (!t_is_root())
-		cr_skip_test("probes need root (running as uid %d)", (int)geteuid());
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
-		cr_skip_test("no /sys/kernel/btf/vmlinux: the tp_btf probes need kernel BTF");
-}
-
 /* BPF program ids a process holds (its bpf-prog and bpf_link fds, from fdinfo). */
 static size_t prog_ids(pid_t pid, uint32_t *ids, size_t cap)
 {
@@ -186,7 +178,7 @@ static void stop_side(struct side *s)
 
 Test(reliability_probes, two_benches_at_once_do_not_disturb_each_other, .timeout = 90)
 {
-	need_root_and_btf();
+	t_need_root_and_btf();
 	struct side a, b;
 	uint32_t ids_a[64];
 	size_t n_ids_a = 0;
@@ -220,7 +212,7 @@ Test(reliability_probes, two_benches_at_once_do_not_disturb_each_other, .timeout
 
 Test(reliability_probes, programs_detached_after_kill9, .timeout = 60)
 {
-	need_root_and_btf();
+	t_need_root_and_btf();
 	struct side c;
 	uint32_t ids[64];
 	size_t n_ids = 0;

@@ -9,36 +9,20 @@
 #include "attribution/attribution.h"
 #include "config/profile.h"
 #include "report/report.h"
+#include "t_unit.h"
 
 #define US 1000ull
 #define C_COOKIE 100
 #define S_COOKIE 200
 
-/* The rules attribution reads by: the honest profile's, as bench passes them. */
-static const struct ls_read_rules *honest_rules(void)
-{
-	static struct ls_profile honest;
-
-	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
-	return &honest.read;
-}
-
 static void ev(struct ls_evstore *st, uint64_t cookie, uint8_t role, uint16_t kind, uint64_t ts_us,
 	       uint32_t seq, uint32_t len)
 {
-	struct ls_event e = { 0 };
+	struct ls_event e = t_ev(cookie, role, kind, ts_us, seq, len, 0);
 
-	e.ts_ns = ts_us * US;
-	e.cookie = cookie;
-	e.role = role;
-	e.kind = kind;
-	e.seq = seq;
-	e.len = len;
-	if (kind != LS_EV_CONNECT) {
-		e.lport = role == LS_ROLE_CLIENT ? 40000 : 8000;
-		e.rport = role == LS_ROLE_CLIENT ? 8000 : 40000;
-	}
-	cr_assert_eq(ls_evstore_add(st, &e), 0);
+	if (kind == LS_EV_CONNECT) /* these cases' connects carry no ports */
+		e.lport = e.rport = 0;
+	t_ev_add(st, e);
 }
 
 #define CEV(kind, ts, seq, len) ev(st, C_COOKIE, LS_ROLE_CLIENT, kind, ts, seq, len)
@@ -135,7 +119,7 @@ Test(attribution, exact_parts_fresh_connection_server_watched)
 	scenario_run(&run, &r);
 	scenario_client(st);
 	scenario_server(st);
-	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	const struct ls_req_attr *q = &a->req[0];
 	cr_assert_eq(q->flags, 0, "flags %#x", q->flags);
@@ -182,7 +166,7 @@ Test(attribution, no_server_events_is_network_plus_server)
 
 	scenario_run(&run, &r);
 	scenario_client(st);
-	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	const struct ls_req_attr *q = &a->req[0];
 	cr_assert(q->flags & LS_ATTR_NO_SERVER);
 	cr_assert_eq(P(q->ttft, SERVER), 0);
@@ -202,7 +186,7 @@ Test(attribution, probes_off_is_unattributed_but_slot_wait_is_client)
 	struct ls_request r = { 0 };
 
 	scenario_run(&run, &r);
-	struct ls_attribution *a = ls_attribute(&run, NULL, NULL, 0, honest_rules(), "not root");
+	struct ls_attribution *a = ls_attribute(&run, NULL, NULL, 0, t_honest_rules(), "not root");
 	const struct ls_req_attr *q = &a->req[0];
 	cr_assert(q->flags & LS_ATTR_NO_EVENTS);
 	cr_assert_eq(P(q->ttft, CLIENT), 600);
@@ -239,7 +223,7 @@ Test(attribution, reused_connection_has_zero_connect_and_tls)
 	CEV(LS_EV_READ, 7040, 5505, 160);
 	run.requests = rr;
 	run.n_requests = 2;
-	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	const struct ls_req_attr *q = &a->req[1];
 	cr_assert(q->flags & LS_ATTR_REUSED);
 	cr_assert_eq(q->connect_call_ns, 0);
@@ -269,7 +253,7 @@ Test(attribution, tls_handshake_is_network_and_curl_notice_is_client)
 	scenario_server(st);
 	CEV(LS_EV_TLS_START, 1760, 0, 0);
 	CEV(LS_EV_TLS_END, 1850, 0, 0);
-	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	const struct ls_req_attr *q = &a->req[0];
 	cr_assert_eq(q->tls_end_ns, 1850 * US);
 	cr_assert_eq(P(q->ttft, NETWORK), 110 + 90);
@@ -282,7 +266,7 @@ Test(attribution, tls_handshake_is_network_and_curl_notice_is_client)
 	st = ls_evstore_new();
 	scenario_client(st);
 	scenario_server(st);
-	a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	q = &a->req[0];
 	cr_assert(q->flags & LS_ATTR_NO_TLS_EVENTS);
 	cr_assert_eq(P(q->ttft, UNATTRIBUTED), 1900 - 1750);
@@ -305,7 +289,7 @@ Test(attribution, overflow_marks_the_request_and_says_so)
 	lost[LS_EV_ARRIVED] = 3;
 	ls_evstore_set_lost_by_kind(st, lost);
 	cr_assert_eq(ls_evstore_set_lost(st, S_COOKIE, 3), 0);
-	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	cr_assert(a->req[0].flags & LS_ATTR_LOST_EVENTS);
 	cr_assert_eq(a->n_lost_requests, 1);
 	cr_assert_eq(a->lost_events, 3);
@@ -331,7 +315,7 @@ Test(attribution, gpu_steps_split_server_into_queue_and_gpu)
 	scenario_run(&run, &r);
 	scenario_client(st);
 	scenario_server(st);
-	struct ls_attribution *a = ls_attribute(&run, st, steps, 2, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, steps, 2, t_honest_rules(), NULL);
 	const struct ls_req_attr *q = &a->req[0];
 	cr_assert(a->have_gpu);
 	cr_assert_eq(P(q->ttft, SERVER), 0);
@@ -354,7 +338,7 @@ Test(attribution, out_of_order_stamps_are_flagged_and_still_sum)
 	scenario_client(st);
 	g_arrived0_us = 3010;
 	scenario_server(st);
-	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	cr_assert(a->req[0].flags & LS_ATTR_DISORDER);
 	assert_sums(a);
 	ls_attribution_free(a);
@@ -369,7 +353,7 @@ Test(attribution, clock_started_excludes_the_slot_wait)
 	struct ls_evstore *st = ls_evstore_new();
 	struct ls_read_rules rules;
 
-	rules = *honest_rules();
+	rules = *t_honest_rules();
 	rules.origin = LS_ORIGIN_STARTED;
 	rules.e2el_end = LS_END_LAST_CONTENT;
 	scenario_run(&run, &r);
@@ -393,7 +377,7 @@ Test(attribution, failed_request_has_no_windows)
 
 	scenario_run(&run, &r);
 	r.fail = LS_FAIL_RESET_MID_STREAM;
-	struct ls_attribution *a = ls_attribute(&run, NULL, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, NULL, NULL, 0, t_honest_rules(), NULL);
 	cr_assert(a->req[0].flags & LS_ATTR_NOT_OK);
 	cr_assert_eq(a->req[0].n_gaps, 0);
 	ls_attribution_free(a);
@@ -454,7 +438,7 @@ Test(attribution, parts_always_sum_exactly)
 			r.frames[f].arrived_ns += (uint64_t)(rand_r(&seed) % 500) * US;
 		if (rand_r(&seed) % 2)
 			r.new_connection = 0;
-		struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+		struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 		cr_assert_not_null(a);
 		assert_sums(a);
 		ls_attribution_free(a);
@@ -476,7 +460,7 @@ Test(attribution, report_and_json)
 	scenario_run(&run, &r);
 	scenario_client(st);
 	scenario_server(st);
-	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 	ls_attribution_print(f, a);
 	fclose(f);
 	cr_assert(strstr(text, "Where the latency went"), "%s", text);

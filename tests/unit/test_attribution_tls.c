@@ -10,38 +10,14 @@
 #include "attribution/attribution.h"
 #include "config/profile.h"
 #include "report/report.h"
+#include "t_unit.h"
 
 #define US 1000ull
 #define C_COOKIE 100
 #define S_COOKIE 200
 
-static const struct ls_read_rules *honest_rules(void)
-{
-	static struct ls_profile honest;
-
-	cr_assert_eq(ls_profile_builtin("honest", &honest), 0);
-	return &honest.read;
-}
-
-static void ev(struct ls_evstore *st, uint64_t cookie, uint8_t role, uint16_t kind, uint64_t ts_us,
-	       uint32_t seq, uint32_t len, uint32_t aux)
-{
-	struct ls_event e = { 0 };
-
-	e.ts_ns = ts_us * US;
-	e.cookie = cookie;
-	e.role = role;
-	e.kind = kind;
-	e.seq = seq;
-	e.len = len;
-	e.aux = aux;
-	e.lport = role == LS_ROLE_CLIENT ? 40000 : 8000;
-	e.rport = role == LS_ROLE_CLIENT ? 8000 : 40000;
-	cr_assert_eq(ls_evstore_add(st, &e), 0);
-}
-
-#define CEV(kind, ts, seq, len) ev(st, C_COOKIE, LS_ROLE_CLIENT, LS_EV_##kind, ts, seq, len, 0)
-#define SEV(kind, ts, seq, len) ev(st, S_COOKIE, LS_ROLE_SERVER, LS_EV_##kind, ts, seq, len, 0)
+#define CEV(kind, ts, seq, len) t_ev_add(st, t_ev(C_COOKIE, LS_ROLE_CLIENT, LS_EV_##kind, ts, seq, len, 0))
+#define SEV(kind, ts, seq, len) t_ev_add(st, t_ev(S_COOKIE, LS_ROLE_SERVER, LS_EV_##kind, ts, seq, len, 0))
 
 /* One HTTPS request over a fresh connection; its first token frame stamped at 5000 us. */
 static void one_request(struct ls_run *run, struct ls_request *r)
@@ -69,7 +45,7 @@ static void one_request(struct ls_run *run, struct ls_request *r)
 /* connect() at 1010, SYN left 20 us later, ESTABLISHED 1080; SSL_connect entered at 1300. */
 static void connect_events(struct ls_evstore *st, int server)
 {
-	ev(st, C_COOKIE, LS_ROLE_CLIENT, LS_EV_CONNECT, 1010, 0, 20 * US, 3);
+	t_ev_add(st, t_ev(C_COOKIE, LS_ROLE_CLIENT, LS_EV_CONNECT, 1010, 0, 20 * US, 3));
 	CEV(ESTABLISHED, 1080, 0, 0);
 	CEV(TLS_START, 1300, 0, 0);
 	if (server)
@@ -157,7 +133,7 @@ static struct ls_attribution *attribute(void (*scenario)(struct ls_evstore *, in
 	one_request(&run, r);
 	*st = ls_evstore_new();
 	scenario(*st, server);
-	struct ls_attribution *a = ls_attribute(&run, *st, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, *st, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	return a;
 }
@@ -333,7 +309,7 @@ Test(attribution_tls, parts_sum_exactly_under_jitter_and_loss)
 				cr_assert_eq(ls_evstore_add(st, &e), 0);
 			}
 		}
-		struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, honest_rules(), NULL);
+		struct ls_attribution *a = ls_attribute(&run, st, NULL, 0, t_honest_rules(), NULL);
 		cr_assert_not_null(a);
 		const struct ls_req_attr *q = &a->req[0];
 		if (!(q->flags & LS_ATTR_NOT_OK))
@@ -355,7 +331,7 @@ Test(attribution_tls, handshake_server_cpu_is_not_gpu_or_queue)
 
 	one_request(&run, &r);
 	tls13(st, 1);
-	struct ls_attribution *a = ls_attribute(&run, st, steps, 1, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, st, steps, 1, t_honest_rules(), NULL);
 	const struct ls_req_attr *q = &a->req[0];
 	cr_assert(a->have_gpu);
 	cr_assert_eq(P(q->ttft, SERVER), 590, "the handshake's server CPU");

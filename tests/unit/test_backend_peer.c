@@ -7,48 +7,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "driver/backend.h"
-
-static cJSON *body_json(enum ls_backend b, struct ls_prompt *p, int ignore_eos)
-{
-	size_t len = 0;
-	char *body = ls_backend_body(b, "m", p, ignore_eos, &len);
-	cr_assert_not_null(body);
-	cr_assert_eq(len, strlen(body));
-	cJSON *root = cJSON_Parse(body);
-	cr_assert_not_null(root, "body is JSON: %s", body);
-	free(body);
-	return root;
-}
-
-static const cJSON *get(const cJSON *o, const char *path)
-{
-	char buf[128];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
-		o = cJSON_GetObjectItemCaseSensitive(o, k);
-	return o;
-}
-
-struct dec {
-	struct ls_request req;
-	struct ls_decode_state st;
-	struct ls_frame fr;
-};
-
-static int decode(struct dec *d, enum ls_backend b, const char *data)
-{
-	memset(&d->fr, 0, sizeof(d->fr));
-	d->fr.tokens = -1;
-	d->fr.cum_tokens = -1;
-	return ls_backend_decode(b, data, strlen(data), &d->st, &d->fr, &d->req);
-}
-
-static void dec_init(struct dec *d)
-{
-	memset(d, 0, sizeof(*d));
-	ls_request_reset(&d->req, 0);
-	ls_decode_state_init(&d->st);
-}
+#include "t_unit.h"
 
 Test(backend_peer, names_of_both_tools)
 {
@@ -77,15 +36,15 @@ Test(backend_peer, names_of_both_tools)
 Test(backend_peer, tgi_body_is_vllms)
 {
 	struct ls_prompt p = { .text = "hello there", .prompt_len = 2, .output_len = 9 };
-	cJSON *r = body_json(LS_BACKEND_TGI, &p, 1);
-	cr_expect_str_eq(get(r, "inputs")->valuestring, "hello there");
-	cr_expect_null(get(r, "model"), "TGI serves one model: no model field");
-	cr_expect_eq(get(r, "parameters.max_new_tokens")->valueint, 9);
-	cr_expect(cJSON_IsTrue(get(r, "parameters.do_sample")));
-	cr_expect_float_eq(get(r, "parameters.temperature")->valuedouble, 0.01, 1e-12);
-	cr_expect_float_eq(get(r, "parameters.top_p")->valuedouble, 0.99, 1e-12);
-	cr_expect_eq(get(r, "parameters.truncate")->valueint, 2);
-	cr_expect(cJSON_IsTrue(get(r, "parameters.ignore_eos_token")));
+	cJSON *r = t_body_json(LS_BACKEND_TGI, "m", &p, 1);
+	cr_expect_str_eq(t_json_get(r, "inputs")->valuestring, "hello there");
+	cr_expect_null(t_json_get(r, "model"), "TGI serves one model: no model field");
+	cr_expect_eq(t_json_get(r, "parameters.max_new_tokens")->valueint, 9);
+	cr_expect(cJSON_IsTrue(t_json_get(r, "parameters.do_sample")));
+	cr_expect_float_eq(t_json_get(r, "parameters.temperature")->valuedouble, 0.01, 1e-12);
+	cr_expect_float_eq(t_json_get(r, "parameters.top_p")->valuedouble, 0.99, 1e-12);
+	cr_expect_eq(t_json_get(r, "parameters.truncate")->valueint, 2);
+	cr_expect(cJSON_IsTrue(t_json_get(r, "parameters.ignore_eos_token")));
 	cJSON_Delete(r);
 	struct ls_prompt ids = { .token_ids = (uint32_t[]){ 1, 2 }, .n_token_ids = 2, .output_len = 1 };
 	cr_expect_null(ls_backend_body(LS_BACKEND_TGI, "m", &ids, 0, NULL), "token ids: TGI takes text");
@@ -94,57 +53,57 @@ Test(backend_peer, tgi_body_is_vllms)
 Test(backend_peer, trt_body_is_triton_ensembles)
 {
 	struct ls_prompt p = { .text = "hi", .output_len = 5 };
-	cJSON *r = body_json(LS_BACKEND_TRT, &p, 1);
-	cr_expect_str_eq(get(r, "text_input")->valuestring, "hi");
-	cr_expect(cJSON_IsTrue(get(r, "accumulate_tokens")));
-	cr_expect(cJSON_IsTrue(get(r, "stream")));
-	cr_expect_eq(get(r, "max_tokens")->valueint, 5);
-	cr_expect_eq(get(r, "min_length")->valueint, 5, "ignore_eos: min_length = max_tokens");
+	cJSON *r = t_body_json(LS_BACKEND_TRT, "m", &p, 1);
+	cr_expect_str_eq(t_json_get(r, "text_input")->valuestring, "hi");
+	cr_expect(cJSON_IsTrue(t_json_get(r, "accumulate_tokens")));
+	cr_expect(cJSON_IsTrue(t_json_get(r, "stream")));
+	cr_expect_eq(t_json_get(r, "max_tokens")->valueint, 5);
+	cr_expect_eq(t_json_get(r, "min_length")->valueint, 5, "ignore_eos: min_length = max_tokens");
 	cJSON_Delete(r);
-	r = body_json(LS_BACKEND_TRT, &p, 0);
-	cr_expect_null(get(r, "min_length"));
+	r = t_body_json(LS_BACKEND_TRT, "m", &p, 0);
+	cr_expect_null(t_json_get(r, "min_length"));
 	cJSON_Delete(r);
 }
 
 Test(backend_peer, tgi_frames)
 {
-	struct dec d;
-	dec_init(&d);
-	cr_assert_eq(decode(&d, LS_BACKEND_TGI, "{\"index\":1,\"token\":{\"id\":5,\"text\":\" the\",\"logprob\":-0.1,"
+	struct t_dec d;
+	t_dec_init(&d);
+	cr_assert_eq(t_decode(&d, LS_BACKEND_TGI, "{\"index\":1,\"token\":{\"id\":5,\"text\":\" the\",\"logprob\":-0.1,"
 						"\"special\":false},\"generated_text\":null,\"details\":null}"), 0);
 	cr_expect_eq(d.fr.text_len, 4);
 	cr_expect_eq(d.fr.tokens, 1);
 	cr_expect_eq(d.fr.cum_tokens, 1);
 	cr_expect(d.fr.flags & LS_FRAME_CHOICES);
 	cr_expect(!(d.fr.flags & LS_FRAME_FINISH));
-	cr_assert_eq(decode(&d, LS_BACKEND_TGI, "{\"index\":2,\"token\":{\"id\":2,\"text\":\"</s>\",\"special\":true},"
+	cr_assert_eq(t_decode(&d, LS_BACKEND_TGI, "{\"index\":2,\"token\":{\"id\":2,\"text\":\"</s>\",\"special\":true},"
 						"\"generated_text\":null,\"details\":null}"), 0);
 	cr_expect_eq(d.fr.text_len, 0, "a special token's text is not output");
 	cr_expect(d.fr.flags & LS_FRAME_EMPTY_TEXT);
-	cr_assert_eq(decode(&d, LS_BACKEND_TGI, "{\"index\":3,\"token\":{\"id\":7,\"text\":\" end\",\"special\":false},"
+	cr_assert_eq(t_decode(&d, LS_BACKEND_TGI, "{\"index\":3,\"token\":{\"id\":7,\"text\":\" end\",\"special\":false},"
 						"\"generated_text\":\" the end\",\"details\":{\"finish_reason\":"
 						"\"length\",\"generated_tokens\":3,\"seed\":null}}"), 0);
 	cr_expect(d.fr.flags & LS_FRAME_FINISH);
 	cr_expect_eq(d.fr.tokens, 1);
 	cr_expect_eq(d.req.usage_completion_tokens, 3);
 	cr_expect_eq(d.req.text_bytes, 8);
-	cr_expect_eq(decode(&d, LS_BACKEND_TGI, "{\"error\":\"Input validation error\",\"error_type\":\"validation\"}"),
+	cr_expect_eq(t_decode(&d, LS_BACKEND_TGI, "{\"error\":\"Input validation error\",\"error_type\":\"validation\"}"),
 		     -EPROTO);
 	cr_expect(strstr(d.req.error, "Input validation error"), "%s", d.req.error);
-	cr_expect_eq(decode(&d, LS_BACKEND_TGI, "[1,2]"), -EBADMSG);
+	cr_expect_eq(t_decode(&d, LS_BACKEND_TGI, "[1,2]"), -EBADMSG);
 }
 
 Test(backend_peer, trt_frames)
 {
-	struct dec d;
-	dec_init(&d);
-	cr_assert_eq(decode(&d, LS_BACKEND_TRT, "{\"model_name\":\"ensemble\",\"model_version\":\"1\","
+	struct t_dec d;
+	t_dec_init(&d);
+	cr_assert_eq(t_decode(&d, LS_BACKEND_TRT, "{\"model_name\":\"ensemble\",\"model_version\":\"1\","
 						"\"sequence_end\":false,\"sequence_id\":0,\"text_output\":\" new\"}"), 0);
 	cr_expect_eq(d.fr.text_len, 4);
 	cr_expect_eq(d.fr.tokens, -1, "Triton's frames carry no token counts");
 	cr_expect(d.fr.flags & LS_FRAME_CHOICES);
-	cr_assert_eq(decode(&d, LS_BACKEND_TRT, "{\"model_name\":\"ensemble\",\"text_output\":\"\"}"), 0);
+	cr_assert_eq(t_decode(&d, LS_BACKEND_TRT, "{\"model_name\":\"ensemble\",\"text_output\":\"\"}"), 0);
 	cr_expect(d.fr.flags & LS_FRAME_EMPTY_TEXT);
-	cr_expect_eq(decode(&d, LS_BACKEND_TRT, "{\"error\":\"model not ready\"}"), -EPROTO);
-	cr_expect_eq(decode(&d, LS_BACKEND_TRT, "not json"), -EBADMSG);
+	cr_expect_eq(t_decode(&d, LS_BACKEND_TRT, "{\"error\":\"model not ready\"}"), -EPROTO);
+	cr_expect_eq(t_decode(&d, LS_BACKEND_TRT, "not json"), -EBADMSG);
 }

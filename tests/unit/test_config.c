@@ -7,32 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 #include "config/config.h"
-
-static int parse(struct ls_config *c, const char *const *args)
-{
-	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "bench";
-	for (; *args && argc < 63; args++)
-		argv[argc++] = (char *)*args;
-	argv[argc] = NULL;
-	return ls_config_parse(c, argc, argv);
-}
-
-static char *stderr_text(void)
-{
-	fflush(stderr);
-	static char buf[4096];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, cr_get_redirected_stderr());
-	buf[n] = 0;
-	return buf;
-}
+#include "t_unit.h"
 
 Test(config, defaults_follow_vllm)
 {
 	struct ls_config c;
 	const char *args[] = { NULL };
-	cr_assert_eq(parse(&c, args), 0);
+	cr_assert_eq(t_config_parse(&c, args), 0);
 	cr_expect_eq(c.profile.send.backend, LS_BACKEND_OPENAI);
 	cr_expect_eq(c.num_prompts, 1000);
 	cr_expect(isinf(c.request_rate));
@@ -59,7 +40,7 @@ Test(config, flags_with_vllm_names)
 			       "--connection", "per-request", "--record", "/tmp/r.jsonl", "--server-pid", "123",
 			       "--probes", "off", "--gpu-dir", "/tmp/g", "--trace", "t.json", "--server-comm", "vllm",
 			       "--test-loop-delay-us", "50", "--disable-tqdm", "--save-result", "--busy-poll", "--spin-us", "40", NULL };
-	cr_assert_eq(parse(&c, args), 0);
+	cr_assert_eq(t_config_parse(&c, args), 0);
 	cr_expect_eq(c.profile.send.backend, LS_BACKEND_SGLANG);
 	char *url = ls_config_url(&c);
 	cr_expect_str_eq(url, "http://h:9/generate");
@@ -91,7 +72,7 @@ Test(config, profile_sets_send_defaults_flags_win)
 {
 	struct ls_config c;
 	const char *sg[] = { "--profile", "sglang", NULL };
-	cr_assert_eq(parse(&c, sg), 0);
+	cr_assert_eq(t_config_parse(&c, sg), 0);
 	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_POISSON_YIELD);
 	cr_expect(c.profile.send.per_request_conn);
 	cr_expect_eq(c.profile.send.range_semantics, LS_RANGE_SGLANG);
@@ -102,7 +83,7 @@ Test(config, profile_sets_send_defaults_flags_win)
 
 	const char *over[] = { "--arrival", "gamma", "--profile", "sglang", "--connection", "reuse",
 			       "--num-warmups", "0", "--random-range-semantics", "vllm", NULL };
-	cr_assert_eq(parse(&c, over), 0);
+	cr_assert_eq(t_config_parse(&c, over), 0);
 	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_GAMMA, "a flag beats the profile wherever it stands");
 	cr_expect(!c.profile.send.per_request_conn);
 	cr_expect_eq(c.profile.send.num_warmups, 0);
@@ -110,7 +91,7 @@ Test(config, profile_sets_send_defaults_flags_win)
 	ls_config_free(&c);
 
 	const char *honest[] = { "--profile", "honest", NULL };
-	cr_assert_eq(parse(&c, honest), 0);
+	cr_assert_eq(t_config_parse(&c, honest), 0);
 	cr_expect_eq(c.profile.read.origin, LS_ORIGIN_SCHEDULED);
 	ls_config_free(&c);
 }
@@ -167,7 +148,7 @@ Test(config, config_file_same_keys_flags_override)
 			       " \"ignore-eos\": true, \"profile\": \"sglang\", \"dataset-name\": \"random\"}\n");
 	struct ls_config c;
 	const char *args[] = { "--config", path, "--num-prompts", "300", NULL };
-	cr_assert_eq(parse(&c, args), 0);
+	cr_assert_eq(t_config_parse(&c, args), 0);
 	cr_expect(c.request_rate == 15);
 	cr_expect_eq(c.num_prompts, 300, "the flag overrides the file");
 	cr_expect_eq(c.max_concurrency, 8);
@@ -179,7 +160,7 @@ Test(config, config_file_same_keys_flags_override)
 	ls_config_free(&c);
 
 	const char *flag_profile[] = { "--config", path, "--profile", "vllm", "--goodput", "tpot:40", NULL };
-	cr_assert_eq(parse(&c, flag_profile), 0);
+	cr_assert_eq(t_config_parse(&c, flag_profile), 0);
 	cr_expect_str_eq(c.profile.name, "vllm");
 	cr_expect(!c.goodput.has_ttft && c.goodput.has_tpot, "flag SLOs replace the file's");
 	ls_config_free(&c);
@@ -206,10 +187,10 @@ Test(config, usage_errors_are_one_line, .init = cr_redirect_stderr)
 		{ "--config", "/nonexistent/latscope.json", NULL },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cr_expect_eq(parse(&c, cases[i]), 2, "case %zu (%s) should be a usage error", i, cases[i][0]);
+		cr_expect_eq(t_config_parse(&c, cases[i]), 2, "case %zu (%s) should be a usage error", i, cases[i][0]);
 		ls_config_free(&c);
 	}
-	char *err = stderr_text();
+	char *err = t_stderr_text();
 	size_t lines = 0;
 	for (char *p = err; *p; p++)
 		lines += *p == '\n';
@@ -223,13 +204,13 @@ Test(config, config_file_errors, .init = cr_redirect_stderr)
 	struct ls_config c;
 	char *bad_key = write_tmp("{\"request-rate\": 1, \"no-such-key\": 2}");
 	const char *a1[] = { "--config", bad_key, NULL };
-	cr_expect_eq(parse(&c, a1), 2);
+	cr_expect_eq(t_config_parse(&c, a1), 2);
 	ls_config_free(&c);
 	char *bad_json = write_tmp("{\n\"request-rate\": 1,\n\"seed\": }\n");
 	const char *a2[] = { "--config", bad_json, NULL };
-	cr_expect_eq(parse(&c, a2), 2);
+	cr_expect_eq(t_config_parse(&c, a2), 2);
 	ls_config_free(&c);
-	char *err = stderr_text();
+	char *err = t_stderr_text();
 	cr_expect(strstr(err, "no-such-key"), "%s", err);
 	char want[128];
 	snprintf(want, sizeof(want), "%s:3:", bad_json);
@@ -244,7 +225,7 @@ Test(config, help_documents_every_flag, .init = cr_redirect_stdout)
 {
 	struct ls_config c;
 	const char *args[] = { "--help", NULL };
-	cr_assert_eq(parse(&c, args), 1);
+	cr_assert_eq(t_config_parse(&c, args), 1);
 	ls_config_free(&c);
 	fflush(stdout);
 	static char out[32768];
@@ -292,7 +273,7 @@ Test(config, help_documents_every_flag, .init = cr_redirect_stdout)
 		dup2(fd, 2);
 		const char *one[] = { shown[i], NULL };
 		struct ls_config c1;
-		int rc = parse(&c1, one);
+		int rc = t_config_parse(&c1, one);
 		ls_config_free(&c1);
 		fflush(stderr);
 		dup2(saved, 2);

@@ -5,32 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 #include "config/config.h"
-
-static int parse(struct ls_config *c, const char *const *args)
-{
-	char *argv[80];
-	int argc = 0;
-	argv[argc++] = "bench";
-	for (; *args && argc < 79; args++)
-		argv[argc++] = (char *)*args;
-	argv[argc] = NULL;
-	return ls_config_parse(c, argc, argv);
-}
-
-static char *stderr_text(void)
-{
-	fflush(stderr);
-	static char buf[4096];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, cr_get_redirected_stderr());
-	buf[n] = 0;
-	return buf;
-}
+#include "t_unit.h"
 
 Test(config_datasets, defaults_are_the_peers)
 {
 	struct ls_config c;
 	const char *args[] = { NULL };
-	cr_assert_eq(parse(&c, args), 0);
+	cr_assert_eq(t_config_parse(&c, args), 0);
 	const struct ls_config_datasets *p = &c.datasets;
 	cr_expect(p->prefix_rep.prefix_len == 256 && p->prefix_rep.suffix_len == 256 && p->prefix_rep.num_prefixes == 10 &&
 		  p->prefix_rep.output_len == 128, "vLLM's prefix_repetition defaults");
@@ -57,7 +38,7 @@ Test(config_datasets, flags_set_their_fields)
 			       "--gsp-num-turns", "1", "--gsp-group-distribution", "zipf", "--gsp-zipf-alpha", "1.5",
 			       "--mooncake-slowdown-factor", "2", "--mooncake-num-rounds", "3", "--mooncake-workload",
 			       "conversation", "--sharegpt-context-len", "4096", "--dataset-offset", "7", NULL };
-	cr_assert_eq(parse(&c, args), 0);
+	cr_assert_eq(t_config_parse(&c, args), 0);
 	const struct ls_config_datasets *p = &c.datasets;
 	cr_expect_eq(c.dataset, LS_DATASET_PREFIX_REPETITION);
 	cr_expect(p->prefix_rep.prefix_len == 64 && p->prefix_rep.suffix_len == 8 && p->prefix_rep.num_prefixes == 3 &&
@@ -82,17 +63,17 @@ Test(config_datasets, dataset_names_and_files)
 	for (size_t i = 0; i < sizeof(no_file) / sizeof(no_file[0]); i++) {
 		struct ls_config c;
 		const char *args[] = { "--dataset-name", no_file[i], NULL };
-		cr_expect_eq(parse(&c, args), 0, "%s builds its prompts itself", no_file[i]);
+		cr_expect_eq(t_config_parse(&c, args), 0, "%s builds its prompts itself", no_file[i]);
 		ls_config_free(&c);
 	}
 	const char *file[] = { "sonnet", "burstgpt", "mooncake", "custom" };
 	for (size_t i = 0; i < sizeof(file) / sizeof(file[0]); i++) {
 		struct ls_config c;
 		const char *args[] = { "--dataset-name", file[i], NULL };
-		cr_expect_eq(parse(&c, args), 2, "%s needs --dataset-path", file[i]);
+		cr_expect_eq(t_config_parse(&c, args), 2, "%s needs --dataset-path", file[i]);
 		ls_config_free(&c);
 		const char *with[] = { "--dataset-name", file[i], "--dataset-path", "f", NULL };
-		cr_expect_eq(parse(&c, with), 0, "%s with a file", file[i]);
+		cr_expect_eq(t_config_parse(&c, with), 0, "%s with a file", file[i]);
 		ls_config_free(&c);
 	}
 }
@@ -101,43 +82,43 @@ Test(config_datasets, trace_timestamps_replay_mooncake, .init = cr_redirect_stde
 {
 	struct ls_config c;
 	const char *args[] = { "--dataset-name", "mooncake", "--dataset-path", "t.jsonl", "--use-trace-timestamps", NULL };
-	cr_assert_eq(parse(&c, args), 0);
+	cr_assert_eq(t_config_parse(&c, args), 0);
 	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_TRACE);
 	cr_expect(c.datasets.use_trace_timestamps);
 	ls_config_free(&c);
 	const char *sglang_doc[] = { "--dataset-name", "mooncake-conversation", "--dataset-path", "t.jsonl",
 				     "--use-trace-timestamps", "true", "--mooncake-num-rounds", "2", NULL };
-	cr_assert_eq(parse(&c, sglang_doc), 0, "SGLang's docs give the switch a value");
+	cr_assert_eq(t_config_parse(&c, sglang_doc), 0, "SGLang's docs give the switch a value");
 	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_TRACE);
 	cr_expect_eq(c.dataset, LS_DATASET_MOONCAKE);
 	ls_config_free(&c);
 	const char *off[] = { "--dataset-name", "mooncake", "--dataset-path", "t.jsonl", "--use-trace-timestamps",
 			      "False", NULL };
-	cr_assert_eq(parse(&c, off), 0);
+	cr_assert_eq(t_config_parse(&c, off), 0);
 	cr_expect(!c.datasets.use_trace_timestamps);
 	ls_config_free(&c);
 	const char *random[] = { "--use-trace-timestamps", NULL };
-	cr_expect_eq(parse(&c, random), 2, "random has no times");
+	cr_expect_eq(t_config_parse(&c, random), 2, "random has no times");
 	ls_config_free(&c);
-	cr_expect(strstr(stderr_text(), "mooncake"));
+	cr_expect(strstr(t_stderr_text(), "mooncake"));
 }
 
 Test(config_datasets, out_of_scope_values_say_why, .init = cr_redirect_stderr)
 {
 	struct ls_config c;
 	const char *batch[] = { "--random-batch-size", "4", NULL };
-	cr_expect_eq(parse(&c, batch), 2);
+	cr_expect_eq(t_config_parse(&c, batch), 2);
 	ls_config_free(&c);
 	const char *turns[] = { "--gsp-num-turns", "3", NULL };
-	cr_expect_eq(parse(&c, turns), 2);
+	cr_expect_eq(t_config_parse(&c, turns), 2);
 	ls_config_free(&c);
 	const char *dist[] = { "--gsp-group-distribution", "pareto", NULL };
-	cr_expect_eq(parse(&c, dist), 2);
+	cr_expect_eq(t_config_parse(&c, dist), 2);
 	ls_config_free(&c);
 	const char *name[] = { "--dataset-name", "hf", NULL };
-	cr_expect_eq(parse(&c, name), 2);
+	cr_expect_eq(t_config_parse(&c, name), 2);
 	ls_config_free(&c);
-	const char *err = stderr_text();
+	const char *err = t_stderr_text();
 	cr_expect(strstr(err, "embedding"), "%s", err);
 	cr_expect(strstr(err, "multi-turn"), "%s", err);
 	cr_expect(strstr(err, "generated-shared-prefix or mooncake"), "%s", err);

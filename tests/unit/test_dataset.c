@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "workload/dataset.h"
+#include "t_unit.h"
 
 Test(dataset, vllm_range_bounds)
 {
@@ -140,16 +141,6 @@ static char *write_tmp(const char *content)
 	return path;
 }
 
-static char *stderr_text(void)
-{
-	fflush(stderr);
-	static char buf[4096];
-	FILE *f = cr_get_redirected_stderr();
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = 0;
-	return buf;
-}
-
 Test(dataset, jsonl_loads_prompts_ids_and_timestamps)
 {
 	char *path = write_tmp("{\"prompt\": \"hello there world\", \"output_len\": 12, \"timestamp\": 0.5}\n"
@@ -190,7 +181,7 @@ Test(dataset, jsonl_errors_name_file_and_line, .init = cr_redirect_stderr)
 	cr_assert_neq(ls_dataset_jsonl(&ds, path, 0, 4, NULL, NULL), 0);
 	char want[128];
 	snprintf(want, sizeof(want), "%s:3:", path);
-	char *err = stderr_text();
+	char *err = t_stderr_text();
 	cr_expect(strstr(err, want), "stderr was: %s", err);
 	cr_expect_eq(ds.n, 0);
 	unlink(path);
@@ -205,7 +196,7 @@ Test(dataset, jsonl_errors_name_file_and_line, .init = cr_redirect_stderr)
 	unlink(path);
 	free(path);
 	cr_assert_neq(ls_dataset_jsonl(&ds, "/nonexistent/latscope.jsonl", 0, 4, NULL, NULL), 0);
-	cr_expect(strstr(stderr_text(), "/nonexistent/latscope.jsonl"));
+	cr_expect(strstr(t_stderr_text(), "/nonexistent/latscope.jsonl"));
 }
 
 static const char sharegpt[] =
@@ -259,7 +250,7 @@ Test(dataset, sharegpt_malformed_names_line, .init = cr_redirect_stderr)
 	cr_assert_neq(ls_dataset_sharegpt(&ds, path, 2, 0, 1, NULL, NULL), 0);
 	char want[128];
 	snprintf(want, sizeof(want), "%s:3:", path);
-	char *err = stderr_text();
+	char *err = t_stderr_text();
 	cr_expect(strstr(err, want), "stderr was: %s", err);
 	unlink(path);
 	free(path);

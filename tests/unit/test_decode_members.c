@@ -5,34 +5,14 @@
 #include <errno.h>
 #include <string.h>
 #include "driver/backend.h"
-
-struct dec {
-	struct ls_request req;
-	struct ls_decode_state st;
-	struct ls_frame fr;
-};
-
-static void dec_init(struct dec *d)
-{
-	memset(d, 0, sizeof(*d));
-	ls_request_reset(&d->req, 0);
-	ls_decode_state_init(&d->st);
-}
-
-static int decode(struct dec *d, enum ls_backend b, const char *data)
-{
-	memset(&d->fr, 0, sizeof(d->fr));
-	d->fr.tokens = -1;
-	d->fr.cum_tokens = -1;
-	return ls_backend_decode(b, data, strlen(data), &d->st, &d->fr, &d->req);
-}
+#include "t_unit.h"
 
 Test(decode_members, first_of_duplicates_any_order)
 {
-	struct dec d;
-	dec_init(&d);
+	struct t_dec d;
+	t_dec_init(&d);
 	/* usage before choices; "choices" twice (the first counts); text twice in choices[0]. */
-	cr_assert_eq(decode(&d, LS_BACKEND_OPENAI,
+	cr_assert_eq(t_decode(&d, LS_BACKEND_OPENAI,
 			    "{\"usage\":{\"completion_tokens\":4,\"prompt_tokens\":9,\"completion_tokens\":99},"
 			    "\"choices\":[{\"text\":\"abc\",\"finish_reason\":null,\"text\":\"longer text\"}],"
 			    "\"choices\":[{\"text\":\"x\",\"finish_reason\":\"stop\"}]}"), 0);
@@ -46,10 +26,10 @@ Test(decode_members, first_of_duplicates_any_order)
 
 Test(decode_members, names_are_exact_and_top_level)
 {
-	struct dec d;
-	dec_init(&d);
+	struct t_dec d;
+	t_dec_init(&d);
 	/* Near names (same first letter, prefix, case) and a nested "text" are not members. */
-	cr_assert_eq(decode(&d, LS_BACKEND_OPENAI,
+	cr_assert_eq(t_decode(&d, LS_BACKEND_OPENAI,
 			    "{\"choice\":[{\"text\":\"no\"}],\"Choices\":[{\"text\":\"no\"}],\"choicesX\":[{\"text\":\"no\"}],"
 			    "\"usag\":{\"completion_tokens\":5},\"text\":\"no\",\"error\":null,"
 			    "\"choices\":[{\"texts\":\"no\",\"x\":{\"text\":\"nested\"},\"finish_reasonX\":\"stop\"}]}"), 0);
@@ -58,33 +38,33 @@ Test(decode_members, names_are_exact_and_top_level)
 	cr_expect_eq(d.fr.cum_tokens, -1);
 
 	/* An error after the content members still fails the frame; "object":"error" likewise. */
-	cr_expect_eq(decode(&d, LS_BACKEND_OPENAI, "{\"choices\":[],\"error\":{\"message\":\"boom\"}}"), -EPROTO);
+	cr_expect_eq(t_decode(&d, LS_BACKEND_OPENAI, "{\"choices\":[],\"error\":{\"message\":\"boom\"}}"), -EPROTO);
 	cr_expect(strstr(d.req.error, "boom"), "%s", d.req.error);
-	cr_expect_eq(decode(&d, LS_BACKEND_OPENAI, "{\"message\":\"late\",\"object\":\"error\",\"object\":\"x\"}"),
+	cr_expect_eq(t_decode(&d, LS_BACKEND_OPENAI, "{\"message\":\"late\",\"object\":\"error\",\"object\":\"x\"}"),
 		     -EPROTO);
 	cr_expect(strstr(d.req.error, "late"), "%s", d.req.error);
-	cr_expect_eq(decode(&d, LS_BACKEND_OPENAI, "{\"object\":\"text_completion\",\"choices\":[]}"), 0);
+	cr_expect_eq(t_decode(&d, LS_BACKEND_OPENAI, "{\"object\":\"text_completion\",\"choices\":[]}"), 0);
 }
 
 Test(decode_members, chat_and_sglang)
 {
-	struct dec d;
-	dec_init(&d);
-	cr_assert_eq(decode(&d, LS_BACKEND_OPENAI_CHAT,
+	struct t_dec d;
+	t_dec_init(&d);
+	cr_assert_eq(t_decode(&d, LS_BACKEND_OPENAI_CHAT,
 			    "{\"choices\":[{\"finish_reason\":\"stop\",\"delta\":{\"reasoning_content\":\"ab\","
 			    "\"content\":\"cde\",\"content\":\"ignored\"}}]}"), 0);
 	cr_expect_eq(d.fr.text_len, 5);
 	cr_expect(d.fr.flags & LS_FRAME_FINISH);
 
-	dec_init(&d);
-	cr_assert_eq(decode(&d, LS_BACKEND_SGLANG,
+	t_dec_init(&d);
+	cr_assert_eq(t_decode(&d, LS_BACKEND_SGLANG,
 			    "{\"meta_info\":{\"finish_reason\":null,\"completion_tokens\":2,\"prompt_tokens\":3},"
 			    "\"text\":\"Hi\",\"text\":\"Hi there\"}"), 0);
 	cr_expect_eq(d.fr.text_len, 2);
 	cr_expect_eq(d.fr.tokens, 2);
 	cr_expect_eq(d.req.usage_prompt_tokens, 3);
 	cr_expect(!(d.fr.flags & LS_FRAME_FINISH));
-	cr_assert_eq(decode(&d, LS_BACKEND_SGLANG,
+	cr_assert_eq(t_decode(&d, LS_BACKEND_SGLANG,
 			    "{\"text\":\"Hi!\",\"meta_info\":{\"completion_tokens\":3,\"finish_reason\":{\"type\":\"stop\"}}}"), 0);
 	cr_expect_eq(d.fr.text_len, 1);
 	cr_expect_eq(d.fr.tokens, 1);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/opts.h"
+#include "t_unit.h"
 
 enum { T_PORT, T_QUIET, T_GOODPUT, T_HELP, T_VERBOSE, T_LONGNAME };
 
@@ -209,4 +210,40 @@ Test(opts, parse_double_whole_duration_bool)
 	cr_expect_eq(ls_opt_parse_bool("0", &on), 0);
 	cr_expect_eq(on, 0);
 	cr_expect_eq(ls_opt_parse_bool("yes", &on), -EINVAL);
+}
+
+/* ls_opt_flags' apply: records the port, refuses "0". */
+static const char *apply_port(void *ctx, const struct ls_opt *o, const char *v)
+{
+	if (o->id == T_PORT && !strcmp(v, "0"))
+		return "must be a port";
+	if (o->id == T_PORT)
+		*(int *)ctx = atoi(v);
+	if (o->id == T_QUIET)
+		cr_expect_str_eq(v, "true", "a bare switch's value is true");
+	return NULL;
+}
+
+Test(opts, flags_apply_each_then_stop_at_help_arg_or_bad_value, .init = cr_redirect_stderr)
+{
+	struct ls_opt_walk w;
+	const char *v = NULL;
+	int port = 0;
+	char *a1[] = { "t", "--port", "80", "--quiet", "file", NULL };
+	walk(&w, a1);
+	cr_expect_eq(ls_opt_flags(&w, T_HELP, apply_port, &port, &v), LS_OPT_ARG);
+	cr_expect_str_eq(v, "file");
+	cr_expect_eq(port, 80);
+	char *a2[] = { "t", "--quiet", "--help", "--port", "81", NULL };
+	walk(&w, a2);
+	cr_expect_eq(ls_opt_flags(&w, T_HELP, apply_port, &port, &v), LS_OPT_HELP);
+	cr_expect_eq(port, 80, "nothing after --help is applied");
+	char *a3[] = { "t", "--port=0", NULL };
+	walk(&w, a3);
+	cr_expect_eq(ls_opt_flags(&w, T_HELP, apply_port, &port, &v), -EINVAL);
+	char *a4[] = { "t", "--port", "82", NULL };
+	walk(&w, a4);
+	cr_expect_eq(ls_opt_flags(&w, T_HELP, apply_port, &port, &v), LS_OPT_END);
+	cr_expect_eq(port, 82);
+	cr_expect(strstr(t_stderr_text(), "t: --port '0' must be a port"));
 }

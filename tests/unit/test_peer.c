@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "driver/request_extra.h"
 #include "workload/ramp.h"
+#include "t_unit.h"
 
 Test(ramp, linear_and_exponential_follow_vllm_formula)
 {
@@ -194,46 +195,26 @@ Test(headers, key_value_as_vllm_and_no_injection)
 	ls_request_extra_free(&x);
 }
 
-static int parse(struct ls_config *c, const char *const *args)
-{
-	char *argv[64];
-	int argc = 0;
-	argv[argc++] = "bench";
-	for (; *args && argc < 63; args++)
-		argv[argc++] = (char *)*args;
-	argv[argc] = NULL;
-	return ls_config_parse(c, argc, argv);
-}
-
-static char *stderr_text(void)
-{
-	fflush(stderr);
-	static char buf[8192];
-	size_t n = fread(buf, 1, sizeof(buf) - 1, cr_get_redirected_stderr());
-	buf[n] = 0;
-	return buf;
-}
-
 Test(peer_cli, bare_profile_is_vllms_and_named_profile_is_latscopes, .init = cr_redirect_stderr)
 {
 	struct ls_config c;
 	const char *a1[] = { "--profile", "--num-prompts", "5", NULL };
-	cr_assert_eq(parse(&c, a1), 0);
+	cr_assert_eq(t_config_parse(&c, a1), 0);
 	cr_expect_eq(c.peer.server_profile, 1);
 	cr_expect_str_eq(c.profile.name, "vllm");
 	ls_config_free(&c);
 	const char *a2[] = { "--profile", "sglang", NULL };
-	cr_assert_eq(parse(&c, a2), 0);
+	cr_assert_eq(t_config_parse(&c, a2), 0);
 	cr_expect_eq(c.peer.server_profile, 0);
 	cr_expect_str_eq(c.profile.name, "sglang");
 	ls_config_free(&c);
 	const char *a3[] = { "--rules", "honest", "--profile", NULL };
-	cr_assert_eq(parse(&c, a3), 0);
+	cr_assert_eq(t_config_parse(&c, a3), 0);
 	cr_expect_eq(c.peer.server_profile, 1);
 	cr_expect_str_eq(c.profile.name, "honest");
 	ls_config_free(&c);
 	const char *a4[] = { "--profile=sglang-oai", NULL };
-	cr_assert_eq(parse(&c, a4), 0);
+	cr_assert_eq(t_config_parse(&c, a4), 0);
 	cr_expect_str_eq(c.profile.name, "sglang-oai");
 	ls_config_free(&c);
 }
@@ -247,7 +228,7 @@ Test(peer_cli, vllm_flags_fill_the_request, .init = cr_redirect_stderr)
 			    "--request-id-prefix", "bench-1-", "--extra-body", "{\"k\": 1}", "--append-result",
 			    "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "8",
 			    "--tokenizer", "meta/x", "--skip-chat-template", NULL };
-	cr_assert_eq(parse(&c, a), 0, "%s", stderr_text());
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
 	const struct ls_request_extra *x = &c.peer.req;
 	cr_expect_eq(x->sampling_set, 1u << LS_SAMP_TEMPERATURE | 1u << LS_SAMP_TOP_P | 1u << LS_SAMP_TOP_K |
 				       1u << LS_SAMP_MIN_P);
@@ -261,7 +242,7 @@ Test(peer_cli, vllm_flags_fill_the_request, .init = cr_redirect_stderr)
 	cr_expect_str_eq(x->request_id_prefix, "bench-1-");
 	cr_expect(c.save_result, "--append-result writes the file, as vLLM does");
 	cr_expect_eq(c.peer.ramp, LS_RAMP_LINEAR);
-	char *err = stderr_text();
+	char *err = t_stderr_text();
 	cr_expect(strstr(err, "--tokenizer: latscope counts tokens with the server's /tokenize"), "%s", err);
 	cr_expect(strstr(err, "--skip-chat-template:"), "%s", err);
 	ls_config_free(&c);
@@ -272,13 +253,13 @@ Test(peer_cli, ramp_up_refuses_a_request_rate, .init = cr_redirect_stderr)
 	struct ls_config c;
 	const char *a[] = { "--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "0", "--ramp-up-end-rps",
 			    "8", NULL };
-	cr_expect_eq(parse(&c, a), 2);
+	cr_expect_eq(t_config_parse(&c, a), 2);
 	ls_config_free(&c);
 	const char *b[] = { "--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "8",
 			    "--request-rate", "5", NULL };
-	cr_expect_eq(parse(&c, b), 2);
+	cr_expect_eq(t_config_parse(&c, b), 2);
 	ls_config_free(&c);
-	cr_expect(strstr(stderr_text(), "do not give --request-rate"));
+	cr_expect(strstr(t_stderr_text(), "do not give --request-rate"));
 }
 
 Test(peer_cli, sglang_harness_reads_sglangs_command_line, .init = cr_redirect_stderr)
@@ -288,7 +269,7 @@ Test(peer_cli, sglang_harness_reads_sglangs_command_line, .init = cr_redirect_st
 			    "30", "--random-input", "64", "--random-output", "16", "--random-range-ratio", "1.0",
 			    "--profile", "--warmup-requests", "2", "--disable-ignore-eos", "--extra-request-body",
 			    "{\"top_k\": 3}", "--output-file", "o.jsonl", "--output-details", NULL };
-	cr_assert_eq(parse(&c, a), 0, "%s", stderr_text());
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
 	cr_expect_eq(c.peer.harness, LS_HARNESS_SGLANG);
 	cr_expect_eq(c.num_prompts, 30);
 	cr_expect_eq(c.random_input_len, 64);
@@ -305,11 +286,11 @@ Test(peer_cli, sglang_harness_reads_sglangs_command_line, .init = cr_redirect_st
 	ls_config_free(&c);
 	/* SGLang's defaults: sharegpt, which it downloads; latscope asks for the file */
 	const char *b[] = { "--harness", "sglang", "--backend", "sglang-oai", NULL };
-	cr_expect_eq(parse(&c, b), 2);
-	cr_expect(strstr(stderr_text(), "does not download"));
+	cr_expect_eq(t_config_parse(&c, b), 2);
+	cr_expect(strstr(t_stderr_text(), "does not download"));
 	ls_config_free(&c);
 	const char *d[] = { "--harness=sglang", "--backend", "vllm-chat", "--dataset-name", "random", NULL };
-	cr_assert_eq(parse(&c, d), 0);
+	cr_assert_eq(t_config_parse(&c, d), 0);
 	cr_expect_str_eq(c.profile.name, "sglang-oai");
 	cr_expect_eq(c.port, 30000); /* SGLang maps only "vllm" to 8000, not vllm-chat */
 	cr_expect_eq(c.random_output_len, 1024);
@@ -320,15 +301,15 @@ Test(peer_cli, out_of_scope_flags_are_named_so, .init = cr_redirect_stderr)
 {
 	struct ls_config c;
 	const char *a[] = { "--random-mm-base-items-per-request", "2", NULL };
-	cr_expect_eq(parse(&c, a), 2);
+	cr_expect_eq(t_config_parse(&c, a), 2);
 	ls_config_free(&c);
 	const char *b[] = { "--backend", "openai-embeddings", NULL };
-	cr_expect_eq(parse(&c, b), 2);
+	cr_expect_eq(t_config_parse(&c, b), 2);
 	ls_config_free(&c);
 	const char *d[] = { "--harness", "sglang", "--image-count", "3", NULL };
-	cr_expect_eq(parse(&c, d), 2);
+	cr_expect_eq(t_config_parse(&c, d), 2);
 	ls_config_free(&c);
-	char *err = stderr_text();
+	char *err = t_stderr_text();
 	cr_expect(strstr(err, "--random-mm-base-items-per-request is a multimodal flag of vLLM: out of scope"), "%s", err);
 	cr_expect(strstr(err, "--backend openai-embeddings is an audio, pooling, embedding or multimodal backend"), "%s", err);
 	cr_expect(strstr(err, "--image-count is a multimodal flag of SGLang"), "%s", err);
@@ -463,9 +444,9 @@ Test(peer_cli, config_file_takes_rules_and_lists, .init = cr_redirect_stderr)
 	close(fd);
 	struct ls_config c;
 	const char *a[] = { "--config", path, NULL };
-	int rc = parse(&c, a);
+	int rc = t_config_parse(&c, a);
 	unlink(path);
-	cr_assert_eq(rc, 0, "%s", stderr_text());
+	cr_assert_eq(rc, 0, "%s", t_stderr_text());
 	cr_expect_str_eq(c.profile.name, "honest");
 	cr_expect_float_eq(c.peer.req.sampling[LS_SAMP_TEMPERATURE], 0.2, 1e-12);
 	cr_expect_eq(c.peer.req.n_headers, 2);

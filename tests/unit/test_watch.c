@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "watch/watch.h"
+#include "t_unit.h"
 
 #define US 1000ull
 #define C 100
@@ -17,19 +18,10 @@
 static void ev(struct ls_evstore *st, uint64_t cookie, uint8_t role, uint16_t kind, uint64_t ts_us,
 	       uint32_t seq, uint32_t len, uint32_t aux)
 {
-	struct ls_event e = { 0 };
+	struct ls_event e = t_ev(cookie, role, kind, ts_us, seq, len, aux);
 
-	e.ts_ns = ts_us * US;
-	e.cookie = cookie;
-	e.role = role;
-	e.kind = kind;
-	e.seq = seq;
-	e.len = len;
-	e.aux = aux;
 	e.tgid = TGID;
-	e.lport = role == LS_ROLE_CLIENT ? 40000 : 8000;
-	e.rport = role == LS_ROLE_CLIENT ? 8000 : 40000;
-	cr_assert_eq(ls_evstore_add(st, &e), 0);
+	t_ev_add(st, e);
 }
 #define CEV(kind, ts, seq, len, aux) ev(st, C, LS_ROLE_CLIENT, kind, ts, seq, len, aux)
 #define SEV(kind, ts, seq, len) ev(st, S, LS_ROLE_SERVER, kind, ts, seq, len, 0)

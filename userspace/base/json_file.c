@@ -1,5 +1,6 @@
 /* json_file.c — see json_file.h. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,15 +41,35 @@ char *ls_read_file(const char *path, const char *who, const char *what, size_t *
 	return buf;
 }
 
-cJSON *ls_json_doubles(const double *v, size_t n)
+static double at_double(const void *v, size_t i)
+{
+	return ((const double *)v)[i];
+}
+
+static double at_u32(const void *v, size_t i)
+{
+	return ((const uint32_t *)v)[i];
+}
+
+static cJSON *json_numbers(const void *v, size_t n, double (*at)(const void *, size_t))
 {
 	cJSON *a = cJSON_CreateArray();
 	for (size_t i = 0; a && i < n; i++)
-		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]))) {
+		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(at(v, i)))) {
 			cJSON_Delete(a);
 			return NULL;
 		}
 	return a;
+}
+
+cJSON *ls_json_doubles(const double *v, size_t n)
+{
+	return json_numbers(v, n, at_double);
+}
+
+cJSON *ls_json_u32s(const uint32_t *v, size_t n)
+{
+	return json_numbers(v, n, at_u32);
 }
 
 size_t ls_line_at(const char *buf, const char *at)

@@ -144,6 +144,22 @@ void ls_opt_bad_value(const char *prog, const struct ls_opt *o, const char *valu
 		fprintf(stderr, "%s: --%s %s\n", prog, o->name, why);
 }
 
+int ls_opt_flags(struct ls_opt_walk *w, int help_id, ls_opt_apply_fn apply, void *ctx, const char **value)
+{
+	const struct ls_opt *o;
+	int step;
+	while ((step = ls_opt_next(w, &o, value)) == LS_OPT_FLAG) {
+		if (o->id == help_id)
+			return LS_OPT_HELP;
+		const char *why = apply(ctx, o, *value ? *value : "true");
+		if (why) {
+			ls_opt_bad_value(w->prog, o, *value, why);
+			return -EINVAL;
+		}
+	}
+	return step;
+}
+
 /* strtoull wraps a '-' around (" -1" is UINT64_MAX): a minus anywhere before the digits is out. */
 static int negative(const char *v)
 {

@@ -48,6 +48,7 @@ enum {
 	LS_OPT_END  = 0, /* no more flags: argv ran out, or "--" (w->dashdash) */
 	LS_OPT_FLAG = 1, /* *o is a flag; *value its value, NULL for a bare switch */
 	LS_OPT_ARG  = 2, /* argv[w->i - 1] is not a flag (*value points to it) */
+	LS_OPT_HELP = 3, /* ls_opt_flags met the help flag: the caller prints its usage */
 };
 void ls_opt_walk_init(struct ls_opt_walk *w, const char *prog, const struct ls_opt *opts, size_t n,
 		      int argc, char **argv);
@@ -59,6 +60,12 @@ int ls_opt_next(struct ls_opt_walk *w, const struct ls_opt **o, const char **val
 int ls_opt_more(struct ls_opt_walk *w, const char **value);
 /* Prints "PROG: --name 'value' why" (just "--name why" when value is NULL). */
 void ls_opt_bad_value(const char *prog, const struct ls_opt *o, const char *value, const char *why);
+/* One flag's value into ctx (a bare switch's value is "true"): NULL, or why it is wrong. */
+typedef const char *(*ls_opt_apply_fn)(void *ctx, const struct ls_opt *o, const char *value);
+/* The walk of a command whose flags all take one value: each through apply until one is not a
+ * flag. LS_OPT_END, LS_OPT_ARG (*value: the argument), LS_OPT_HELP at the flag help_id, or
+ * -EINVAL after one line (ls_opt_next's, or ls_opt_bad_value's for a value apply refused). */
+int ls_opt_flags(struct ls_opt_walk *w, int help_id, ls_opt_apply_fn apply, void *ctx, const char **value);
 
 /* Values. Each returns 0 and sets *out, or -EINVAL and leaves *out alone: the whole of v must be
  * the number (leading blanks and '+' are allowed, as strto* allow them). */

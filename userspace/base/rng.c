@@ -48,6 +48,19 @@ uint64_t ls_rng_below(uint64_t s[2], uint64_t n)
 	return (uint64_t)(m >> 64);
 }
 
+void ls_rng_shuffle(uint64_t s[2], void *base, size_t n, size_t size)
+{
+	unsigned char *b = base;
+	for (size_t i = n; i > 1; i--) {
+		unsigned char *x = b + (i - 1) * size, *y = b + (size_t)ls_rng_below(s, i) * size;
+		for (size_t k = 0; k < size; k++) {
+			unsigned char t = x[k];
+			x[k] = y[k];
+			y[k] = t;
+		}
+	}
+}
+
 double ls_rng_exponential(uint64_t s[2], double mean)
 {
 	/* 1 - u is in (0, 1]: log never sees 0. */

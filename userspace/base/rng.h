@@ -4,6 +4,7 @@
 #ifndef LATSCOPE_RNG_H
 #define LATSCOPE_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* splitmix64: one 64-bit word of state, a well-mixed draw per step. It seeds the generator
@@ -31,5 +32,8 @@ uint64_t ls_rng_below(uint64_t s[2], uint64_t n);    /* uniform integer in [0, n
 double   ls_rng_exponential(uint64_t s[2], double mean);
 double   ls_rng_normal(uint64_t s[2]);
 double   ls_rng_gamma(uint64_t s[2], double shape, double scale); /* Marsaglia-Tsang */
+/* Fisher-Yates over n elements of size bytes at base, last first (as Python's random.shuffle
+ * walks): every dataset's shuffle, so one seed orders the same everywhere. */
+void     ls_rng_shuffle(uint64_t s[2], void *base, size_t n, size_t size);
 
 #endif

@@ -48,8 +48,9 @@ static void usage(FILE *out)
 		     "           python3 tests/clients/aiohttp_client.py --max-concurrency 64 --save-result res.json\n");
 }
 
-static const char *apply(struct ls_watch_args *a, const struct ls_opt *o, const char *v)
+static const char *apply(void *ctx, const struct ls_opt *o, const char *v)
 {
+	struct ls_watch_args *a = ctx;
 	double d;
 
 	switch (o->id) {
@@ -95,23 +96,15 @@ static const char *apply(struct ls_watch_args *a, const struct ls_opt *o, const 
 static int parse(int argc, char **argv, struct ls_watch_args *a)
 {
 	struct ls_opt_walk w;
-	const struct ls_opt *o;
 	const char *v;
-	int step;
 
 	memset(a, 0, sizeof(*a));
 	a->max_rows = 20;
 	ls_opt_walk_init(&w, "latscope watch", opts, N_OPTS, argc, argv);
-	while ((step = ls_opt_next(&w, &o, &v)) == LS_OPT_FLAG) {
-		if (o->id == O_HELP) {
-			usage(stdout);
-			return -1;
-		}
-		const char *why = apply(a, o, v ? v : "true");
-		if (why) {
-			ls_opt_bad_value(w.prog, o, v, why);
-			return 2;
-		}
+	int step = ls_opt_flags(&w, O_HELP, apply, a, &v);
+	if (step == LS_OPT_HELP) {
+		usage(stdout);
+		return -1;
 	}
 	if (step < 0)
 		return 2;

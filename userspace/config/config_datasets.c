@@ -154,11 +154,10 @@ const char *ls_config_apply_datasets(struct ls_config *c, enum opt_id id, const 
 		return NULL;
 	}
 	if (on) {
-		if (ls_opt_parse_bool(v, on))
-			return "takes no value (or true/false in a config file)";
-		if (id == O_USE_TRACE_TIMESTAMPS)
+		const char *why = ls_config_switch(on, v);
+		if (!why && id == O_USE_TRACE_TIMESTAMPS)
 			c->profile.send.arrival = *on ? LS_ARRIVAL_TRACE : c->profile.send.arrival;
-		return NULL;
+		return why;
 	}
 	return apply_other(c, id, v);
 }

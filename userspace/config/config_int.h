@@ -39,6 +39,9 @@ const struct ls_opt *ls_config_find_opt(const char *name, size_t len); /* '_' ma
 /* Applies one option's value. NULL, or why the value is wrong. */
 const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const char *v);
 int ls_config_set_str(char **dst, const char *v);
+/* An on/off option's value ("true"/"1", "false"/"0"; bare on the command line) into *field
+ * (NULL: only checked). NULL, or why the value is wrong. */
+const char *ls_config_switch(int *field, const char *v);
 
 /* The peers' dataset options (config_datasets.c): defaults, and one option's value (NULL, why it
  * is wrong, or ls_config_not_mine for an option of another group). */

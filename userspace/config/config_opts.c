@@ -233,14 +233,10 @@ static int *switch_field(struct ls_config *c, enum opt_id id)
 	}
 }
 
-static const char *apply_switch(int *field, const char *v)
+const char *ls_config_switch(int *field, const char *v)
 {
 	int on;
-	if (!strcmp(v, "true") || !strcmp(v, "1"))
-		on = 1;
-	else if (!strcmp(v, "false") || !strcmp(v, "0"))
-		on = 0;
-	else
+	if (ls_opt_parse_bool(v, &on))
 		return "takes no value (or true/false in a config file)";
 	if (field)
 		*field = on;
@@ -507,7 +503,7 @@ const char *ls_config_apply(struct ls_config *c, const struct ls_opt *o, const c
 	if (text)
 		why = ls_config_set_str(text, v) ? "out of memory" : NULL;
 	else if (on || o->id == O_HELP)
-		why = apply_switch(on, v);
+		why = ls_config_switch(on, v);
 	for (size_t i = 0; why == not_mine && i < sizeof(groups) / sizeof(groups[0]); i++)
 		why = groups[i](c, o->id, v);
 	for (size_t i = 0; !why && i < N_SEND_RULE_OPTS; i++)

@@ -219,7 +219,7 @@ static const char *apply_body(struct ls_config *c, int id, const char *v)
 		x->logprobs = (int)l;
 		return NULL;
 	case P_RETURN_LOGPROB:
-		return ls_opt_parse_bool(v, &x->return_logprob) ? "takes no value (or true/false in a config file)" : NULL;
+		return ls_config_switch(&x->return_logprob, v);
 	case P_TOP_LOGPROBS_NUM:
 		if ((why = set_long(&l, v, 0, 1000)))
 			return "must be a count 0..1000";
@@ -263,9 +263,10 @@ static const char *apply_run(struct ls_config *c, int id, const char *v)
 	struct ls_peer_opts *p = &c->peer;
 	switch (id) {
 	case P_DISABLE_IGNORE_EOS: {
-		int on;
-		if (ls_opt_parse_bool(v, &on))
-			return "takes no value (or true/false in a config file)";
+		int on = 0;
+		const char *why = ls_config_switch(&on, v);
+		if (why)
+			return why;
 		return ls_config_apply(c, ls_config_find_opt("ignore-eos", 10), on ? "false" : "true");
 	}
 	case P_RAMP_STRATEGY:
@@ -279,9 +280,8 @@ static const char *apply_run(struct ls_config *c, int id, const char *v)
 	case P_SERVER_PROFILE:
 	case P_PROFILE_BY_STAGE:
 	case P_FLUSH_CACHE:
-		return ls_opt_parse_bool(v, id == P_SERVER_PROFILE ? &p->server_profile
-					       : id == P_FLUSH_CACHE ? &p->flush_cache : &p->profile_by_stage)
-			       ? "takes no value (or true/false in a config file)" : NULL;
+		return ls_config_switch(id == P_SERVER_PROFILE ? &p->server_profile
+					: id == P_FLUSH_CACHE ? &p->flush_cache : &p->profile_by_stage, v);
 	case P_PROFILE_ACTIVITIES:
 		return append_list(&p->profile_activities, v);
 	case P_PROFILE_STAGES:
@@ -305,6 +305,7 @@ static const char *apply_run(struct ls_config *c, int id, const char *v)
 static const char *apply_output(struct ls_config *c, int id, const char *v)
 {
 	struct ls_peer_opts *p = &c->peer;
+	const char *why;
 	int on;
 	switch (id) {
 	case P_SAVE_DETAILED:
@@ -313,8 +314,8 @@ static const char *apply_output(struct ls_config *c, int id, const char *v)
 	case P_PRINT_REQUESTS:
 	case P_PLOT_THROUGHPUT:
 	case P_PLOT_TIMELINE:
-		if (ls_opt_parse_bool(v, &on))
-			return "takes no value (or true/false in a config file)";
+		if ((why = ls_config_switch(&on, v)))
+			return why;
 		*(id == P_SAVE_DETAILED ? &p->save_detailed : id == P_APPEND_RESULT ? &p->append_result
 		  : id == P_OUTPUT_DETAILS ? &p->output_details : id == P_PRINT_REQUESTS ? &p->print_requests
 		  : id == P_PLOT_THROUGHPUT ? &p->plot_throughput : &p->plot_timeline) = on;

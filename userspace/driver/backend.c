@@ -93,6 +93,19 @@ static cJSON *prompt_json(const struct ls_prompt *prompt)
 	return ids;
 }
 
+char *ls_backend_print_body(cJSON *root, int ok, size_t *len_out)
+{
+	char *body = ok ? cJSON_PrintUnformatted(root) : NULL;
+	cJSON_Delete(root);
+	if (!body) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (len_out)
+		*len_out = strlen(body);
+	return body;
+}
+
 char *ls_backend_body(enum ls_backend backend, const char *model, const struct ls_prompt *prompt,
 		      int ignore_eos, size_t *len_out)
 {
@@ -142,15 +155,7 @@ char *ls_backend_body(enum ls_backend backend, const char *model, const struct l
 		ok = so && cJSON_AddTrueToObject(so, "include_usage") &&
 		     cJSON_AddBoolToObject(root, "ignore_eos", ignore_eos);
 	}
-	char *body = ok ? cJSON_PrintUnformatted(root) : NULL;
-	cJSON_Delete(root);
-	if (!body) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (len_out)
-		*len_out = strlen(body);
-	return body;
+	return ls_backend_print_body(root, ok, len_out);
 }
 
 /* ---- the per-thread arena for frame decoding ---- */
@@ -262,6 +267,13 @@ enum { TOP_ERROR, TOP_OBJECT, TOP_MESSAGE, TOP_A, TOP_B, TOP__COUNT };
 static const char *const openai_top[TOP__COUNT] = { "error", "object", "message", "choices", "usage" };
 static const char *const sglang_top[TOP__COUNT] = { "error", "object", "message", "text", "meta_info" };
 
+int ls_backend_stream_error(const cJSON *msg, struct ls_request *req)
+{
+	snprintf(req->error, sizeof(req->error), "server error in stream: %s",
+		 cJSON_IsString(msg) ? msg->valuestring : "(no message)");
+	return -EPROTO;
+}
+
 /* vLLM/OpenAI: {"error": {...}} or {"object": "error", "message": ...}; SGLang: {"error": ...}. */
 static int error_object(const cJSON *const *top, struct ls_request *req)
 {
@@ -274,12 +286,10 @@ static int error_object(const cJSON *const *top, struct ls_request *req)
 		msg = top[TOP_MESSAGE];
 	else
 		return 0;
-	snprintf(req->error, sizeof(req->error), "server error in stream: %s",
-		 cJSON_IsString(msg) ? msg->valuestring : "(no message)");
-	return -EPROTO;
+	return ls_backend_stream_error(msg, req);
 }
 
-static int32_t int_value(const cJSON *v)
+int32_t ls_backend_int_value(const cJSON *v)
 {
 	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 2147483647.0)
 		return -1;
@@ -317,8 +327,8 @@ static void decode_openai(enum ls_backend backend, const cJSON *choices, const c
 		const cJSON *u[2];
 		members(usage, usage_names, u, 2);
 		fr->flags |= LS_FRAME_USAGE;
-		int32_t prompt = int_value(u[0]);
-		int32_t completion = int_value(u[1]);
+		int32_t prompt = ls_backend_int_value(u[0]);
+		int32_t completion = ls_backend_int_value(u[1]);
 		if (prompt >= 0)
 			req->usage_prompt_tokens = prompt;
 		if (completion >= 0) {
@@ -355,8 +365,8 @@ static void decode_sglang(const cJSON *text, const cJSON *meta, struct ls_decode
 		return;
 	const cJSON *m[3];
 	members(meta, meta_names, m, 3);
-	int32_t prompt = int_value(m[0]);
-	int32_t completion = int_value(m[1]);
+	int32_t prompt = ls_backend_int_value(m[0]);
+	int32_t completion = ls_backend_int_value(m[1]);
 	if (prompt >= 0)
 		req->usage_prompt_tokens = prompt;
 	if (completion >= 0) {

@@ -13,5 +13,11 @@ char *ls_backend_body_peer(enum ls_backend backend, const struct ls_prompt *prom
  * flags; req->error on an error object: -EPROTO). */
 int ls_backend_decode_peer(enum ls_backend backend, const cJSON *root, struct ls_decode_state *st,
 			   struct ls_frame *fr, struct ls_request *req);
+/* Shared by both files: prints root (freed here; ok 0: a build step failed) as the request
+ * body (NULL with errno ENOMEM); a stream's error message into req->error (-EPROTO); a JSON
+ * number within [0, INT32_MAX] (-1 when it is not one). */
+char *ls_backend_print_body(cJSON *root, int ok, size_t *len_out);
+int ls_backend_stream_error(const cJSON *msg, struct ls_request *req);
+int32_t ls_backend_int_value(const cJSON *v);
 
 #endif

@@ -71,15 +71,7 @@ char *ls_backend_body_peer(enum ls_backend backend, const struct ls_prompt *prom
 	cJSON *root = cJSON_CreateObject();
 	int ok = root && (backend == LS_BACKEND_TGI ? tgi_body(root, prompt, ignore_eos)
 						    : trt_body(root, prompt, ignore_eos));
-	char *body = ok ? cJSON_PrintUnformatted(root) : NULL;
-	cJSON_Delete(root);
-	if (!body) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (len_out)
-		*len_out = strlen(body);
-	return body;
+	return ls_backend_print_body(root, ok, len_out);
 }
 
 static int error_frame(const cJSON *root, struct ls_request *req)
@@ -87,9 +79,7 @@ static int error_frame(const cJSON *root, struct ls_request *req)
 	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
 	if (!err || cJSON_IsNull(err))
 		return 0;
-	snprintf(req->error, sizeof(req->error), "server error in stream: %s",
-		 cJSON_IsString(err) ? err->valuestring : "(no message)");
-	return -EPROTO;
+	return ls_backend_stream_error(err, req);
 }
 
 /* {"index": k, "token": {"id", "text", "special"}, "generated_text": null | "...",
@@ -107,8 +97,8 @@ static void decode_tgi(const cJSON *root, struct ls_decode_state *st, struct ls_
 			fr->text_len = (uint32_t)strlen(text->valuestring);
 		fr->tokens = 1;
 	}
-	if (cJSON_IsNumber(index) && index->valuedouble >= 0 && index->valuedouble < 2147483647.0) {
-		int32_t cum = (int32_t)index->valuedouble;
+	int32_t cum = ls_backend_int_value(index);
+	if (cum >= 0) {
 		fr->tokens = cum >= st->last_cum_tokens ? cum - st->last_cum_tokens : -1;
 		fr->cum_tokens = cum;
 		st->last_cum_tokens = cum;
@@ -117,11 +107,11 @@ static void decode_tgi(const cJSON *root, struct ls_decode_state *st, struct ls_
 		fr->flags |= LS_FRAME_FINISH;
 	if (cJSON_IsObject(details)) {
 		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(details, "finish_reason");
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(details, "generated_tokens");
+		int32_t n = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(details, "generated_tokens"));
 		if (reason && !cJSON_IsNull(reason))
 			fr->flags |= LS_FRAME_FINISH;
-		if (cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble < 2147483647.0)
-			req->usage_completion_tokens = (int32_t)n->valuedouble;
+		if (n >= 0)
+			req->usage_completion_tokens = n;
 	}
 }
 

@@ -99,8 +99,9 @@ static int set_int(const char *v, double lo, double hi, int *dst)
 }
 
 /* Applies one flag's value (v is "true" for a bare switch). NULL, or why the value is wrong. */
-static const char *apply(struct lab_opts *o, const struct ls_opt *opt, const char *v)
+static const char *apply(void *ctx, const struct ls_opt *opt, const char *v)
 {
+	struct lab_opts *o = ctx;
 	double x;
 	int on;
 	switch (opt->id) {
@@ -192,19 +193,11 @@ static int parse_args(int argc, char **argv, struct lab_opts *o)
 {
 	struct ls_opt_walk w;
 	ls_opt_walk_init(&w, "latscope lab", opts, N_OPTS, argc, argv);
-	const struct ls_opt *opt;
 	const char *v;
-	int step;
-	while ((step = ls_opt_next(&w, &opt, &v)) == LS_OPT_FLAG) {
-		if (opt->id == OPT_HELP) {
-			usage(stdout);
-			return 0;
-		}
-		const char *why = apply(o, opt, v ? v : "true");
-		if (why) {
-			ls_opt_bad_value(w.prog, opt, v, why);
-			return 2;
-		}
+	int step = ls_opt_flags(&w, OPT_HELP, apply, o, &v);
+	if (step == LS_OPT_HELP) {
+		usage(stdout);
+		return 0;
 	}
 	if (step < 0)
 		return 2;

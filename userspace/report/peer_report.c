@@ -1,7 +1,7 @@
 /* peer_report.c — vLLM's flag-driven result keys and SGLang's JSONL result line (see
  * peer_report.h). SGLang's statistics are its own (np.mean/np.median/np.std/np.percentile over
  * successful requests, in ms), computed here from the per-request arrays of struct ls_metrics
- * with the one percentile rule (base/stats.h). */
+ * with metrics' own summary (ls_stat_compute_at: the one percentile rule, population std). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -14,7 +14,6 @@
 #include "report/report.h"
 #include "base/json_file.h"
 #include "base/outfile.h"
-#include "base/stats.h"
 #include "workload/ramp.h"
 
 void ls_peer_json_header(cJSON *root, const struct ls_report_ctx *ctx)
@@ -125,31 +124,27 @@ int ls_report_append_line(const char *what, const char *path, const char *text)
 	return err;
 }
 
-/* mean/median/std/p90/p95/p99 (and max) of v[0..n) ms, as SGLang's keys for name. */
+/* mean/median/std/p90/p95/p99 (and max) of v[0..n) seconds, in ms, as SGLang's keys for name:
+ * metrics' summary (ls_stat_compute_at), so the line and latscope's own report agree. */
 static void add_stats(cJSON *root, const char *name, double *v, size_t n, int with_max)
 {
 	static const double pcts[] = { 90, 95, 99 };
+	struct ls_stat st;
 	char key[64];
-	double sum = 0, sq = 0;
-	ls_sort_doubles(v, n);
-	for (size_t i = 0; i < n; i++)
-		sum += v[i];
-	double mean = n ? sum / (double)n : 0;
-	for (size_t i = 0; i < n; i++)
-		sq += (v[i] - mean) * (v[i] - mean);
+	ls_stat_compute_at(v, n, pcts, sizeof(pcts) / sizeof(pcts[0]), &st);
 	snprintf(key, sizeof(key), "mean_%s_ms", name);
-	cJSON_AddNumberToObject(root, key, mean);
+	cJSON_AddNumberToObject(root, key, st.mean_ms);
 	snprintf(key, sizeof(key), "median_%s_ms", name);
-	cJSON_AddNumberToObject(root, key, ls_percentile(v, n, 50));
+	cJSON_AddNumberToObject(root, key, st.median_ms);
 	snprintf(key, sizeof(key), "std_%s_ms", name);
-	cJSON_AddNumberToObject(root, key, n ? sqrt(sq / (double)n) : 0); /* np.std: population */
-	for (size_t k = 0; k < sizeof(pcts) / sizeof(pcts[0]); k++) {
+	cJSON_AddNumberToObject(root, key, st.std_ms); /* np.std: population */
+	for (size_t k = 0; k < st.n_pcts; k++) {
 		snprintf(key, sizeof(key), "p%.0f_%s_ms", pcts[k], name);
-		cJSON_AddNumberToObject(root, key, ls_percentile(v, n, pcts[k]));
+		cJSON_AddNumberToObject(root, key, st.pct_ms[k]);
 	}
 	if (with_max) {
 		snprintf(key, sizeof(key), "max_%s_ms", name);
-		cJSON_AddNumberToObject(root, key, n ? v[n - 1] : 0);
+		cJSON_AddNumberToObject(root, key, st.max_ms);
 	}
 }
 
@@ -165,12 +160,12 @@ static int add_latencies(cJSON *root, const struct ls_metrics *m)
 	for (size_t i = 0; !rc && i < m->n; i++) {
 		if (!m->ok[i])
 			continue;
-		e2e[k] = m->e2els_s[i] * 1e3;
-		ttft[k++] = m->ttfts_s[i] * 1e3;
+		e2e[k] = m->e2els_s[i];
+		ttft[k++] = m->ttfts_s[i];
 		if (m->output_lens[i] > 1)
-			tpot[kt++] = (m->e2els_s[i] - m->ttfts_s[i]) * 1e3 / (m->output_lens[i] - 1);
+			tpot[kt++] = (m->e2els_s[i] - m->ttfts_s[i]) / (m->output_lens[i] - 1);
 		for (size_t j = m->itl_off[i]; j < m->itl_off[i + 1]; j++)
-			itl[ki++] = m->itl_pool[j] * 1e3;
+			itl[ki++] = m->itl_pool[j];
 	}
 	if (!rc) {
 		add_stats(root, "e2e_latency", e2e, k, 0);
@@ -185,36 +180,11 @@ static int add_latencies(cJSON *root, const struct ls_metrics *m)
 	return rc;
 }
 
-static cJSON *u32_array(const uint32_t *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	for (size_t i = 0; a && i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-	return a;
-}
-
 /* result_details: per measured request, in run order. */
 static void add_details(cJSON *root, const struct ls_metrics *m, const struct ls_run *run)
 {
-	cJSON_AddItemToObject(root, "input_lens", u32_array(m->input_lens, m->n));
-	cJSON_AddItemToObject(root, "output_lens", u32_array(m->output_lens, m->n));
-	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
-	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
-	for (size_t i = 0; itls && i < m->n; i++)
-		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
-	cJSON *texts = cJSON_AddArrayToObject(root, "generated_texts");
-	cJSON *errors = cJSON_AddArrayToObject(root, "errors");
-	for (size_t i = 0, k = 0; run && i < run->n_requests && k < m->n; i++) {
-		const struct ls_request *r = &run->requests[i];
-		if (r->warmup)
-			continue;
-		char err[LS_ERROR_MAX + 48] = "";
-		if (!m->ok[k])
-			snprintf(err, sizeof(err), "%s: %s", ls_fail_name(r->fail), r->fail != LS_OK ? r->error : "no token");
-		cJSON_AddItemToArray(texts, cJSON_CreateString("")); /* latscope keeps no text */
-		cJSON_AddItemToArray(errors, cJSON_CreateString(err));
-		k++;
-	}
+	ls_report_json_lens_ttfts_itls(root, m);
+	ls_report_json_texts_errors(root, m, run, "ok: no token");
 }
 
 /* The arguments SGLang copies into its line. */

@@ -40,6 +40,13 @@ void ls_peer_json_ramp_events(struct cJSON *root, const struct ls_run *run, cons
 /* "request": what each request carried, into latscope's object. */
 void ls_peer_json_request(struct cJSON *latscope, const struct ls_report_ctx *ctx);
 
+/* vLLM's per-request arrays (report_json.c), which SGLang's result_details repeat: input_lens,
+ * output_lens, ttfts and itls; and generated_texts (always empty: latscope keeps no text) with
+ * errors, one per measured request (no_token: the error of one that failed with no frame). */
+void ls_report_json_lens_ttfts_itls(struct cJSON *root, const struct ls_metrics *m);
+void ls_report_json_texts_errors(struct cJSON *root, const struct ls_metrics *m, const struct ls_run *run,
+				 const char *no_token);
+
 /* text as the next line of path (vLLM's --append-result: a newline first when the file has
  * content), whole or not at all. 0 or -errno after a message. */
 int ls_report_append_line(const char *what, const char *path, const char *text);

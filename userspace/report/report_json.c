@@ -9,18 +9,8 @@
 #include <string.h>
 #include "base/json_file.h"
 #include "report/report.h"
+#include "report/peer_report.h"
 #include "base/outfile.h"
-
-static cJSON *num_array_u(const uint32_t *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	for (size_t i = 0; a && i < n; i++)
-		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]))) {
-			cJSON_Delete(a);
-			return NULL;
-		}
-	return a;
-}
 
 void ls_report_pct_key(char *buf, size_t cap, const char *prefix, double p, const char *suffix)
 {
@@ -181,8 +171,18 @@ static void add_totals(cJSON *root, const struct ls_metrics *m)
 	cJSON_AddNumberToObject(root, "total_token_throughput", m->total_token_throughput);
 }
 
-/* generated_texts (always empty: latscope keeps no text) and errors, one per measured request. */
-static void add_texts_and_errors(cJSON *root, const struct ls_metrics *m, const struct ls_run *run)
+void ls_report_json_lens_ttfts_itls(cJSON *root, const struct ls_metrics *m)
+{
+	cJSON_AddItemToObject(root, "input_lens", ls_json_u32s(m->input_lens, m->n));
+	cJSON_AddItemToObject(root, "output_lens", ls_json_u32s(m->output_lens, m->n));
+	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
+	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
+	for (size_t i = 0; itls && i < m->n; i++)
+		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
+}
+
+void ls_report_json_texts_errors(cJSON *root, const struct ls_metrics *m, const struct ls_run *run,
+				 const char *no_token)
 {
 	cJSON *texts = cJSON_AddArrayToObject(root, "generated_texts");
 	cJSON *errors = cJSON_AddArrayToObject(root, "errors");
@@ -195,7 +195,7 @@ static void add_texts_and_errors(cJSON *root, const struct ls_metrics *m, const 
 			if (req->fail != LS_OK)
 				snprintf(err, sizeof(err), "%s: %s", ls_fail_name(req->fail), req->error);
 			else
-				snprintf(err, sizeof(err), "no_first_token: never received a frame that starts TTFT");
+				snprintf(err, sizeof(err), "%s", no_token);
 		}
 		cJSON_AddItemToArray(texts, cJSON_CreateString(""));
 		cJSON_AddItemToArray(errors, cJSON_CreateString(err));
@@ -206,16 +206,11 @@ static void add_texts_and_errors(cJSON *root, const struct ls_metrics *m, const 
 /* vLLM's per-request arrays, in run order. */
 static void add_per_request(cJSON *root, const struct ls_metrics *m, const struct ls_run *run)
 {
-	cJSON_AddItemToObject(root, "input_lens", num_array_u(m->input_lens, m->n));
-	cJSON_AddItemToObject(root, "output_lens", num_array_u(m->output_lens, m->n));
-	cJSON_AddItemToObject(root, "ttfts", ls_json_doubles(m->ttfts_s, m->n));
-	cJSON *itls = cJSON_AddArrayToObject(root, "itls");
-	for (size_t i = 0; itls && i < m->n; i++)
-		cJSON_AddItemToArray(itls, ls_json_doubles(m->itl_pool + m->itl_off[i], m->itl_off[i + 1] - m->itl_off[i]));
+	ls_report_json_lens_ttfts_itls(root, m);
 	cJSON_AddItemToObject(root, "latencies", ls_json_doubles(m->e2els_s, m->n));
 	cJSON_AddItemToObject(root, "start_times", ls_json_doubles(m->start_times_s, m->n));
 	cJSON_AddItemToObject(root, "queue_times", ls_json_doubles(m->queue_times_s, m->n));
-	add_texts_and_errors(root, m, run);
+	ls_report_json_texts_errors(root, m, run, "no_first_token: never received a frame that starts TTFT");
 }
 
 /* vLLM's spec_decode_* keys, from the server's counters. */

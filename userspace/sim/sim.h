@@ -286,6 +286,10 @@ void sim_api_req_free(struct sim_req *r);
  * (last_id: the id of the frame's last token; whole: the text so far, for TGI's last frame). */
 int sim_api_peer_endpoint(const struct sim_http_req *h);
 struct cJSON;
+/* A request's integer member: absent/null -> dflt; else it must be an integer within [lo, hi]
+ * (-1 when not). A boolean member: absent/null leaves *out; -1 when not a boolean. */
+int sim_api_int_field(const struct cJSON *obj, const char *name, int dflt, int lo, int hi, int *out);
+int sim_api_bool_field(const struct cJSON *obj, const char *name, int *out);
 const char *sim_api_parse_peer(const struct cJSON *root, enum sim_endpoint ep, struct sim_req *r);
 int sim_stream_peer_json(struct sim_buf *msg, const struct sim_req *r, const char *text, size_t text_len,
 			 int last_id, const char *reason);

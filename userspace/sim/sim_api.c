@@ -48,8 +48,7 @@ static int bad(struct sim_conn *c, const struct sim_http_req *h, const char *msg
 	return -1;
 }
 
-/* Reads an integer field: absent/null -> dflt; else it must be an integer within [lo, hi]. */
-static int int_field(const cJSON *obj, const char *name, int dflt, int lo, int hi, int *out)
+int sim_api_int_field(const cJSON *obj, const char *name, int dflt, int lo, int hi, int *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
 	if (!v || cJSON_IsNull(v)) {
@@ -64,7 +63,7 @@ static int int_field(const cJSON *obj, const char *name, int dflt, int lo, int h
 	return 0;
 }
 
-static int bool_field(const cJSON *obj, const char *name, int *out)
+int sim_api_bool_field(const cJSON *obj, const char *name, int *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
 	if (!v || cJSON_IsNull(v))
@@ -165,11 +164,11 @@ static const char *parse_body(const cJSON *root, enum sim_endpoint ep, struct si
 		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(root, "sampling_params");
 		if (sp && !cJSON_IsNull(sp) && !cJSON_IsObject(sp))
 			return "sampling_params must be an object";
-		if (int_field(sp, "max_new_tokens", 128, 1, 1 << 24, &max_tokens))
+		if (sim_api_int_field(sp, "max_new_tokens", 128, 1, 1 << 24, &max_tokens))
 			return "sampling_params.max_new_tokens must be an integer >= 1";
-		if (int_field(sp, "min_new_tokens", 0, 0, 1 << 24, &min_tokens))
+		if (sim_api_int_field(sp, "min_new_tokens", 0, 0, 1 << 24, &min_tokens))
 			return "sampling_params.min_new_tokens must be an integer >= 0";
-		if (bool_field(sp, "ignore_eos", &r->ignore_eos))
+		if (sim_api_bool_field(sp, "ignore_eos", &r->ignore_eos))
 			return "sampling_params.ignore_eos must be a boolean";
 		const cJSON *rv = cJSON_GetObjectItemCaseSensitive(root, "rid");
 		if (cJSON_IsString(rv))
@@ -188,20 +187,20 @@ static const char *parse_body(const cJSON *root, enum sim_endpoint ep, struct si
 			return err;
 		int dflt = ep == SIM_EP_COMPLETIONS ? 16 : 128;
 		if (ep == SIM_EP_CHAT && cJSON_GetObjectItemCaseSensitive(root, "max_completion_tokens")) {
-			if (int_field(root, "max_completion_tokens", dflt, 1, 1 << 24, &max_tokens))
+			if (sim_api_int_field(root, "max_completion_tokens", dflt, 1, 1 << 24, &max_tokens))
 				return "max_completion_tokens must be an integer >= 1";
-		} else if (int_field(root, "max_tokens", dflt, 1, 1 << 24, &max_tokens)) {
+		} else if (sim_api_int_field(root, "max_tokens", dflt, 1, 1 << 24, &max_tokens)) {
 			return "max_tokens must be an integer >= 1";
 		}
-		if (int_field(root, "min_tokens", 0, 0, 1 << 24, &min_tokens))
+		if (sim_api_int_field(root, "min_tokens", 0, 0, 1 << 24, &min_tokens))
 			return "min_tokens must be an integer >= 0";
-		if (bool_field(root, "ignore_eos", &r->ignore_eos))
+		if (sim_api_bool_field(root, "ignore_eos", &r->ignore_eos))
 			return "ignore_eos must be a boolean";
 		opts = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-		if (opts && !cJSON_IsNull(opts) && bool_field(opts, "include_usage", &r->include_usage))
+		if (opts && !cJSON_IsNull(opts) && sim_api_bool_field(opts, "include_usage", &r->include_usage))
 			return "stream_options.include_usage must be a boolean";
 	}
-	if (bool_field(root, "stream", &r->stream))
+	if (sim_api_bool_field(root, "stream", &r->stream))
 		return "stream must be a boolean";
 	if (min_tokens > max_tokens)
 		return "min_tokens must not exceed max_tokens";

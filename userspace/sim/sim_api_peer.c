@@ -21,21 +21,6 @@ int sim_api_peer_endpoint(const struct sim_http_req *h)
 	return -1;
 }
 
-/* An integer member within [lo, hi]; absent or null: dflt. -1 when it is something else. */
-static int int_member(const cJSON *obj, const char *name, int dflt, int lo, int hi, int *out)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-	if (!v || cJSON_IsNull(v)) {
-		*out = dflt;
-		return 0;
-	}
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
-	    v->valuedouble != (double)(long long)v->valuedouble)
-		return -1;
-	*out = (int)v->valuedouble;
-	return 0;
-}
-
 static const char *peer_prompt(const cJSON *text, struct sim_req *r, const char *what)
 {
 	if (!cJSON_IsString(text))
@@ -53,12 +38,11 @@ static const char *parse_tgi(const cJSON *root, struct sim_req *r)
 	const cJSON *params = cJSON_GetObjectItemCaseSensitive(root, "parameters");
 	if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
 		return "parameters must be an object";
-	if (int_member(params, "max_new_tokens", 20, 1, 1 << 24, &r->max_tokens)) /* TGI's default: 20 */
+	if (sim_api_int_field(params, "max_new_tokens", 20, 1, 1 << 24, &r->max_tokens)) /* TGI's default: 20 */
 		return "parameters.max_new_tokens must be an integer >= 1";
-	const cJSON *ie = cJSON_GetObjectItemCaseSensitive(params, "ignore_eos_token");
-	if (ie && !cJSON_IsNull(ie) && !cJSON_IsBool(ie))
+	r->ignore_eos = 0;
+	if (sim_api_bool_field(params, "ignore_eos_token", &r->ignore_eos))
 		return "parameters.ignore_eos_token must be a boolean";
-	r->ignore_eos = cJSON_IsTrue(ie);
 	return NULL;
 }
 
@@ -69,9 +53,9 @@ static const char *parse_trt(const cJSON *root, struct sim_req *r)
 				      "text_input must be a string");
 	if (err)
 		return err;
-	if (int_member(root, "max_tokens", 16, 1, 1 << 24, &r->max_tokens))
+	if (sim_api_int_field(root, "max_tokens", 16, 1, 1 << 24, &r->max_tokens))
 		return "max_tokens must be an integer >= 1";
-	if (int_member(root, "min_length", 0, 0, 1 << 24, &r->min_tokens))
+	if (sim_api_int_field(root, "min_length", 0, 0, 1 << 24, &r->min_tokens))
 		return "min_length must be an integer >= 0";
 	if (r->min_tokens > r->max_tokens)
 		r->min_tokens = r->max_tokens;

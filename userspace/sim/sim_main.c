@@ -164,8 +164,9 @@ static const char *apply_engine(struct sim_config *cfg, const struct ls_opt *o, 
 }
 
 /* Applies one flag's value (v is "true" for a bare switch). NULL, or why the value is wrong. */
-static const char *apply(struct sim_config *cfg, const struct ls_opt *o, const char *v)
+static const char *apply(void *ctx, const struct ls_opt *o, const char *v)
 {
+	struct sim_config *cfg = ctx;
 	switch (o->id) {
 	case O_HOST: cfg->host = v; return NULL;
 	case O_PORT: return set_int(v, 1, 65535, &cfg->port) ? "must be a port 1-65535" : NULL;
@@ -248,19 +249,11 @@ static int parse_flags(int argc, char **argv, struct sim_config *cfg)
 		return 2;
 	struct ls_opt_walk w;
 	ls_opt_walk_init(&w, "latscope sim", opts, N_OPTS, argc, argv);
-	const struct ls_opt *o;
 	const char *v;
-	int step;
-	while ((step = ls_opt_next(&w, &o, &v)) == LS_OPT_FLAG) {
-		if (o->id == O_HELP) {
-			usage(stdout);
-			return -1;
-		}
-		const char *why = apply(cfg, o, v ? v : "true");
-		if (why) {
-			ls_opt_bad_value(w.prog, o, v, why);
-			return 2;
-		}
+	int step = ls_opt_flags(&w, O_HELP, apply, cfg, &v);
+	if (step == LS_OPT_HELP) {
+		usage(stdout);
+		return -1;
 	}
 	if (step < 0)
 		return 2;

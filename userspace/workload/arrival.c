@@ -40,7 +40,7 @@ static int rate_is_inf(double rate)
 	return !(rate > 0.0) || isinf(rate);
 }
 
-static uint64_t seconds_to_ns(double s)
+uint64_t ls_arrival_s_to_ns(double s)
 {
 	if (!(s > 0.0))
 		return 0;
@@ -49,14 +49,25 @@ static uint64_t seconds_to_ns(double s)
 	return (uint64_t)llround(s * 1e9);
 }
 
+int ls_arrival_check_burstiness(double burstiness)
+{
+	if (burstiness > 0.0) /* NaN is not */
+		return 0;
+	fprintf(stderr, "latscope: --burstiness %g must be > 0 (1 = Poisson)\n", burstiness);
+	return -EINVAL;
+}
+
+double ls_arrival_gap_s(uint64_t rng[2], double rate, double burstiness)
+{
+	return isinf(burstiness) ? 1.0 / rate : ls_rng_gamma(rng, burstiness, 1.0 / (rate * burstiness));
+}
+
 /* vLLM's gamma schedule: gaps ~ Gamma(burstiness, 1 / (rate * burstiness)) (every gap 1/rate
  * when burstiness is inf), summed, scaled so the last offset is exactly N / rate. */
 static int gamma_init(struct ls_arrival *a, double rate, double burstiness, size_t n)
 {
-	if (!(burstiness > 0.0) || isnan(burstiness)) {
-		fprintf(stderr, "latscope: --burstiness %g must be > 0 (1 = Poisson)\n", burstiness);
+	if (ls_arrival_check_burstiness(burstiness))
 		return -EINVAL;
-	}
 	if (!n)
 		return 0;
 	double *cum = malloc(n * sizeof(*cum));
@@ -67,20 +78,14 @@ static int gamma_init(struct ls_arrival *a, double rate, double burstiness, size
 		return -ENOMEM;
 	}
 	double total = 0.0;
-	if (isinf(burstiness)) {
-		for (size_t i = 0; i < n; i++)
-			cum[i] = total += 1.0 / rate;
-	} else {
-		double theta = 1.0 / (rate * burstiness);
-		for (size_t i = 0; i < n; i++)
-			cum[i] = total += ls_rng_gamma(a->rng, burstiness, theta);
-	}
+	for (size_t i = 0; i < n; i++)
+		cum[i] = total += ls_arrival_gap_s(a->rng, rate, burstiness);
 	double target_s = (double)n / rate;
 	double factor = total > 0.0 ? target_s / total : 1.0;
 	for (size_t i = 0; i < n; i++)
-		a->offsets_ns[i] = seconds_to_ns(cum[i] * factor);
+		a->offsets_ns[i] = ls_arrival_s_to_ns(cum[i] * factor);
 	/* Exactly N / rate, not whatever the last product rounded to. */
-	a->offsets_ns[n - 1] = seconds_to_ns(target_s);
+	a->offsets_ns[n - 1] = ls_arrival_s_to_ns(target_s);
 	for (size_t i = 1; i < n; i++) /* keep the schedule monotonic after rounding */
 		if (a->offsets_ns[i] < a->offsets_ns[i - 1])
 			a->offsets_ns[i] = a->offsets_ns[i - 1];
@@ -97,7 +102,7 @@ static int constant_init(struct ls_arrival *a, double rate, size_t n)
 	if (!a->offsets_ns)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		a->offsets_ns[i] = seconds_to_ns((double)(i + 1) / rate);
+		a->offsets_ns[i] = ls_arrival_s_to_ns((double)(i + 1) / rate);
 	return 0;
 }
 
@@ -123,7 +128,7 @@ static int trace_init(struct ls_arrival *a, size_t n, const double *trace_offset
 			ls_arrival_free(a);
 			return -EINVAL;
 		}
-		a->offsets_ns[i] = seconds_to_ns(t);
+		a->offsets_ns[i] = ls_arrival_s_to_ns(t);
 	}
 	return 0;
 }
@@ -183,7 +188,7 @@ uint64_t ls_arrival_deadline(struct ls_arrival *a, size_t i, uint64_t run_start_
 		 * fresh exponential from *that* moment, so any loop overhead adds up. */
 		if (i == 0)
 			return run_start_ns + a->loop_delay_ns;
-		return now_ns + a->loop_delay_ns + seconds_to_ns(ls_rng_exponential(a->rng, 1.0 / a->rate));
+		return now_ns + a->loop_delay_ns + ls_arrival_s_to_ns(ls_rng_exponential(a->rng, 1.0 / a->rate));
 	case LS_ARRIVAL_CLOSED:
 	case LS_ARRIVAL_INF:
 		return run_start_ns;

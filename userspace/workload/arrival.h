@@ -39,6 +39,14 @@ int ls_arrival_init(struct ls_arrival *a, enum ls_arrival_kind kind, double rate
 		    uint64_t seed, size_t n, const double *trace_offsets_s);
 void ls_arrival_free(struct ls_arrival *a);
 
+/* What the schedules share (arrival.c, ramp.c): burstiness must be > 0 (-EINVAL after a
+ * message); one gap at rate (1/rate when burstiness is inf, else Gamma(burstiness,
+ * 1 / (rate * burstiness)), vLLM's); seconds from the start as an offset (0 for <= 0, clamped
+ * past ~570 years rather than overflowing). */
+int ls_arrival_check_burstiness(double burstiness);
+double ls_arrival_gap_s(uint64_t rng[2], double rate, double burstiness);
+uint64_t ls_arrival_s_to_ns(double s);
+
 /* Absolute CLOCK_MONOTONIC deadline for measured request i. Called in order, right after
  * request i-1 was dispatched (now_ns = that moment: poisson-yield draws its sleep from
  * there). Closed and inf return run_start_ns: the concurrency limit paces them.

@@ -311,12 +311,8 @@ static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed, int s
 		entries[k++] = e;
 	uint64_t rng[2];
 	ls_rng_seed(rng, seed);
-	for (size_t i = total; shuffle && i > 1; i--) {
-		size_t j = (size_t)ls_rng_below(rng, i);
-		cJSON *t = entries[i - 1];
-		entries[i - 1] = entries[j];
-		entries[j] = t;
-	}
+	if (shuffle)
+		ls_rng_shuffle(rng, entries, total, sizeof(*entries));
 	return entries;
 }
 

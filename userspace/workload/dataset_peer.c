@@ -53,14 +53,12 @@ int ls_peer_count_text(const struct ls_peer_count *c, const char *text, uint32_t
 	return 0;
 }
 
-void ls_peer_shuffle(struct ls_prompt *p, size_t n, uint64_t rng[2])
+int ls_peer_done(struct ls_dataset *ds, int estimated, int err)
 {
-	for (size_t i = n; i > 1; i--) {
-		size_t j = (size_t)ls_rng_below(rng, i);
-		struct ls_prompt t = p[i - 1];
-		p[i - 1] = p[j];
-		p[j] = t;
-	}
+	ds->lens_estimated = estimated;
+	if (err)
+		ls_dataset_free(ds);
+	return err;
 }
 
 int ls_peer_alloc(struct ls_dataset *ds, size_t n)
@@ -121,7 +119,7 @@ int ls_dataset_prefix_repetition(struct ls_dataset *ds, const struct ls_prefix_r
 		return err;
 	}
 	if (!o->disable_shuffle)
-		ls_peer_shuffle(ds->prompts, ds->n, rng);
+		ls_rng_shuffle(rng, ds->prompts, ds->n, sizeof(*ds->prompts));
 	if (total < o->n)
 		fprintf(stderr, "latscope: prefix_repetition: %zu prompts (%u prefixes x %zu), as vLLM builds it for "
 				"--num-prompts %zu\n", total, o->num_prefixes, per, o->n);
@@ -246,7 +244,7 @@ int ls_dataset_gsp(struct ls_dataset *ds, const struct ls_gsp_opts *o, ls_token_
 		return err;
 	}
 	if (!o->ordered)
-		ls_peer_shuffle(ds->prompts, ds->n, rng);
+		ls_rng_shuffle(rng, ds->prompts, ds->n, sizeof(*ds->prompts));
 	ds->lens_estimated = estimated;
 	return 0;
 }

@@ -24,9 +24,9 @@ int ls_peer_finish(struct ls_prompt *p, struct ls_strbuf *text, uint32_t words, 
 		   const struct ls_peer_count *c);
 /* text's tokens: the counter's, else the estimate (and *estimated is set). 0 or -errno. */
 int ls_peer_count_text(const struct ls_peer_count *c, const char *text, uint32_t *out);
-/* Fisher-Yates over the prompts, by rng. */
-void ls_peer_shuffle(struct ls_prompt *p, size_t n, uint64_t rng[2]);
 /* ds emptied, with room for n prompts (calloc'd). 0 or -ENOMEM. */
 int ls_peer_alloc(struct ls_dataset *ds, size_t n);
+/* A loader's end: ds->lens_estimated = estimated, and ds freed when err (which it returns). */
+int ls_peer_done(struct ls_dataset *ds, int estimated, int err);
 
 #endif

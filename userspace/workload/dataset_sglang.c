@@ -153,10 +153,7 @@ int ls_dataset_mooncake(struct ls_dataset *ds, const char *path, const struct ls
 		cJSON_Delete(recs[i].obj);
 	free(recs);
 	free(buf);
-	ds->lens_estimated = estimated;
-	if (err)
-		ls_dataset_free(ds);
-	return err;
+	return ls_peer_done(ds, estimated, err);
 }
 
 /* ---- SGLang's random: ShareGPT prompts repeated to length ---- */
@@ -189,12 +186,8 @@ static cJSON **sgl_entries(const char *path, uint64_t rng[2], cJSON **root, size
 	cJSON **entries = malloc((*total + 1) * sizeof(*entries));
 	for (cJSON *e = (*root)->child; entries && e; e = e->next)
 		entries[k++] = e;
-	for (size_t i = *total; entries && i > 1; i--) {
-		size_t j = (size_t)ls_rng_below(rng, i);
-		cJSON *t = entries[i - 1];
-		entries[i - 1] = entries[j];
-		entries[j] = t;
-	}
+	if (entries)
+		ls_rng_shuffle(rng, entries, *total, sizeof(*entries));
 	return entries;
 }
 
@@ -264,10 +257,7 @@ int ls_dataset_sglang_random(struct ls_dataset *ds, const char *path, const stru
 	free(in);
 	free(out);
 	cJSON_Delete(root);
-	ds->lens_estimated = estimated;
-	if (err || !ds->n)
-		ls_dataset_free(ds);
-	return err ? err : ds->n ? 0 : -EINVAL;
+	return ls_peer_done(ds, estimated, err ? err : ds->n ? 0 : -EINVAL);
 }
 
 /* ---- SGLang's sharegpt ---- */
@@ -326,8 +316,5 @@ int ls_dataset_sglang_sharegpt(struct ls_dataset *ds, const char *path, const st
 	}
 	free(entries);
 	cJSON_Delete(root);
-	ds->lens_estimated = estimated;
-	if (err)
-		ls_dataset_free(ds);
-	return err;
+	return ls_peer_done(ds, estimated, err);
 }

@@ -148,10 +148,7 @@ int ls_dataset_sonnet(struct ls_dataset *ds, const char *path, const struct ls_s
 		err = sonnet_sample(ds, lines, n_lines, o, &c, path);
 	free(lines);
 	free(buf);
-	ds->lens_estimated = estimated;
-	if (err)
-		ls_dataset_free(ds);
-	return err;
+	return ls_peer_done(ds, estimated, err);
 }
 
 /* ---- burstgpt ---- */

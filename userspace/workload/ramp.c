@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "workload/ramp.h"
-#include "base/rng.h"
 
 int ls_ramp_parse(const char *name, enum ls_ramp *out)
 {
@@ -57,10 +56,8 @@ int ls_arrival_init_ramp(struct ls_arrival *a, enum ls_ramp r, double start_rps,
 	a->kind = LS_ARRIVAL_GAMMA; /* precomputed offsets, read by ls_arrival_deadline */
 	a->n = n;
 	a->rate = end_rps;
-	if (!(burstiness > 0.0)) {
-		fprintf(stderr, "latscope: --burstiness %g must be > 0 (1 = Poisson)\n", burstiness);
+	if (ls_arrival_check_burstiness(burstiness))
 		return -EINVAL;
-	}
 	if (!n)
 		return 0;
 	if (!(a->offsets_ns = malloc(n * sizeof(*a->offsets_ns))))
@@ -74,8 +71,8 @@ int ls_arrival_init_ramp(struct ls_arrival *a, enum ls_ramp r, double start_rps,
 			ls_arrival_free(a);
 			return -EINVAL;
 		}
-		t += isinf(burstiness) ? 1.0 / rate : ls_rng_gamma(a->rng, burstiness, 1.0 / (rate * burstiness));
-		a->offsets_ns[i] = t > 1.8e10 ? UINT64_MAX / 2 : (uint64_t)llround(t * 1e9);
+		t += ls_arrival_gap_s(a->rng, rate, burstiness);
+		a->offsets_ns[i] = ls_arrival_s_to_ns(t);
 	}
 	return 0;
 }
