@@ -559,7 +559,7 @@ Test(attribution_parts, each_request_with_its_own_process_events)
 	two_process_run(&run, r, st);
 	const struct ls_evstore *const stores[2] = { st[0], st[1] };
 	uint32_t part[2] = { 0, 1 };
-	struct ls_attribution *a = ls_attribute_parts(&run, stores, 2, part, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute_parts(&run, stores, 2, part, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->n, 2);
 	expect_exact(&a->req[0]);
@@ -570,14 +570,14 @@ Test(attribution_parts, each_request_with_its_own_process_events)
 	ls_attribution_free(a);
 	/* The wrong store: the first request's window has none of the second process's events. */
 	part[0] = 1;
-	a = ls_attribute_parts(&run, stores, 2, part, NULL, 0, honest_rules(), NULL);
+	a = ls_attribute_parts(&run, stores, 2, part, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_expect(a->req[0].flags & LS_ATTR_NO_EVENTS, "flags %#x", a->req[0].flags);
 	expect_exact(&a->req[1]);
 	ls_attribution_free(a);
 	/* A part out of range is refused. */
 	part[0] = 2;
-	cr_expect_null(ls_attribute_parts(&run, stores, 2, part, NULL, 0, honest_rules(), NULL));
+	cr_expect_null(ls_attribute_parts(&run, stores, 2, part, NULL, 0, t_honest_rules(), NULL));
 	for (int k = 0; k < 2; k++) {
 		ls_evstore_free(st[k]);
 		ls_request_free(&r[k]);
@@ -595,7 +595,7 @@ Test(attribution_parts, a_process_without_probes_and_lost_events_summed)
 	ls_evstore_set_lost_by_kind(st[0], lost);
 	const struct ls_evstore *const stores[3] = { st[0], NULL, st[1] };
 	uint32_t part[2] = { 1, 2 };
-	struct ls_attribution *a = ls_attribute_parts(&run, stores, 3, part, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute_parts(&run, stores, 3, part, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_expect(a->req[0].flags & LS_ATTR_NO_EVENTS, "no probes there: flags %#x", a->req[0].flags);
 	cr_expect_gt(P(a->req[0].ttft, UNATTRIBUTED), 0, "no events: the kernel part is unattributed");
@@ -664,7 +664,7 @@ Test(attribution_parts, events_packed_in_bounded_messages_and_moved)
 	/* The moved store attributes the moved request as the first did the original. */
 	shift_request(&r, SHIFT_US);
 	ls_evstore_set_lost(moved, C_COOKIE, 0);
-	struct ls_attribution *a = ls_attribute(&run, moved, NULL, 0, honest_rules(), NULL);
+	struct ls_attribution *a = ls_attribute(&run, moved, NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_expect_eq(a->req[0].flags, LS_ATTR_LOST_EVENTS, "flags %#x", a->req[0].flags);
 	cr_expect_eq(P(a->req[0].ttft, SERVER), 1050);
