@@ -4,6 +4,7 @@
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
 CHECK=$ROOT/tests/integration/mpi_check.py
+. "$ROOT/tests/lib/sim.bash"
 skip() { echo "skip: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -29,15 +30,9 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self
 
 # latscope sim with ground truth, on a free port; sets PORT and URL.
 start_sim() { # extra sim flags...
-	PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	ls_sim_start "$tmp/truth.jsonl" "$tmp/sim.log" "$@" || fail "the simulator did not start: $(tail -2 "$tmp/sim.log")"
+	sim_pid=$SIM
 	URL=http://127.0.0.1:$PORT
-	"$BIN" sim --port "$PORT" --quiet --truth "$tmp/truth.jsonl" "$@" &
-	sim_pid=$!
-	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	fail "the simulator did not listen on $PORT"
 }
 
 # mpirun -n N latscope bench ARGS... (MPI_X=VAR: mpirun -x VAR too), stdout and stderr to

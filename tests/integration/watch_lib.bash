@@ -5,6 +5,7 @@
 set -u
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
+. "$ROOT/tests/lib/sim.bash"
 PY=/usr/bin/python3 # Debian's, with python3-aiohttp (a pyenv python3 on PATH may lack it)
 CLIENT=$ROOT/tests/clients/aiohttp_client.py
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/latscope-watch.XXXXXX") || exit 1
@@ -27,21 +28,11 @@ need_curl() { command -v curl >/dev/null || skip "no curl"; }
 
 # start_sim args...: a simulator on a free port with its truth at $TMP/truth.jsonl; sets PORT.
 start_sim() {
-	for _ in 1 2 3 4 5; do
-		PORT=$((20000 + RANDOM % 30000))
-		rm -f "$TMP/truth.jsonl"
-		"$BIN" sim --port "$PORT" --truth "$TMP/truth.jsonl" --quiet "$@" 2>"$TMP/sim.log" &
-		SIM=$!
-		for _ in $(seq 100); do
-			(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
-			kill -0 "$SIM" 2>/dev/null || break
-			sleep 0.05
-		done
-		kill "$SIM" 2>/dev/null; wait "$SIM" 2>/dev/null; SIM=0
-	done
+	ls_sim_start "$TMP/truth.jsonl" "$TMP/sim.log" "$@" && return 0
+	SIM=0
 	fail "the simulator did not start: $(tail -2 "$TMP/sim.log")"
 }
-stop_sim() { [ "$SIM" -gt 0 ] && kill "$SIM" 2>/dev/null && wait "$SIM" 2>/dev/null; SIM=0; }
+stop_sim() { ls_sim_stop; }
 
 # py_check SCRIPT args...: runs a Python check (stdlib only) with the record and the truth.
 py_check() { "$PY" - "$@"; }

@@ -26,23 +26,12 @@ PY_OK=1
 $PY -c 'import aiohttp' 2>/dev/null || PY_OK=0
 
 SIM=0
-stop_sim() { [ "$SIM" -gt 0 ] && { kill "$SIM" 2>/dev/null; wait "$SIM" 2>/dev/null; }; SIM=0; }
+. tests/lib/sim.bash
+stop_sim() { ls_sim_stop; }
 trap stop_sim EXIT
 start_sim() { # name
-	for _ in 1 2 3 4 5; do
-		PORT=$((20000 + RANDOM % 30000))
-		rm -f "$OUT/$1.truth"
-		$PIN_SIM "$BIN" sim --port "$PORT" --truth "$OUT/$1.truth" --quiet --step-ms 10 --prefill-token-us 0 \
-			--decode-token-us 0 --max-batch 4096 --max-batch-tokens 10000000 2>"$OUT/$1.sim.log" &
-		SIM=$!
-		for _ in $(seq 200); do
-			(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
-			kill -0 "$SIM" 2>/dev/null || break
-			sleep 0.05
-		done
-		stop_sim
-	done
-	return 1
+	ls_sim_start "$OUT/$1.truth" "$OUT/$1.sim.log" --step-ms 10 --prefill-token-us 0 --decode-token-us 0 \
+		--max-batch 4096 --max-batch-tokens 10000000
 }
 
 TOKENS=${ANCHORS_TOKENS:-32} WORDS=32

@@ -39,24 +39,14 @@ else
 fi
 
 SIM=0
-stop_sim() { [ "$SIM" -gt 0 ] && { kill "$SIM" 2>/dev/null; wait "$SIM" 2>/dev/null; }; SIM=0; }
+. tests/lib/sim.bash
+stop_sim() { ls_sim_stop; }
 trap stop_sim EXIT
 
 # start_sim name args...: a fresh simulator per case (its truth file is the case's).
 start_sim() {
 	local name=$1; shift
-	for _ in 1 2 3 4 5; do # a random port may be taken: try another
-		PORT=$((20000 + RANDOM % 30000))
-		rm -f "$OUT/$name.truth"
-		$PIN_SIM "$BIN" sim --port "$PORT" --truth "$OUT/$name.truth" --quiet "$@" 2>"$OUT/$name.sim.log" &
-		SIM=$!
-		for _ in $(seq 200); do
-			(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
-			kill -0 "$SIM" 2>/dev/null || break
-			sleep 0.05
-		done
-		stop_sim
-	done
+	ls_sim_start "$OUT/$name.truth" "$OUT/$name.sim.log" "$@" && return 0
 	echo "bench: the simulator did not start: $(tail -2 "$OUT/$name.sim.log")" >&2
 	return 1
 }

@@ -17,20 +17,11 @@ mkdir -p "$OUT"
 "$PY" -c 'import aiohttp' 2>/dev/null || { echo "watch_cost: skipped (no $PY with aiohttp)"; exit 0; }
 CS=${*:-64}
 SIM=0
-stop_sim() { [ "$SIM" -gt 0 ] && { kill "$SIM" 2>/dev/null; wait "$SIM" 2>/dev/null; }; SIM=0; }
+. tests/lib/sim.bash
+stop_sim() { ls_sim_stop; }
 trap stop_sim EXIT
 start_sim() { # max-batch
-	for _ in 1 2 3 4 5; do
-		PORT=$((20000 + RANDOM % 30000))
-		"$BIN" sim --port "$PORT" --quiet --step-ms 10 --max-batch "$1" --max-batch-tokens 1000000 2>"$OUT/sim.log" &
-		SIM=$!
-		for _ in $(seq 100); do
-			(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
-			kill -0 "$SIM" 2>/dev/null || break
-			sleep 0.05
-		done
-		stop_sim
-	done
+	ls_sim_start "" "$OUT/sim.log" --step-ms 10 --max-batch "$1" --max-batch-tokens 1000000 && return 0
 	echo "watch_cost: the simulator did not start" >&2; exit 1
 }
 field() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print('%.3f %.3f %.3f %d' % (d['mean_ttft_ms'], d['median_itl_ms'], d['p99_itl_ms'], d['failed']))" "$1"; }
