@@ -1,8 +1,9 @@
 /* backend.c — request bodies and frame meaning per server API (see backend.h).
  * Frames of the common shapes are read by frame_fast.c without a tree; the rest (and every
  * error) by cJSON, into the same fields, decoded by one copy of the rules here. cJSON's path
- * is per frame too, so cJSON's node allocations come from a per-thread bump arena (installed through cJSON_InitHooks, active only inside
- * ls_backend_decode on the calling thread; every other cJSON user still gets malloc/free). */
+ * is per frame too, so its node allocations come from a per-thread bump arena (installed
+ * through cJSON_InitHooks, active only inside ls_backend_decode_json on the calling thread;
+ * every other cJSON user still gets malloc/free). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
