@@ -1,10 +1,12 @@
 /* fuzz_sse.c — the SSE splitter and the frame decoder together, as the driver runs them: the
  * first byte picks the backend and where the input is cut into reads (the splitter must give
- * the same events wherever the cuts fall), every event is decoded into a frame of a record. */
+ * the same events wherever the cuts fall), every event is decoded into a frame of a record, by
+ * the fast path and by cJSON's alone, which must agree. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "driver/backend.h"
+#include "driver/backend_int.h"
 #include "base/record.h"
 #include "driver/sse.h"
 
@@ -32,7 +34,17 @@ static int on_event(void *p, const struct ls_sse_event *ev)
 		return 1;
 	fr->bytes = ev->bytes;
 	fr->stream_off = ev->end_off;
-	ls_backend_decode(c->backend, ev->data, ev->data_len, &c->dec, fr, &c->rec);
+	/* The fast path (frame_fast.c) must leave what cJSON's path leaves. */
+	struct ls_frame slow = *fr;
+	struct ls_decode_state dec = c->dec;
+	struct ls_request rec = c->rec;
+	int rs = ls_backend_decode_json(c->backend, ev->data, ev->data_len, &dec, &slow, &rec);
+	int rf = ls_backend_decode(c->backend, ev->data, ev->data_len, &c->dec, fr, &c->rec);
+	if (rs != rf || memcmp(&slow, fr, sizeof(slow)) || dec.last_cum_tokens != c->dec.last_cum_tokens ||
+	    dec.last_text_len != c->dec.last_text_len || rec.text_bytes != c->rec.text_bytes ||
+	    rec.usage_prompt_tokens != c->rec.usage_prompt_tokens ||
+	    rec.usage_completion_tokens != c->rec.usage_completion_tokens || strcmp(rec.error, c->rec.error))
+		abort();
 	return 0;
 }
 

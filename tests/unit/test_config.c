@@ -39,7 +39,8 @@ Test(config, flags_with_vllm_names)
 			       "--goodput", "ttft:900", "e2el:14100", "--random-range-ratio", "0.25",
 			       "--connection", "per-request", "--record", "/tmp/r.jsonl", "--server-pid", "123",
 			       "--probes", "off", "--gpu-dir", "/tmp/g", "--trace", "t.json", "--server-comm", "vllm",
-			       "--test-loop-delay-us", "50", "--disable-tqdm", "--save-result", "--busy-poll", "--spin-us", "40", NULL };
+			       "--test-loop-delay-us", "50", "--disable-tqdm", "--save-result", "--busy-poll", "--spin-us", "40",
+			       "--preconnect", "8", NULL };
 	cr_assert_eq(t_config_parse(&c, args), 0);
 	cr_expect_eq(c.profile.send.backend, LS_BACKEND_SGLANG);
 	char *url = ls_config_url(&c);
@@ -52,6 +53,7 @@ Test(config, flags_with_vllm_names)
 	cr_expect_eq(c.seed, 7);
 	cr_expect(c.profile.send.ignore_eos && c.disable_tqdm && c.save_result && c.busy_poll);
 	cr_expect_eq(c.spin_us, 40);
+	cr_expect_eq(c.preconnect, 8);
 	cr_expect_eq(c.profile.read.n_percentiles, 3);
 	cr_expect_eq(c.percentile_metrics, LS_PM_TTFT | LS_PM_ITL);
 	cr_expect(c.goodput.has_ttft && c.goodput.ttft_ms == 900 && c.goodput.has_e2el && c.goodput.e2el_ms == 14100);
@@ -239,7 +241,8 @@ Test(config, help_documents_every_flag, .init = cr_redirect_stdout)
 				"--insecure", "--cacert", "--request-timeout", "--ready-check-timeout-sec",
 				"--disable-tqdm", "--arrival", "--connection", "--http2", "--record", "--config",
 				"--profile", "--probes", "--server-pid", "--server-comm", "--trace", "--gpu-dir",
-				"--random-range-semantics", "--test-loop-delay-us", "--warmup-shape", "--busy-poll", "--spin-us" };
+				"--random-range-semantics", "--test-loop-delay-us", "--warmup-shape", "--busy-poll", "--spin-us",
+				"--preconnect" };
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		cr_expect(strstr(out, flags[i]), "--help lacks %s", flags[i]);
 

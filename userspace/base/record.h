@@ -108,6 +108,10 @@ struct ls_run {
 	 * from then on. */
 	uint64_t server_gone_ns;
 	size_t   n_connect_failed_gone;
+	/* --preconnect: connections open in the pool before the clock started (0: none asked),
+	 * and how long opening them took. */
+	uint32_t n_preconnected;
+	uint64_t preconnect_ns;
 };
 
 /* Appends a frame, growing the array; returns the new frame or NULL on ENOMEM. */

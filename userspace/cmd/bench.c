@@ -160,6 +160,7 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	o->progress = !measured || c->disable_tqdm ? LS_PROGRESS_OFF
 		      : isatty(STDERR_FILENO) ? LS_PROGRESS_TERMINAL : LS_PROGRESS_PLAIN;
 	o->spin_ns = c->busy_poll ? LS_SPIN_FOREVER : (uint64_t)c->spin_us * 1000;
+	o->preconnect = measured ? c->preconnect : 0;
 	if (b->record) {
 		o->on_finish = ls_record_on_finish;
 		o->on_finish_ctx = b->record;
@@ -337,6 +338,11 @@ static int drive(struct bench *b)
 	b->run.spin_stalls = main_run.spin_stalls;
 	b->run.server_gone_ns = main_run.server_gone_ns;
 	b->run.n_connect_failed_gone = main_run.n_connect_failed_gone;
+	b->run.n_preconnected = main_run.n_preconnected;
+	b->run.preconnect_ns = main_run.preconnect_ns;
+	if (b->cfg.preconnect)
+		printf("Preconnect: %u connections opened before the run, in %.1f ms\n", main_run.n_preconnected,
+		       (double)main_run.preconnect_ns / 1e6);
 	if (b->run.interrupted)
 		drop_unsent(b);
 	rc = ls_bench_mpi_after_run(rc); /* MPI: every rank's records merged at rank 0 */

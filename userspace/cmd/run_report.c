@@ -33,6 +33,11 @@ static void full_ctx(const struct ls_run_report *rr, const struct ls_run *run, c
 		c.server_gone_at_s = run->server_gone_ns > run->start_ns ? (double)(run->server_gone_ns - run->start_ns) / 1e9 : 0;
 		c.n_connect_failed_gone = run->n_connect_failed_gone;
 	}
+	if (run && run->preconnect_ns) {
+		c.preconnected = 1;
+		c.n_preconnected = run->n_preconnected;
+		c.preconnect_ms = (double)run->preconnect_ns / 1e6;
+	}
 	*out = c;
 }
 

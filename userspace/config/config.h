@@ -57,6 +57,7 @@ struct ls_config {
 	int      skip_initial_test; /* no test request before the run (vLLM always sends one) */
 	int      busy_poll;         /* the loop spins instead of sleeping */
 	uint32_t spin_us;           /* the loop spins this long before sleeping */
+	uint32_t preconnect;        /* connections opened before the clock starts (0 = none) */
 	/* results */
 	unsigned percentile_metrics; /* LS_PM_* */
 	struct ls_goodput goodput;

@@ -115,6 +115,9 @@ const struct ls_opt ls_config_opts[] = {
 	  "spin up to US for the next event before sleeping: a frame within US needs no wake-up "
 	  "(20-80 us on a VM), for up to US of CPU per idle gap; keep the server off this core [0]", NULL },
 	{ "busy-poll", O_BUSY_POLL, LS_ARG_NONE, NULL, "the loop never sleeps (--spin-us forever: one core at 100%)", NULL },
+	{ "preconnect", O_PRECONNECT, LS_ARG_ONE, "N",
+	  "open N keep-alive connections (GET /v1/models) before the clock starts, at most --max-concurrency; "
+	  "reported [0: the first requests open them, as the profiles do]", NULL },
 	{ "test-loop-delay-us", O_TEST_LOOP_DELAY_US, LS_ARG_ONE, "US",
 	  "test only: add US of loop overhead per dispatch (arrival drift experiment) [0]", NULL },
 	{ "percentile-metrics", O_PERCENTILE_METRICS, LS_ARG_ONE, "LIST",
@@ -384,6 +387,11 @@ static const char *apply_sending(struct ls_config *c, enum opt_id id, const char
 		if (parse_u64(v, 1000000, &u))
 			return "must be microseconds 0..1000000";
 		c->spin_us = (uint32_t)u;
+		return NULL;
+	case O_PRECONNECT:
+		if (parse_u64(v, 65536, &u))
+			return "must be a number of connections 0..65536";
+		c->preconnect = (uint32_t)u;
 		return NULL;
 	case O_TEST_LOOP_DELAY_US:
 		if (parse_u64(v, 10000000, &u))

@@ -1,7 +1,9 @@
 /* backend.c — request bodies and frame meaning per server API (see backend.h).
- * Frames are decoded with cJSON. The decode path is per frame, so cJSON's node allocations
- * come from a per-thread bump arena (installed through cJSON_InitHooks, active only inside
- * ls_backend_decode on the calling thread; every other cJSON user still gets malloc/free). */
+ * Frames of the common shapes are read by frame_fast.c without a tree; the rest (and every
+ * error) by cJSON, into the same fields, decoded by one copy of the rules here. cJSON's path
+ * is per frame too, so its node allocations come from a per-thread bump arena (installed
+ * through cJSON_InitHooks, active only inside ls_backend_decode_json on the calling thread;
+ * every other cJSON user still gets malloc/free). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -301,34 +303,51 @@ static size_t str_len(const cJSON *v)
 	return cJSON_IsString(v) ? strlen(v->valuestring) : 0;
 }
 
-static void decode_openai(enum ls_backend backend, const cJSON *choices, const cJSON *usage,
-			  struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req)
+/* What the decoders below need of an OpenAI frame's choices[0] and usage (cJSON's reading). */
+static void openai_fields(enum ls_backend backend, const cJSON *choices, const cJSON *usage,
+			  struct ls_frame_fields *f)
 {
 	static const char *const c0_names[2] = { "text", "finish_reason" };
 	static const char *const chat_names[2] = { "delta", "finish_reason" };
 	static const char *const delta_names[2] = { "content", "reasoning_content" };
 	static const char *const usage_names[2] = { "prompt_tokens", "completion_tokens" };
 	const cJSON *c0 = cJSON_IsArray(choices) ? choices->child : NULL; /* choices[0] */
+	*f = (struct ls_frame_fields){ .prompt_tokens = -1, .completion_tokens = -1 };
 	if (cJSON_IsObject(c0)) {
 		const cJSON *m[2], *delta[2];
-		fr->flags |= LS_FRAME_CHOICES;
+		f->choice = 1;
 		if (backend == LS_BACKEND_OPENAI_CHAT) {
 			members(c0, chat_names, m, 2);
 			members(m[0], delta_names, delta, 2);
-			fr->text_len = (uint32_t)(str_len(delta[0]) + str_len(delta[1]));
+			f->text_len = str_len(delta[0]) + str_len(delta[1]);
 		} else {
 			members(c0, c0_names, m, 2);
-			fr->text_len = (uint32_t)str_len(m[0]);
+			f->text_len = str_len(m[0]);
 		}
-		if (m[1] && !cJSON_IsNull(m[1]))
-			fr->flags |= LS_FRAME_FINISH;
+		f->finish = m[1] && !cJSON_IsNull(m[1]);
 	}
 	if (cJSON_IsObject(usage)) {
 		const cJSON *u[2];
 		members(usage, usage_names, u, 2);
+		f->usage = 1;
+		f->prompt_tokens = ls_backend_int_value(u[0]);
+		f->completion_tokens = ls_backend_int_value(u[1]);
+	}
+}
+
+static void decode_openai(const struct ls_frame_fields *f, struct ls_decode_state *st, struct ls_frame *fr,
+			  struct ls_request *req)
+{
+	if (f->choice) {
+		fr->flags |= LS_FRAME_CHOICES;
+		fr->text_len = (uint32_t)f->text_len;
+		if (f->finish)
+			fr->flags |= LS_FRAME_FINISH;
+	}
+	if (f->usage) {
 		fr->flags |= LS_FRAME_USAGE;
-		int32_t prompt = ls_backend_int_value(u[0]);
-		int32_t completion = ls_backend_int_value(u[1]);
+		int32_t prompt = f->prompt_tokens;
+		int32_t completion = f->completion_tokens;
 		if (prompt >= 0)
 			req->usage_prompt_tokens = prompt;
 		if (completion >= 0) {
@@ -344,13 +363,31 @@ static void decode_openai(enum ls_backend backend, const cJSON *choices, const c
 	}
 }
 
-static void decode_sglang(const cJSON *text, const cJSON *meta, struct ls_decode_state *st,
-			  struct ls_frame *fr, struct ls_request *req)
+/* What decode_sglang needs of an SGLang frame's text and meta_info (cJSON's reading). */
+static void sglang_fields(const cJSON *text, const cJSON *meta, struct ls_frame_fields *f)
 {
 	static const char *const meta_names[3] = { "prompt_tokens", "completion_tokens", "finish_reason" };
+	*f = (struct ls_frame_fields){ .prompt_tokens = -1, .completion_tokens = -1 };
 	if (cJSON_IsString(text)) {
+		f->choice = 1;
+		f->text_len = strlen(text->valuestring);
+	}
+	if (!cJSON_IsObject(meta))
+		return;
+	const cJSON *m[3];
+	members(meta, meta_names, m, 3);
+	f->usage = 1;
+	f->prompt_tokens = ls_backend_int_value(m[0]);
+	f->completion_tokens = ls_backend_int_value(m[1]);
+	f->finish = m[2] && !cJSON_IsNull(m[2]);
+}
+
+static void decode_sglang(const struct ls_frame_fields *f, struct ls_decode_state *st, struct ls_frame *fr,
+			  struct ls_request *req)
+{
+	if (f->choice) {
 		fr->flags |= LS_FRAME_CHOICES;
-		uint64_t len = strlen(text->valuestring);
+		uint64_t len = f->text_len;
 		/* Cumulative text: the frame added what grew. A shorter text means the server streams
 		 * deltas (incremental output): then the frame's text is all new. */
 		if (len >= st->last_text_len) {
@@ -361,12 +398,10 @@ static void decode_sglang(const cJSON *text, const cJSON *meta, struct ls_decode
 			st->last_text_len += len;
 		}
 	}
-	if (!cJSON_IsObject(meta))
+	if (!f->usage)
 		return;
-	const cJSON *m[3];
-	members(meta, meta_names, m, 3);
-	int32_t prompt = ls_backend_int_value(m[0]);
-	int32_t completion = ls_backend_int_value(m[1]);
+	int32_t prompt = f->prompt_tokens;
+	int32_t completion = f->completion_tokens;
 	if (prompt >= 0)
 		req->usage_prompt_tokens = prompt;
 	if (completion >= 0) {
@@ -375,12 +410,37 @@ static void decode_sglang(const cJSON *text, const cJSON *meta, struct ls_decode
 		fr->tokens = completion >= st->last_cum_tokens ? completion - st->last_cum_tokens : -1;
 		st->last_cum_tokens = completion;
 	}
-	if (m[2] && !cJSON_IsNull(m[2]))
+	if (f->finish)
 		fr->flags |= LS_FRAME_FINISH;
+}
+
+/* The fields of a frame of these backends, read by frame_fast.c or cJSON, into fr and req. */
+static void decode_fields(enum ls_backend backend, const struct ls_frame_fields *f, struct ls_decode_state *st,
+			  struct ls_frame *fr, struct ls_request *req)
+{
+	if (backend == LS_BACKEND_SGLANG)
+		decode_sglang(f, st, fr, req);
+	else
+		decode_openai(f, st, fr, req);
+	if (!fr->text_len)
+		fr->flags |= LS_FRAME_EMPTY_TEXT;
+	req->text_bytes += fr->text_len;
 }
 
 int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 		      struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req)
+{
+	struct ls_frame_fields f;
+	if (backend != LS_BACKEND_TGI && backend != LS_BACKEND_TRT && ls_frame_fast(backend, data, len, &f)) {
+		fr->text_len = 0;
+		decode_fields(backend, &f, st, fr, req);
+		return 0;
+	}
+	return ls_backend_decode_json(backend, data, len, st, fr, req);
+}
+
+int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len,
+			   struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req)
 {
 	fr->text_len = 0;
 	if (len == 6 && !memcmp(data, "[DONE]", 6)) {
@@ -409,13 +469,12 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 	if (!cJSON_IsObject(root))
 		rc = set_malformed(req, "not an object", data, len);
 	else if ((rc = error_object(top, req)) == 0) {
+		struct ls_frame_fields f;
 		if (backend == LS_BACKEND_SGLANG)
-			decode_sglang(top[TOP_A], top[TOP_B], st, fr, req);
+			sglang_fields(top[TOP_A], top[TOP_B], &f);
 		else
-			decode_openai(backend, top[TOP_A], top[TOP_B], st, fr, req);
-		if (!fr->text_len)
-			fr->flags |= LS_FRAME_EMPTY_TEXT;
-		req->text_bytes += fr->text_len;
+			openai_fields(backend, top[TOP_A], top[TOP_B], &f);
+		decode_fields(backend, &f, st, fr, req);
 	}
 	free_frame(root);
 	return rc;

@@ -20,4 +20,24 @@ char *ls_backend_print_body(cJSON *root, int ok, size_t *len_out);
 int ls_backend_stream_error(const cJSON *msg, struct ls_request *req);
 int32_t ls_backend_int_value(const cJSON *v);
 
+/* What decoding needs of a frame of LS_BACKEND_OPENAI, _OPENAI_CHAT or _SGLANG: read from it by
+ * frame_fast.c (the common shapes, no tree) or by cJSON (backend.c), decoded by backend.c alone. */
+struct ls_frame_fields {
+	int      choice;     /* OpenAI: choices[0] is an object; SGLang: "text" is a string */
+	int      finish;     /* OpenAI: choices[0].finish_reason, SGLang: meta_info's; present, not null */
+	int      usage;      /* OpenAI: "usage" is an object; SGLang: "meta_info" is one */
+	uint64_t text_len;   /* bytes of the text, as strlen() of the decoded string (chat: delta.content
+			      * + delta.reasoning_content; SGLang: the cumulative text) */
+	int32_t  prompt_tokens, completion_tokens; /* of usage / meta_info; -1: absent or not a count */
+};
+
+/* frame_fast.c: 1 with *f filled when data is a frame of backend (OPENAI, OPENAI_CHAT or
+ * SGLANG) that it reads exactly as cJSON would and that is no error object; 0 for anything else
+ * (cJSON's path decides: malformed, errors, shapes it does not take), *f then unspecified. */
+int ls_frame_fast(enum ls_backend backend, const char *data, size_t len, struct ls_frame_fields *f);
+
+/* ls_backend_decode by cJSON alone (the fast path's fallback; tests compare the two). */
+int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len,
+			   struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req);
+
 #endif

@@ -138,7 +138,7 @@ static void arm_hook(struct drv *d, struct drv_hook *h)
 
 static uint64_t deadline_of(struct drv *d, size_t i, uint64_t now)
 {
-	if (!d->opts->arrival)
+	if (!d->opts->arrival || d->preconnect_url)
 		return d->run_start_ns;
 	return ls_arrival_deadline(d->opts->arrival, i, d->run_start_ns, now);
 }
@@ -509,7 +509,7 @@ static void take_completions(struct drv *d, uint64_t slept_until, uint64_t *wake
 
 /* One turn: timers, what may start, hooks, progress, then wait and take completions. The
  * helpers are static and called once, so they compile into this one function. */
-static int loop(struct drv *d)
+int drv_loop(struct drv *d)
 {
 	uint64_t wake_late_ns = WAKE_LATE_START_NS;
 	for (;;) {
@@ -520,12 +520,14 @@ static int loop(struct drv *d)
 		start_jobs(d);
 		now = ls_now_ns();
 		run_hooks(d, now);
-		if (d->opts->progress && d->progress_next_ns <= now) {
+		if (d->opts->progress && d->progress_next_ns <= now && !d->preconnect_url) {
 			progress_line(d, now, 0);
 			d->progress_next_ns = now + d->progress_period_ns;
 		}
 		if (run_ends(d, now, &rc))
 			return rc;
+		if (d->preconnect_url)
+			drv_preconnect_turn(d);
 		uint64_t wake = next_wake(d);
 		if (!d->sig_armed)
 			arm_signal_read(d);
@@ -616,6 +618,8 @@ static void drv_init(struct drv *d, const struct ls_driver_opts *opts, struct ls
 	run->spin_stalls = (struct ls_spin_stalls){ 0 };
 	run->server_gone_ns = 0;
 	run->n_connect_failed_gone = 0;
+	run->n_preconnected = 0;
+	run->preconnect_ns = 0;
 	run->max_concurrency = opts->max_concurrency;
 }
 
@@ -720,9 +724,11 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 	/* As many easy handles as can be in flight (capped: past that they are made as needed). */
 	size_t prepare = opts->max_concurrency && opts->max_concurrency < n_jobs ? opts->max_concurrency : n_jobs;
 	drv_xfers_prepare(d, prepare < XFERS_PREPARED_MAX ? prepare : XFERS_PREPARED_MAX);
+	if (opts->preconnect && (rc = drv_preconnect(d)))
+		goto out;
 	if ((rc = drv_start(d)))
 		goto out;
-	rc = loop(d);
+	rc = drv_loop(d);
 	print_stats(d);
 	if (opts->progress)
 		progress_line(d, ls_now_ns(), 1);

@@ -42,6 +42,10 @@ struct ls_driver_opts {
 	/* The run's clock starts at this CLOCK_MONOTONIC instant (the loop waits for it), not when
 	 * the call is made: every rank of an MPI run starts at one agreed instant. 0 = now. */
 	uint64_t    start_at_ns;
+	/* Before the clock starts, this many GET /v1/models at once through the keep-alive pool,
+	 * so that the run finds that many connections open (at most max_concurrency; reuse mode
+	 * only). 0 = none: connections open inside the first requests, as the profiles do. */
+	uint32_t    preconnect;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

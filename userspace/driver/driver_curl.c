@@ -155,6 +155,13 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *userdata)
 	struct xfer *x = userdata;
 	struct ls_request *rec = x->rec;
 	size_t len = size * n;
+	if (x->drv->preconnect_url && !x->drv->pc_released) {
+		/* Held (its connection busy) until every preconnect GET has one: else a GET answered
+		 * at once hands its connection to the next and the pool holds one, not N. */
+		x->pc_held = 1;
+		x->drv->pc_held++;
+		return CURL_WRITEFUNC_PAUSE;
+	}
 	rec->body_bytes += len;
 	if (rec->fail == LS_FAIL_HTTP_STATUS || rec->fail == LS_FAIL_PROTOCOL) {
 		/* Keep the first bytes of an error body (or of a page that is no stream) in the error text. */
@@ -511,6 +518,10 @@ static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t n
 	d->n_done++;
 	if (rec->fail)
 		d->n_failed++;
+	if (d->preconnect_url) { /* not a request of the run: no record, no server watch */
+		xfer_release(d, x);
+		return;
+	}
 	watch_server(d, rec);
 	if (!rec->warmup && (!d->run->end_ns || now > d->run->end_ns))
 		d->run->end_ns = now;
@@ -556,7 +567,7 @@ static void fail_unsent(struct drv *d, struct ls_request *rec, const char *msg)
 	fail(rec, LS_FAIL_OTHER, msg);
 	d->n_done++;
 	d->n_failed++;
-	if (d->opts->on_finish)
+	if (d->opts->on_finish && !d->preconnect_url)
 		d->opts->on_finish(d->opts->on_finish_ctx, rec);
 }
 
@@ -581,6 +592,7 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	x->saw_done = 0;
 	x->saw_finish = 0;
 	x->attempts = 0;
+	x->pc_held = 0;
 	x->content_type[0] = 0;
 	x->errbuf[0] = 0;
 	ls_sse_reset(&x->sse);
@@ -599,8 +611,13 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	if (x->route_header) /* "Name;" is libcurl's way to send a header with an empty value */
 		snprintf(x->route_header->data, ROUTE_KEY_MAX + 1, job->route_key ? "X-SMG-Routing-Key: %.*s"
 			 : "X-SMG-Routing-Key;", ROUTE_KEY_MAX - 20, job->route_key ? job->route_key : "");
-	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, job->body);
-	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
+	if (d->preconnect_url) { /* driver_preconnect.c: a GET that leaves its connection in the pool */
+		curl_easy_setopt(x->easy, CURLOPT_URL, d->preconnect_url);
+		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+	} else {
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, job->body);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)job->body_len);
+	}
 
 	rec->started_ns = ls_now_ns();
 	CURLMcode mc = curl_multi_add_handle(d->multi, x->easy);

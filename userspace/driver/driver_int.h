@@ -76,6 +76,7 @@ struct xfer {
 	int                  saw_done;    /* [DONE] (or SGLang's final frame) arrived */
 	int                  saw_finish;  /* a finish_reason arrived */
 	int                  attempts;    /* PREREQFUNCTION calls: > 1 is libcurl retrying */
+	int                  pc_held;     /* a preconnect GET paused (driver_preconnect.c) */
 	char                 content_type[64]; /* of the latest header block, "" when none came */
 	char                 errbuf[CURL_ERROR_SIZE];
 	struct xfer         *next_free;
@@ -148,6 +149,9 @@ struct drv {
 	struct conn_map conns;
 	uint32_t      n_conns;
 	struct curl_slist *base_headers;
+	char         *preconnect_url; /* while set, transfers GET it (driver_preconnect.c), unmeasured */
+	size_t        pc_held;        /* of those, paused at their first body byte, each holding its connection */
+	int           pc_released;    /* every one held or done: all let go */
 };
 
 /* driver.c */
@@ -162,6 +166,15 @@ void drv_sock_cqe(struct drv *d, struct loop_sock *s, int res, int more);
 void drv_sock_ctl_cqe(struct drv *d, struct loop_sock *s, int res);
 void drv_socks_free(struct drv *d);
 void drv_socks_fresh_run(struct drv *d);
+
+/* driver.c: the loop, until every job of d->jobs is done (driver_preconnect.c runs it twice) */
+int  drv_loop(struct drv *d);
+
+/* driver_preconnect.c: opts->preconnect connections opened before the clock starts. 0, 1 when
+ * interrupted, or -errno (message on stderr). */
+int  drv_preconnect(struct drv *d);
+/* The loop, each turn while preconnecting: once every GET is held or done, lets them all go. */
+void drv_preconnect_turn(struct drv *d);
 
 /* driver_curl.c */
 void drv_xfers_free(struct drv *d);

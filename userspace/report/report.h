@@ -42,6 +42,10 @@ struct ls_report_ctx {
 	int         server_gone;
 	double      server_gone_at_s;
 	size_t      n_connect_failed_gone;
+	/* --preconnect (ls_run.n_preconnected): connections opened before the clock, in how long. */
+	int         preconnected;
+	uint32_t    n_preconnected;
+	double      preconnect_ms;
 	const struct ls_spec_stats *spec; /* NULL or !has: no spec-decode block */
 	const struct ls_checks *checks;   /* NULL: none; the JSON carries them, the text caller prints them last */
 	enum ls_report_layout layout;     /* whose result block the text copies */

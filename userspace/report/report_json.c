@@ -60,6 +60,18 @@ static cJSON *stat_obj(const struct ls_stat *s, const struct ls_read_rules *r)
 	return o;
 }
 
+/* --preconnect: {"connections": N, "ms": X} opened before the clock; null when not asked. */
+static void add_preconnect(cJSON *o, const struct ls_report_ctx *ctx)
+{
+	if (!ctx->preconnected) {
+		cJSON_AddNullToObject(o, "preconnect");
+		return;
+	}
+	cJSON *pc = cJSON_AddObjectToObject(o, "preconnect");
+	cJSON_AddNumberToObject(pc, "connections", ctx->n_preconnected);
+	cJSON_AddNumberToObject(pc, "ms", ctx->preconnect_ms);
+}
+
 static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ctx *ctx)
 {
 	const struct ls_read_rules *r = &m->rules;
@@ -94,6 +106,7 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 		cJSON_AddNumberToObject(gone, "at_s", ctx->server_gone_at_s);
 		cJSON_AddNumberToObject(gone, "connect_failures_since", (double)ctx->n_connect_failed_gone);
 	}
+	add_preconnect(o, ctx);
 	cJSON_AddItemToObject(o, "slot_wait", stat_obj(&m->slot_wait, r));
 	cJSON_AddItemToObject(o, "dispatch", stat_obj(&m->dispatch, r));
 	cJSON_AddItemToObject(o, "client_queue", stat_obj(&m->queue, r));
