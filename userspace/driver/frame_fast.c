@@ -247,6 +247,24 @@ static int scan_value(struct cur *c, struct val *v, const struct want *w, int in
 	}
 }
 
+/* After an element of an array or object: 0 at its close (consumed), 1 after a comma (consumed,
+ * with the blanks after it), -1 for anything else. */
+static int after_element(struct cur *c, unsigned char close)
+{
+	skip_ws(c);
+	if (c->p >= c->end)
+		return -1;
+	if (*c->p == close) {
+		c->p++;
+		return 0;
+	}
+	if (*c->p != ',')
+		return -1;
+	c->p++;
+	skip_ws(c);
+	return 1;
+}
+
 /* An array at c->p ('['); first: the members wanted of its first element. */
 static int scan_arr(struct cur *c, struct val *v, const struct want *first, int depth)
 {
@@ -266,17 +284,9 @@ static int scan_arr(struct cur *c, struct val *v, const struct want *first, int 
 			return -1;
 		if (!i)
 			v->first_type = e.type;
-		skip_ws(c);
-		if (c->p >= c->end)
-			return -1;
-		if (*c->p == ']') {
-			c->p++;
-			return 0;
-		}
-		if (*c->p != ',')
-			return -1;
-		c->p++;
-		skip_ws(c);
+		int more = after_element(c, ']');
+		if (more <= 0)
+			return more;
 	}
 }
 
@@ -326,17 +336,9 @@ static int scan_obj(struct cur *c, struct val *v, const struct want *w, int dept
 			return -1;
 		if (m)
 			c->out[m->slot] = value;
-		skip_ws(c);
-		if (c->p >= c->end)
-			return -1;
-		if (*c->p == '}') {
-			c->p++;
-			return 0;
-		}
-		if (*c->p != ',')
-			return -1;
-		c->p++;
-		skip_ws(c);
+		int more = after_element(c, '}');
+		if (more <= 0)
+			return more;
 	}
 }
 
