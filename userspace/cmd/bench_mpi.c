@@ -470,14 +470,15 @@ static int cmp_u64(const void *a, const void *b)
 
 /* The sockets of this rank's requests (once each) and how many events they hold: what goes to
  * rank 0 after the records (a server's sockets only with the rank whose request they served). */
-static void local_sockets(struct rank_stats *s, const struct ls_run *run)
+static void local_sockets(struct rank_stats *s, struct ls_bench_rank_probes *rp)
 {
 	const struct ls_evstore *st = ls_bench_probes_events(*g.st.probes);
-	size_t n = 0;
-	if (!st || ls_bench_probes_sockets(*g.st.probes, run, &g.cookies, &n))
+	if (!st || !rp->cookies)
 		return;
-	qsort(g.cookies, n, sizeof(*g.cookies), cmp_u64);
-	for (size_t i = 0; i < n; i++)
+	g.cookies = rp->cookies;
+	rp->cookies = NULL;
+	qsort(g.cookies, rp->n_cookies, sizeof(*g.cookies), cmp_u64);
+	for (size_t i = 0; i < rp->n_cookies; i++)
 		if (!g.n_cookies || g.cookies[g.n_cookies - 1] != g.cookies[i])
 			g.cookies[g.n_cookies++] = g.cookies[i];
 	for (size_t i = 0; i < g.n_cookies; i++) {
@@ -501,11 +502,15 @@ static void local_stats(int rc, const struct rusage *after)
 	s->cpu_us = cpu_us(&g.ru_before, after);
 	s->target_rate = run->target_rate / g.size;
 	rate_and_lag(s, run);
-	s->have_client_delay = ls_bench_probes_client_delay(*g.st.probes, run, &s->client_delay_p99_ns,
-							    &s->n_client_frames) == 0;
+	struct ls_bench_rank_probes rp; /* one attribution: the client delay and the sockets to send */
+	ls_bench_probes_rank_view(*g.st.probes, run, &rp);
+	s->have_client_delay = rp.have_client_delay;
+	s->client_delay_p99_ns = rp.client_delay_p99_ns;
+	s->n_client_frames = rp.n_client_frames;
 	const char *why = ls_bench_probes_why(*g.st.probes);
 	snprintf(s->probes, sizeof(s->probes), "%s", why ? why : "on");
-	local_sockets(s, run);
+	local_sockets(s, &rp);
+	free(rp.cookies);
 	if (gethostname(s->host, sizeof(s->host) - 1))
 		snprintf(s->host, sizeof(s->host), "?");
 	s->end_ns = run->end_ns;

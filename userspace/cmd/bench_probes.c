@@ -460,35 +460,27 @@ void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t
 		snprintf(buf + len, cap - len, " only (no server watched)");
 }
 
-int ls_bench_probes_client_delay(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t *p99_ns,
-				 uint64_t *n_frames)
+/* The P99 of run's client delays per frame in a (have_client_delay 0 when none). */
+static void rank_client_delay(const struct ls_run *run, const struct ls_attribution *a,
+			      struct ls_bench_rank_probes *out)
 {
-	struct ls_profile honest;
-	if (!bp || !bp->probes || ls_profile_builtin("honest", &honest))
-		return -1;
-	ls_probes_drain(bp->probes);
-	struct ls_attribution *a = ls_attribute(run, ls_probes_events(bp->probes), NULL, 0, &honest.read, NULL);
-	if (!a)
-		return -1;
 	uint64_t *d;
 	size_t n = 0;
 	if (ls_attribution_client_delays(run, a, &d, &n))
 		n = 0;
 	if (n) {
-		*p99_ns = (uint64_t)ls_percentile_u64(d, n, 99);
-		*n_frames = n;
+		out->client_delay_p99_ns = (uint64_t)ls_percentile_u64(d, n, 99);
+		out->n_client_frames = n;
+		out->have_client_delay = 1;
 	}
 	free(d);
-	ls_attribution_free(a);
-	return n ? 0 : -1;
 }
 
-int ls_bench_probes_sockets(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t **cookies,
-			    size_t *n)
+int ls_bench_probes_rank_view(struct ls_bench_probes *bp, const struct ls_run *run,
+			      struct ls_bench_rank_probes *out)
 {
 	struct ls_profile honest;
-	*cookies = NULL;
-	*n = 0;
+	memset(out, 0, sizeof(*out));
 	if (!bp || !bp->probes || ls_profile_builtin("honest", &honest))
 		return -1;
 	ls_probes_drain(bp->probes);
@@ -506,9 +498,10 @@ int ls_bench_probes_sockets(struct ls_bench_probes *bp, const struct ls_run *run
 		if (a->req[i].server_cookie)
 			c[k++] = a->req[i].server_cookie;
 	}
+	rank_client_delay(run, a, out);
 	ls_attribution_free(a);
-	*cookies = c;
-	*n = k;
+	out->cookies = c;
+	out->n_cookies = k;
 	return 0;
 }
 

@@ -38,17 +38,21 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 const struct ls_attribution *ls_bench_probes_attribution(const struct ls_bench_probes *bp);
 /* What was watched, in words: "eBPF probes on: the harness, server pid 12" or "probes off: WHY". */
 void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t cap);
-/* The client delay per frame (harness stamp - kernel arrival) of run's measured requests at
- * P99, and over how many frames: what an MPI rank reports of its own probes. 0, or -1 when the
- * probes are off (bp NULL too) or no frame had a kernel stamp. */
-int ls_bench_probes_client_delay(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t *p99_ns,
-				 uint64_t *n_frames);
-/* MPI: the sockets another process needs to attribute run's measured requests again from this
- * process's events: their client sockets and the server sockets those paired with (so a
- * server's sockets, which every rank on its host sees, travel once: with the rank whose request
- * they served). *cookies malloc'd (NULL when none). 0, or -1 when the probes are off / ENOMEM. */
-int ls_bench_probes_sockets(struct ls_bench_probes *bp, const struct ls_run *run, uint64_t **cookies,
-			    size_t *n);
+/* What an MPI rank reports of its own probes, from one attribution of run's requests: the
+ * client delay per frame (harness stamp - kernel arrival) at P99 and over how many frames
+ * (have_client_delay 0 when no frame had a kernel stamp), and the sockets another process needs
+ * to attribute those requests again from this process's events: their client sockets and the
+ * server sockets those paired with (so a server's sockets, which every rank on its host sees,
+ * travel once: with the rank whose request they served). */
+struct ls_bench_rank_probes {
+	int       have_client_delay;
+	uint64_t  client_delay_p99_ns, n_client_frames;
+	uint64_t *cookies;             /* malloc'd, NULL when none */
+	size_t    n_cookies;
+};
+/* 0, or -1 when the probes are off (bp NULL too) or out of memory (*out zeroed then). */
+int ls_bench_probes_rank_view(struct ls_bench_probes *bp, const struct ls_run *run,
+			      struct ls_bench_rank_probes *out);
 /* This process's events (NULL when the probes are off). */
 const struct ls_evstore *ls_bench_probes_events(const struct ls_bench_probes *bp);
 /* MPI, rank 0: the run ls_bench_probes_report gets is merged from n_stores processes: request i
