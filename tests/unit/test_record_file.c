@@ -189,12 +189,16 @@ Test(record_file, many_frames_round_trip_exactly)
 
 	char *text = slurp(path);
 	char *header = line_of(text, 0);
-	char want_header[1024];
+	char want_header[2048];
 	snprintf(want_header, sizeof(want_header),
 		 "{\"latscope_record\":1,\"base_ns\":\"%llu\",\"stamps\":\"ns after base_ns, 0 = did not happen\","
 		 "\"frame_fields\":[\"arrived_ns\",\"stream_off\",\"bytes\",\"text_len\",\"tokens\",\"cum_tokens\","
 		 "\"flags\"],\"run_tag\":\"lsT-\\\"q\\\"\",\"target_rate\":1000.5,\"max_concurrency\":10000,"
-		 "\"arrival\":\"poisson\",\"profile\":\"sglang\",\"backend\":\"openai\"}", BASE);
+		 "\"arrival\":\"poisson\",\"profile\":\"sglang\",\"backend\":\"openai\",\"arrival_desc\":\"\","
+		 "\"profile_source\":\"\",\"model\":\"\",\"base_url\":\"\",\"endpoint\":\"\",\"dataset\":\"\","
+		 "\"date\":\"\",\"connection\":\"\",\"request_rate\":0,\"burstiness\":0,\"percentile_metrics\":0,"
+		 "\"percentiles\":\"\",\"goodput_has_ttft\":0,\"goodput_has_tpot\":0,\"goodput_has_e2el\":0,"
+		 "\"goodput_ttft_ms\":0,\"goodput_tpot_ms\":0,\"goodput_e2el_ms\":0}", BASE);
 	cr_expect_str_eq(header, want_header);
 	free(header);
 	for (size_t i = 0; i < N; i++) {
@@ -205,7 +209,12 @@ Test(record_file, many_frames_round_trip_exactly)
 	}
 	char *end = line_of(text, N + 1);
 	cr_expect_str_eq(end, "{\"latscope_run_end\":1,\"start_ns\":5,\"end_ns\":4000000000,\"interrupted\":0,"
-			      "\"n_requests\":11,\"n_warmup\":1}");
+			      "\"n_requests\":11,\"n_warmup\":1,\"spin_stalls\":0,\"spin_stall_max_ns\":0,"
+			      "\"spin_stall_sum_ns\":0,\"server_gone_ns\":0,\"n_connect_failed_gone\":0,"
+			      "\"n_preconnected\":0,\"preconnect_ns\":0,\"spec_has\":0,\"spec_drafts\":0,"
+			      "\"spec_draft_tokens\":0,\"spec_accepted\":0,\"spec_acceptance_rate_pct\":0,"
+			      "\"spec_acceptance_length\":0,\"spec_n_pos\":0,\"spec_has_avg\":0,"
+			      "\"spec_avg_accept_len\":0,\"spec_per_pos_rate\":[]}");
 	free(end);
 	free(text);
 

@@ -53,6 +53,7 @@ struct bench {
 	int                have_rr;
 	char              *request_json; /* what each request carried (record file, result JSON) */
 	struct ls_peer_report peer_report;
+	struct ls_record_meta meta;     /* what the run was: its record header and its report's labels */
 };
 
 static int build_dataset(struct bench *b)
@@ -418,18 +419,15 @@ static int results(struct bench *b, FILE *out)
 	b->completed = rr.metrics.completed;
 	if (rr.metrics.failed)
 		print_failures(b);
-	struct ls_report_ctx ctx = {
-		.profile = c->profile.name, .profile_source = c->profile.source,
-		.backend = backend_label(c), .model = b->model, .base_url = b->base,
-		.endpoint = c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->profile.send.backend),
-		.dataset = ls_dataset_kind_name(c->dataset), .arrival = b->arrival_desc, .date = b->date,
-		.run_tag = b->run.run_tag, .record_path = c->record_path, .request_rate = c->request_rate,
-		.burstiness = c->burstiness, .max_concurrency = c->max_concurrency,
-		.percentile_metrics = c->percentile_metrics, .show_client_queue = c->profile.show_client_queue,
-		.interrupted = b->run.interrupted, .spec = &b->spec,
-		.layout = c->profile.layout, .profile_description = c->profile.description,
-		.peer = &b->peer_report,
-	};
+	struct ls_report_ctx ctx;
+	b->meta.spec = b->spec;
+	ls_run_report_ctx(&b->meta, &ctx); /* as `latscope report` labels the record file */
+	ctx.record_path = c->record_path;
+	ctx.show_client_queue = c->profile.show_client_queue;
+	ctx.interrupted = b->run.interrupted;
+	ctx.layout = c->profile.layout;
+	ctx.profile_description = c->profile.description;
+	ctx.peer = &b->peer_report;
 	char *path = NULL;
 	if (c->save_result && !(path = result_path(b)))
 		err = -ENOMEM;
@@ -486,6 +484,40 @@ static void bench_free(struct bench *b)
 	ls_config_free(&b->cfg);
 }
 
+/* What the run is, for its record header and its report (one description for both). */
+static void run_meta(struct bench *b)
+{
+	const struct ls_config *c = &b->cfg;
+	struct ls_record_meta *m = &b->meta;
+	memset(m, 0, sizeof(*m));
+	m->target_rate = isfinite(c->request_rate) ? c->request_rate : 0;
+	m->request_rate = m->target_rate;
+	m->max_concurrency = c->max_concurrency;
+	m->burstiness = c->burstiness;
+	m->percentile_metrics = c->percentile_metrics;
+	m->goodput = c->goodput;
+	snprintf(m->run_tag, sizeof(m->run_tag), "%s", b->run_tag);
+	snprintf(m->arrival, sizeof(m->arrival), "%s", ls_arrival_kind_name(b->arrival.kind));
+	snprintf(m->arrival_desc, sizeof(m->arrival_desc), "%s", b->arrival_desc);
+	snprintf(m->profile, sizeof(m->profile), "%s", c->profile.name);
+	snprintf(m->profile_source, sizeof(m->profile_source), "%s", c->profile.source);
+	snprintf(m->backend, sizeof(m->backend), "%s", backend_label(c));
+	snprintf(m->model, sizeof(m->model), "%s", b->model ? b->model : "");
+	snprintf(m->base_url, sizeof(m->base_url), "%s", b->base);
+	snprintf(m->endpoint, sizeof(m->endpoint), "%s",
+		 c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->profile.send.backend));
+	snprintf(m->dataset, sizeof(m->dataset), "%s", ls_dataset_kind_name(c->dataset));
+	snprintf(m->date, sizeof(m->date), "%s", b->date);
+	snprintf(m->connection, sizeof(m->connection), "%s", c->profile.send.per_request_conn
+		 ? "a new connection per request (SGLang's aiohttp session per request)"
+		 : "keep-alive pool, connections reused (vLLM)");
+	const struct ls_read_rules *r = &c->profile.read;
+	for (size_t i = 0, len = 0; !r->n_itl_percentiles && i < r->n_percentiles && len < sizeof(m->percentiles); i++)
+		len += (size_t)snprintf(m->percentiles + len, sizeof(m->percentiles) - len, "%s%g", i ? "," : "",
+					r->percentiles[i]);
+	m->request_json = b->request_json;
+}
+
 /* Everything before the run: the URLs, the server ready and named, the outputs checked, the
  * dataset, schedule, jobs, probes and record file. 0, or -1 after a message. */
 static int prepare(struct bench *b)
@@ -534,19 +566,11 @@ static int prepare(struct bench *b)
 	b->server.model = b->model;
 	if (ls_bench_probes_open(c, &b->probes))
 		return -1;
-	if (c->record_path) {
-		struct ls_record_meta meta = { .target_rate = isfinite(c->request_rate) ? c->request_rate : 0,
-					       .max_concurrency = c->max_concurrency };
-		snprintf(meta.run_tag, sizeof(meta.run_tag), "%s", b->run_tag);
-		snprintf(meta.arrival, sizeof(meta.arrival), "%s", ls_arrival_kind_name(b->arrival.kind));
-		snprintf(meta.profile, sizeof(meta.profile), "%s", c->profile.name);
-		snprintf(meta.backend, sizeof(meta.backend), "%s", backend_label(c));
-		meta.request_json = b->request_json;
-		if (ls_bench_mpi_on()) /* FILE.rank<K> from the run's start, FILE merged at its end */
-			ls_bench_mpi_record_meta(&meta);
-		else if (!(b->record = ls_record_open(c->record_path, &meta)))
-			return -1;
-	}
+	run_meta(b);
+	if (ls_bench_mpi_on()) /* FILE.rank<K> from the run's start, FILE merged at its end */
+		ls_bench_mpi_record_meta(c->record_path ? &b->meta : NULL);
+	else if (c->record_path && !(b->record = ls_record_open(c->record_path, &b->meta)))
+		return -1;
 	b->run.target_rate = isfinite(c->request_rate) && b->arrival.kind != LS_ARRIVAL_CLOSED ? c->request_rate : 0;
 	b->run.max_concurrency = c->max_concurrency;
 	snprintf(b->run.run_tag, sizeof(b->run.run_tag), "%s", b->run_tag);
@@ -562,8 +586,7 @@ static int write_html(struct bench *b)
 	char *cmdline = ls_html_command_line("latscope", b->argc, b->argv);
 	struct ls_html_run page = {
 		.attr = ls_bench_probes_attribution(b->probes), .attr_why = watched, .command_line = cmdline,
-		.connection = c->profile.send.per_request_conn ? "a new connection per request (SGLang's aiohttp session "
-								 "per request)" : "keep-alive pool, connections reused (vLLM)",
+		.connection = b->meta.connection,
 		.watched = watched,
 	};
 	int err = ls_run_report_html(c->html_path, &b->rr, &b->run, &b->ctx, &page);
@@ -632,7 +655,9 @@ int cmd_bench(int argc, char **argv)
 	if (prepare(&b))
 		goto out;
 	rc = drive(&b);
+	ls_bench_mpi_close_rank_file(&b.spec);
 	if (b.record) {
+		ls_record_set_spec(b.record, &b.spec);
 		ls_record_close(b.record, &b.run);
 		b.record = NULL;
 	}

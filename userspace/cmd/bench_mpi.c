@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/resource.h>
 #include "base/clock.h"
+#include "base/record_fields.h"
 #include "base/stats.h"
 #include "base/strbuf.h"
 #include "cmd/bench_mpi.h"
@@ -33,9 +34,8 @@ struct rank_stats {
 	int      have_client_delay;
 	uint64_t client_delay_p99_ns, n_client_frames;
 	double   cpu_us;                /* getrusage over the measured run */
-	uint64_t end_ns, server_gone_ns, n_connect_failed_gone;
-	struct ls_spin_stalls spin_stalls;
-	int      interrupted, driver_rc;
+	struct ls_run fields;           /* its run's own fields (base/record_fields.h), its clock; no requests */
+	int      driver_rc;
 	char     host[64];
 	char     probes[160];           /* "on", or why they are off */
 	int      have_events;           /* its probes ran: its events follow its records */
@@ -53,6 +53,7 @@ static struct {
 	int have_meta;
 	struct ls_record_meta meta;
 	struct ls_record_writer *rank_file;
+	struct ls_run own;              /* this rank's run fields (its rank file's run_end line) */
 	struct rusage ru_before;
 	struct rank_stats mine, *all;   /* all: rank 0 */
 	struct ls_run local;            /* rank 0's own requests in the merged run (shallow copies) */
@@ -513,11 +514,7 @@ static void local_stats(int rc, const struct rusage *after)
 	free(rp.cookies);
 	if (gethostname(s->host, sizeof(s->host) - 1))
 		snprintf(s->host, sizeof(s->host), "?");
-	s->end_ns = run->end_ns;
-	s->server_gone_ns = run->server_gone_ns;
-	s->n_connect_failed_gone = run->n_connect_failed_gone;
-	s->spin_stalls = run->spin_stalls;
-	s->interrupted = run->interrupted;
+	ls_run_copy_fields(&s->fields, run);
 	s->driver_rc = rc;
 }
 
@@ -678,30 +675,25 @@ static int cmp_id(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The merged run's own fields from every rank's: the agreed start, the last end, flags, sums. */
+/* The merged run's own fields: every rank's, in rank 0's clock, merged by each field's rule
+ * (base/record_fields.h); its start is the agreed instant. */
 static void merge_run_fields(struct ls_run *run)
 {
-	run->start_ns = g.start0_ns;
-	run->end_ns = 0;
-	run->server_gone_ns = 0;
-	run->n_connect_failed_gone = 0;
-	run->spin_stalls = (struct ls_spin_stalls){ 0 };
+	struct ls_run merged;
+	memset(&merged, 0, sizeof(merged));
 	*g.st.n_not_sent = 0;
 	for (int k = 0; k < g.size; k++) {
-		const struct rank_stats *s = &g.all[k];
-		uint64_t end = ls_clock_to_root(&g.fits[k], s->end_ns), gone = ls_clock_to_root(&g.fits[k], s->server_gone_ns);
-		if (end > run->end_ns)
-			run->end_ns = end;
-		if (gone && (!run->server_gone_ns || gone < run->server_gone_ns))
-			run->server_gone_ns = gone;
-		run->n_connect_failed_gone += s->n_connect_failed_gone;
-		run->interrupted |= s->interrupted;
-		run->spin_stalls.n += s->spin_stalls.n;
-		run->spin_stalls.sum_ns += s->spin_stalls.sum_ns;
-		if (s->spin_stalls.max_ns > run->spin_stalls.max_ns)
-			run->spin_stalls.max_ns = s->spin_stalls.max_ns;
-		*g.st.n_not_sent += s->n_not_sent;
+		struct ls_run f = g.all[k].fields;
+		f.requests = NULL;
+		ls_clock_run_to_root(&g.fits[k], &f);
+		if (k)
+			ls_run_merge_fields(&merged, &f);
+		else
+			ls_run_copy_fields(&merged, &f);
+		*g.st.n_not_sent += g.all[k].n_not_sent;
 	}
+	ls_run_copy_fields(run, &merged);
+	run->start_ns = g.start0_ns;
 }
 
 /* Rank 0's own requests of the merged run (warmups, ids i % N == 0): what its probes saw. */
@@ -715,7 +707,7 @@ static int keep_local_view(const struct ls_run *run)
 	for (size_t i = 0; i < run->n_requests; i++)
 		if (i < run->n_warmup || run->requests[i].id % (uint64_t)g.size == 0)
 			g.local.requests[g.local.n_requests++] = run->requests[i];
-	g.local.end_ns = g.mine.end_ns;
+	g.local.end_ns = g.mine.fields.end_ns;
 	return 0;
 }
 
@@ -926,6 +918,16 @@ static int gather_in(void)
 	return 0;
 }
 
+void ls_bench_mpi_close_rank_file(const struct ls_spec_stats *spec)
+{
+	if (!g.rank_file)
+		return;
+	ls_record_set_clock(g.rank_file, &g.fits[g.rank]);
+	ls_record_set_spec(g.rank_file, spec);
+	ls_record_close(g.rank_file, &g.own);
+	g.rank_file = NULL;
+}
+
 int ls_bench_mpi_after_run(int rc)
 {
 	if (!g.on)
@@ -938,11 +940,11 @@ int ls_bench_mpi_after_run(int rc)
 		fprintf(stderr, "latscope bench: rank %d: measuring the clocks after the run failed\n", g.rank);
 		return -EIO;
 	}
-	if (g.rank_file) {
-		ls_record_set_clock(g.rank_file, &g.fits[g.rank]);
-		ls_record_close(g.rank_file, g.st.run);
-		g.rank_file = NULL;
-	}
+	ls_run_copy_fields(&g.own, g.st.run); /* this rank's own run fields, for its file */
+	g.own.n_requests = g.st.run->n_requests;
+	g.own.n_warmup = g.st.run->n_warmup;
+	if (g.rank_file && g.rank)
+		ls_bench_mpi_close_rank_file(NULL);
 	int err = g.rank == 0 ? gather_in() : gather_out();
 	if (err && g.rank == 0)
 		fprintf(stderr, "latscope bench: gathering the ranks' records failed: %s\n", strerror(-err));
@@ -1011,7 +1013,7 @@ int ls_bench_mpi_no_report(int *exit_code)
 {
 	if (!g.on || (g.rank == 0 && !g.spilled))
 		return 0;
-	*exit_code = g.spilled || g.mine.driver_rc < 0 || g.mine.interrupted ? 1 : 0;
+	*exit_code = g.spilled || g.mine.driver_rc < 0 || g.mine.fields.interrupted ? 1 : 0;
 	return 1;
 }
 

@@ -58,6 +58,9 @@ int ls_bench_mpi_before_run(struct ls_driver_opts *o);
  * probes (ls_bench_probes_set_parts) so the attribution covers every rank's requests. rc is the
  * driver's; returns it, or -errno. */
 int ls_bench_mpi_after_run(int rc);
+/* Rank 0 closes its FILE.rank0 after the run's end with the server's spec-decode counters over
+ * the run (it alone asks the server); the other ranks close theirs in ls_bench_mpi_after_run. */
+void ls_bench_mpi_close_rank_file(const struct ls_spec_stats *spec);
 /* The per-rank lines of the report (rank 0). */
 void ls_bench_mpi_report(FILE *out);
 /* 1 with *exit_code when this rank prints no report: a rank but 0, or rank 0 when the merge

@@ -11,6 +11,7 @@
 #include "cmd/bench_probes.h"
 #include "metrics/checks.h"
 #include "metrics/metrics.h"
+#include "report/record_file.h"
 #include "report/report.h"
 #include "report/html.h"
 
@@ -42,5 +43,10 @@ int ls_run_report_html(const char *path, const struct ls_run_report *rr, const s
 		       const struct ls_report_ctx *ctx, const struct ls_html_run *page);
 
 void ls_run_report_free(struct ls_run_report *rr);
+
+/* A run's labels (ctx's profile, server, model, schedule, date, spec-decode counters) from what
+ * it saved: bench fills meta before its run and writes it in the record file's header, report
+ * reads it back, and both label the run through here. Strings point into meta. */
+void ls_run_report_ctx(const struct ls_record_meta *meta, struct ls_report_ctx *ctx);
 
 #endif

@@ -58,6 +58,7 @@ struct report_args {
 	int         argc;             /* the command line, for the HTML page */
 	char      **argv;
 	unsigned    percentile_metrics;
+	int         has_pm, has_goodput; /* given: else the run's own */
 	struct ls_goodput goodput;
 	double      accept_len;      /* < 0: estimate */
 	int         markdown;
@@ -81,12 +82,14 @@ static int parse_value(struct report_args *a, const char *f, int argc, char **ar
 		}
 		a->percentiles = v;
 	} else if (!strcmp(f, "--percentile-metrics")) {
+		a->has_pm = 1;
 		if (ls_parse_percentile_metrics(v, &a->percentile_metrics)) {
 			fprintf(stderr, "latscope report: --percentile-metrics '%s' must be a comma list of "
 					"ttft, tpot, itl, e2el\n", v);
 			return 2;
 		}
 	} else if (!strcmp(f, "--goodput")) {
+		a->has_goodput = 1;
 		for (;;) {
 			if (ls_goodput_parse(v, &a->goodput)) {
 				fprintf(stderr, "latscope report: --goodput '%s' must be KEY:MS with KEY ttft, tpot "
@@ -204,7 +207,7 @@ static void connections(const struct ls_run *run, char *buf, size_t cap)
 
 /* --html for one profile's reading, with the attribution file beside the records when there. */
 static int html_page(const struct report_args *a, const struct ls_run_report *rr, const struct ls_run *run,
-		     const struct ls_report_ctx *ctx)
+		     const struct ls_report_ctx *ctx, const struct ls_record_meta *meta)
 {
 	char *attr_path = ls_bench_attribution_path(a->path), why[700], conn[160], watched[700];
 	char *cmdline = ls_html_command_line("latscope", a->argc, a->argv);
@@ -217,7 +220,10 @@ static int html_page(const struct report_args *a, const struct ls_run_report *rr
 			 "run: as root, with kernel BTF)", errno == ENOENT ? "no attribution file" : "could not read",
 			 attr_path ? attr_path : "?");
 	snprintf(watched, sizeof(watched), "read back from %s%s%s", a->path, attr ? " and " : "", attr ? attr_path : "");
-	connections(run, conn, sizeof(conn));
+	if (meta->connection[0]) /* the policy, as the run's page said it */
+		snprintf(conn, sizeof(conn), "%s", meta->connection);
+	else
+		connections(run, conn, sizeof(conn));
 	struct ls_html_run page = { .attr = attr, .attr_why = attr ? NULL : why, .command_line = cmdline,
 				    .connection = conn, .watched = watched };
 	int err = ls_run_report_html(a->html, rr, run, ctx, &page);
@@ -229,31 +235,57 @@ static int html_page(const struct report_args *a, const struct ls_run_report *rr
 	return err;
 }
 
-static int one_profile(const struct report_args *a, struct ls_run *run, const struct ls_record_meta *meta)
+/* The run's accept length for rules that depend on it: --accept-length, else the server's
+ * own (as bench read it), else, for a file that does not say, estimated from its records. */
+static double accept_len_of(const struct report_args *a, const struct ls_run *run, const struct ls_record_meta *meta)
+{
+	if (a->accept_len >= 0)
+		return a->accept_len;
+	if (meta->spec.has_avg)
+		return meta->spec.avg_accept_len;
+	return meta->percentile_metrics ? 0 : estimate_accept_len(run); /* a file of this version knows */
+}
+
+/* The profile as the run was read: --metric-percentiles, else the run's own percentiles. */
+static int load_profile(const struct report_args *a, const struct ls_record_meta *meta, struct ls_profile *prof)
+{
+	const char *name = a->profile ? a->profile : meta->profile[0] ? meta->profile : "vllm";
+	if (ls_profile_load(name, prof))
+		return -1;
+	if (a->percentiles)
+		ls_percentiles_parse(a->percentiles, &prof->read);
+	else if (!a->profile && meta->percentiles[0])
+		ls_percentiles_parse(meta->percentiles, &prof->read);
+	return 0;
+}
+
+static int one_profile(const struct report_args *a, struct ls_run *run, struct ls_record_meta *meta)
 {
 	struct ls_profile prof;
-	const char *name = a->profile ? a->profile : meta->profile[0] ? meta->profile : "vllm";
-	if (ls_profile_load(name, &prof))
+	if (load_profile(a, meta, &prof))
 		return 2;
-	if (a->percentiles)
-		ls_percentiles_parse(a->percentiles, &prof.read);
-	double accept = a->accept_len >= 0 ? a->accept_len : estimate_accept_len(run);
+	double accept = accept_len_of(a, run, meta);
 	struct ls_read_rules rules;
 	int switched = ls_profile_read_rules(&prof, accept, &rules);
+	const struct ls_goodput *goodput = a->has_goodput ? &a->goodput : &meta->goodput;
 	struct ls_run_report rr;
-	if (ls_run_report_compute(&rr, "report", run, &rules, &a->goodput, meta->arrival[0] ? meta->arrival : NULL))
+	if (ls_run_report_compute(&rr, "report", run, &rules, goodput, meta->arrival[0] ? meta->arrival : NULL))
 		return 1;
-	/* Only an accept length given on the command line is printed as the server's. */
-	struct ls_spec_stats spec = { .has_avg = a->accept_len > 0, .avg_accept_len = a->accept_len };
-	struct ls_report_ctx ctx = {
-		.profile = prof.name, .profile_source = prof.source, .profile_description = prof.description,
-		.backend = meta->backend[0] ? meta->backend : NULL, .arrival = meta->arrival[0] ? meta->arrival : NULL,
-		.run_tag = meta->run_tag, .record_path = a->path,
-		.request_rate = meta->target_rate > 0 ? meta->target_rate : INFINITY,
-		.max_concurrency = meta->max_concurrency,
-		.percentile_metrics = a->percentile_metrics, .show_client_queue = prof.show_client_queue,
-		.interrupted = run->interrupted, .spec = &spec, .layout = prof.layout,
-	};
+	if (a->accept_len >= 0) /* printed as the server's only when given on the command line */
+		meta->spec = (struct ls_spec_stats){ .has_avg = a->accept_len > 0, .avg_accept_len = a->accept_len };
+	struct ls_report_ctx ctx;
+	ls_run_report_ctx(meta, &ctx); /* as bench labelled the run */
+	ctx.profile = prof.name;
+	ctx.profile_source = prof.source;
+	ctx.profile_description = prof.description;
+	ctx.record_path = a->path;
+	if (a->has_pm)
+		ctx.percentile_metrics = a->percentile_metrics;
+	ctx.show_client_queue = prof.show_client_queue;
+	ctx.interrupted = run->interrupted;
+	ctx.layout = prof.layout;
+	struct ls_peer_report peer = { .request_json = meta->request[0] ? meta->request : NULL };
+	ctx.peer = &peer;
 	if (a->n_paths > 1)
 		printf("Records: %zu files of one run merged (%s ...; every stamp in rank 0's clock)\n", a->n_paths,
 		       a->path);
@@ -271,13 +303,13 @@ static int one_profile(const struct report_args *a, struct ls_run *run, const st
 	int rc = ls_run_report_print(out, &rr, run, &ctx, a->save) ? 1 : 0;
 	ls_checks_print(out, &rr.checks);
 	ls_wrap_close(&wrap);
-	if (a->html && html_page(a, &rr, run, &ctx))
+	if (a->html && html_page(a, &rr, run, &ctx, meta))
 		rc = 1;
 	ls_run_report_free(&rr);
 	return rc;
 }
 
-static int many_profiles(const struct report_args *a, struct ls_run *run, const struct ls_record_meta *meta)
+static int many_profiles(const struct report_args *a, struct ls_run *run, struct ls_record_meta *meta)
 {
 	struct ls_cmp_col cols[LS_CMP_MAX_PROFILES];
 	struct ls_cmp_run one;

@@ -2,6 +2,8 @@
  * checks -> report context -> text and result JSON) that bench and report share, so that a
  * run reads the same whether it was just driven or loaded from its record file. */
 #include <errno.h>
+#include <math.h>
+#include <string.h>
 #include <stdio.h>
 #include "cmd/cmd.h"
 #include "commands.h"
@@ -18,6 +20,34 @@ int ls_run_report_compute(struct ls_run_report *rr, const char *cmd, const struc
 	}
 	ls_checks_compute(run, &rr->metrics, &cx, &rr->checks);
 	return 0;
+}
+
+static const char *or_null(const char *s)
+{
+	return s[0] ? s : NULL;
+}
+
+void ls_run_report_ctx(const struct ls_record_meta *m, struct ls_report_ctx *ctx)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->profile = or_null(m->profile);
+	ctx->profile_source = or_null(m->profile_source);
+	ctx->backend = or_null(m->backend);
+	ctx->model = or_null(m->model);
+	ctx->base_url = or_null(m->base_url);
+	ctx->endpoint = or_null(m->endpoint);
+	ctx->dataset = or_null(m->dataset);
+	ctx->arrival = m->arrival_desc[0] ? m->arrival_desc : or_null(m->arrival);
+	ctx->date = or_null(m->date);
+	ctx->run_tag = m->run_tag;
+	/* An older file has no request_rate: its target rate is the one it knew. */
+	double rate = m->request_rate > 0 ? m->request_rate : m->percentile_metrics ? 0 : m->target_rate;
+	ctx->request_rate = rate > 0 ? rate : INFINITY;
+	ctx->burstiness = m->burstiness;
+	ctx->max_concurrency = m->max_concurrency;
+	ctx->percentile_metrics = m->percentile_metrics ? m->percentile_metrics
+				  : LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
+	ctx->spec = &m->spec;
 }
 
 /* The labels as the result JSON gets them: the caller's, with rr's figures. */

@@ -33,8 +33,10 @@ struct ls_clock_fit {
 int64_t ls_clock_offset_at(const struct ls_clock_fit *f, uint64_t t0);
 /* A stamp of this rank's clock in rank 0's (0 stays 0: "did not happen"). */
 uint64_t ls_clock_to_root(const struct ls_clock_fit *f, uint64_t t_local);
-/* Every stamp of r (its frames too) moved into rank 0's clock. */
+/* Every stamp of r (its frames too) moved into rank 0's clock (base/record_fields.h's tables). */
 void ls_clock_request_to_root(const struct ls_clock_fit *f, struct ls_request *r);
+/* The run's own stamps (start, end, server gone, ...) moved into rank 0's clock. */
+void ls_clock_run_to_root(const struct ls_clock_fit *f, struct ls_run *run);
 /* Drift between the samples in parts per million (us per s; 0 without the second sample). */
 double ls_clock_drift_ppm(const struct ls_clock_fit *f);
 

@@ -1,5 +1,6 @@
 /* mpi_clock.c — see mpi.h: a rank's stamps in rank 0's clock, from the two ping-pong samples.
  * Plain arithmetic, in every build (latscope report merges rank files without MPI). */
+#include "base/record_fields.h"
 #include "mpi/mpi.h"
 
 int64_t ls_clock_offset_at(const struct ls_clock_fit *f, uint64_t t0)
@@ -31,14 +32,19 @@ uint64_t ls_clock_to_root(const struct ls_clock_fit *f, uint64_t t_local)
 	return root && root < (1ull << 63) ? root : 1;
 }
 
+static uint64_t to_root(void *fit, uint64_t t)
+{
+	return ls_clock_to_root(fit, t);
+}
+
 void ls_clock_request_to_root(const struct ls_clock_fit *f, struct ls_request *r)
 {
-	uint64_t *stamps[] = { &r->scheduled_ns, &r->admitted_ns, &r->started_ns, &r->connect_ns, &r->tls_ns,
-			       &r->sent_ns, &r->headers_ns, &r->done_frame_ns, &r->finished_ns };
-	for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++)
-		*stamps[i] = ls_clock_to_root(f, *stamps[i]);
-	for (uint32_t i = 0; i < r->n_frames; i++)
-		r->frames[i].arrived_ns = ls_clock_to_root(f, r->frames[i].arrived_ns);
+	ls_request_map_stamps(r, to_root, (void *)f);
+}
+
+void ls_clock_run_to_root(const struct ls_clock_fit *f, struct ls_run *run)
+{
+	ls_run_map_stamps(run, to_root, (void *)f);
 }
 
 double ls_clock_drift_ppm(const struct ls_clock_fit *f)

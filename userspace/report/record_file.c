@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "base/clock.h"
 #include "base/numconv.h"
+#include "base/record_fields.h"
 #include "base/strbuf.h"
 #include "report/record_file.h"
 
@@ -24,56 +25,8 @@ struct ls_record_writer {
 	uint64_t lines;
 	struct ls_clock_fit clock; /* an MPI rank's file: its run_end line records the second sample */
 	int      mpi;
+	struct ls_record_meta spec; /* .spec: the run_end line's spec-decode counters */
 };
-
-/* The per-request line is formatted by hand: printf's machinery was most of the writer's cost
- * (~140 instructions per number). Callers reserve room first (ls_strbuf_reserve): these
- * append to the room there is. */
-#define I64_CHARS 20 /* "-9223372036854775808", "18446744073709551615" */
-
-static void sb_raw(struct ls_strbuf *b, const char *s, size_t n)
-{
-	memcpy(b->data + b->len, s, n);
-	b->len += n;
-}
-
-#define sb_lit(b, s) sb_raw(b, s, sizeof(s) - 1)
-
-static void sb_u64(struct ls_strbuf *b, uint64_t v)
-{
-	size_t n = 1;
-	for (uint64_t t = v; t >= 10; t /= 10)
-		n++;
-	b->len += n;
-	char *p = b->data + b->len;
-	do
-		*--p = (char)('0' + v % 10);
-	while (v /= 10);
-}
-
-static void sb_i64(struct ls_strbuf *b, int64_t v)
-{
-	if (v < 0) {
-		b->data[b->len++] = '-';
-		sb_u64(b, (uint64_t)0 - (uint64_t)v); /* INT64_MIN too */
-	} else {
-		sb_u64(b, (uint64_t)v);
-	}
-}
-
-/* A JSON string literal of a NUL-terminated field (NULL: ""), by base's one escaper: valid
- * JSON whatever an error message held. */
-static int sb_json_str(struct ls_strbuf *b, const char *s, size_t cap)
-{
-	return ls_strbuf_json_str(b, s ? s : "", s ? strnlen(s, cap) : 0);
-}
-
-static int64_t rel(uint64_t stamp, uint64_t base)
-{
-	if (!stamp)
-		return 0;
-	return stamp >= base ? (int64_t)(stamp - base) : -(int64_t)(base - stamp);
-}
 
 static int write_all(int fd, const char *p, size_t len)
 {
@@ -105,6 +58,63 @@ static int emit(struct ls_record_writer *w, struct ls_strbuf *b, int built_rc)
 	return err;
 }
 
+/* ---- the header's and run_end line's own tables (the request's are base/record_fields.h) ---- */
+
+#define META(field, key, k, ...) \
+	{ .name = key, .kind = k, .offset = offsetof(struct ls_record_meta, field), \
+	  .size = sizeof(((struct ls_record_meta *)0)->field), __VA_ARGS__ }
+
+/* What the run was: the report's labels and the rules it was read with. */
+static const struct ls_field meta_fields[] = {
+	META(run_tag, "run_tag", LS_FK_TEXT),
+	META(target_rate, "target_rate", LS_FK_DOUBLE),
+	META(max_concurrency, "max_concurrency", LS_FK_U32, .hi = UINT32_MAX),
+	META(arrival, "arrival", LS_FK_TEXT),
+	META(profile, "profile", LS_FK_TEXT),
+	META(backend, "backend", LS_FK_TEXT),
+	META(arrival_desc, "arrival_desc", LS_FK_TEXT),
+	META(profile_source, "profile_source", LS_FK_TEXT),
+	META(model, "model", LS_FK_TEXT),
+	META(base_url, "base_url", LS_FK_TEXT),
+	META(endpoint, "endpoint", LS_FK_TEXT),
+	META(dataset, "dataset", LS_FK_TEXT),
+	META(date, "date", LS_FK_TEXT),
+	META(connection, "connection", LS_FK_TEXT),
+	META(request_rate, "request_rate", LS_FK_DOUBLE),
+	META(burstiness, "burstiness", LS_FK_DOUBLE),
+	META(percentile_metrics, "percentile_metrics", LS_FK_U32, .hi = UINT32_MAX),
+	META(percentiles, "percentiles", LS_FK_TEXT),
+	META(goodput.has_ttft, "goodput_has_ttft", LS_FK_INT, .hi = 1),
+	META(goodput.has_tpot, "goodput_has_tpot", LS_FK_INT, .hi = 1),
+	META(goodput.has_e2el, "goodput_has_e2el", LS_FK_INT, .hi = 1),
+	META(goodput.ttft_ms, "goodput_ttft_ms", LS_FK_DOUBLE),
+	META(goodput.tpot_ms, "goodput_tpot_ms", LS_FK_DOUBLE),
+	META(goodput.e2el_ms, "goodput_e2el_ms", LS_FK_DOUBLE),
+};
+#define N_META (sizeof(meta_fields) / sizeof(meta_fields[0]))
+
+/* An MPI run's fields: which rank (-1: merged), of how many, its start instant. */
+static const struct ls_field mpi_fields[] = {
+	META(mpi_rank, "mpi_rank", LS_FK_INT, .lo = -1, .hi = INT32_MAX, .dflt = -1),
+	META(mpi_size, "mpi_size", LS_FK_INT, .hi = INT32_MAX),
+	META(run_start_ns, "run_start_ns", LS_FK_STAMP),
+};
+#define N_MPI (sizeof(mpi_fields) / sizeof(mpi_fields[0]))
+
+/* The run_end line: the server's spec-decode counters over the run (per-position rates beside). */
+static const struct ls_field spec_fields[] = {
+	META(spec.has, "spec_has", LS_FK_INT, .hi = 1),
+	META(spec.drafts, "spec_drafts", LS_FK_U64),
+	META(spec.draft_tokens, "spec_draft_tokens", LS_FK_U64),
+	META(spec.accepted, "spec_accepted", LS_FK_U64),
+	META(spec.acceptance_rate_pct, "spec_acceptance_rate_pct", LS_FK_DOUBLE),
+	META(spec.acceptance_length, "spec_acceptance_length", LS_FK_DOUBLE),
+	META(spec.n_pos, "spec_n_pos", LS_FK_INT, .hi = LS_SPEC_MAX_POS),
+	META(spec.has_avg, "spec_has_avg", LS_FK_INT, .hi = 1),
+	META(spec.avg_accept_len, "spec_avg_accept_len", LS_FK_DOUBLE),
+};
+#define N_SPEC (sizeof(spec_fields) / sizeof(spec_fields[0]))
+
 /* ,"clock":{"offset_ns":N,"unc_ns":N,"at_ns":"N"} (or "clock_after" from the *_after fields):
  * at_ns is absolute, in rank 0's clock. */
 static int put_clock(struct ls_strbuf *b, const char *key, int64_t off, uint64_t unc, uint64_t at)
@@ -113,14 +123,24 @@ static int put_clock(struct ls_strbuf *b, const char *key, int64_t off, uint64_t
 				"\"}", key, off, unc, at);
 }
 
-/* An MPI run's fields: which rank (-1: merged), of how many, its start instant, its clock. */
-static int put_mpi_header(struct ls_strbuf *b, const struct ls_record_meta *m, uint64_t base)
+static int put_header(struct ls_strbuf *b, const struct ls_record_meta *meta, uint64_t base)
 {
-	int rc = ls_strbuf_printf(b, ",\"mpi_rank\":%d,\"mpi_size\":%d,\"run_start_ns\":%" PRId64, m->mpi_rank,
-				  m->mpi_size, rel(m->run_start_ns, base));
-	if (m->mpi_rank >= 0)
-		rc |= put_clock(b, "clock", m->clock.offset_ns, m->clock.unc_ns, m->clock.at_ns);
-	return rc;
+	int rc = ls_strbuf_printf(b, "{\"latscope_record\":%d,\"base_ns\":\"%" PRIu64 "\",\"stamps\":\"ns after "
+				  "base_ns, 0 = did not happen\",\"frame_fields\":", LS_RECORD_VERSION, base);
+	rc |= ls_frame_field_names(b);
+	if (meta) {
+		rc |= ls_fields_put(b, meta_fields, N_META, meta, base, 0);
+		const char *rq = meta->request_json ? meta->request_json : meta->request[0] ? meta->request : NULL;
+		if (rq) { /* sampling parameters, headers by name (values redacted) */
+			rc |= ls_strbuf_puts(b, ",\"request\":");
+			rc |= ls_strbuf_puts(b, rq);
+		}
+		if (meta->mpi_size > 0)
+			rc |= ls_fields_put(b, mpi_fields, N_MPI, meta, base, 0);
+		if (meta->mpi_size > 0 && meta->mpi_rank >= 0)
+			rc |= put_clock(b, "clock", meta->clock.offset_ns, meta->clock.unc_ns, meta->clock.at_ns);
+	}
+	return rc | ls_strbuf_puts(b, "}");
 }
 
 struct ls_record_writer *ls_record_open(const char *path, const struct ls_record_meta *meta)
@@ -140,32 +160,12 @@ struct ls_record_writer *ls_record_open(const char *path, const struct ls_record
 		return NULL;
 	}
 	w->base_ns = meta && meta->base_ns ? meta->base_ns : ls_now_ns() - 1000000;
-	struct ls_strbuf b = { 0 };
-	int rc = ls_strbuf_printf(&b, "{\"latscope_record\":%d,\"base_ns\":\"%" PRIu64 "\",\"stamps\":\"ns after "
-				  "base_ns, 0 = did not happen\",\"frame_fields\":[\"arrived_ns\",\"stream_off\","
-				  "\"bytes\",\"text_len\",\"tokens\",\"cum_tokens\",\"flags\"]",
-				  LS_RECORD_VERSION, w->base_ns);
 	if (meta) {
-		rc |= ls_strbuf_puts(&b, ",\"run_tag\":");
-		rc |= sb_json_str(&b, meta->run_tag, sizeof(meta->run_tag));
-		rc |= ls_strbuf_printf(&b, ",\"target_rate\":%.17g,\"max_concurrency\":%u,\"arrival\":",
-				       isfinite(meta->target_rate) ? meta->target_rate : 0.0, meta->max_concurrency);
-		rc |= sb_json_str(&b, meta->arrival, sizeof(meta->arrival));
-		rc |= ls_strbuf_puts(&b, ",\"profile\":");
-		rc |= sb_json_str(&b, meta->profile, sizeof(meta->profile));
-		rc |= ls_strbuf_puts(&b, ",\"backend\":");
-		rc |= sb_json_str(&b, meta->backend, sizeof(meta->backend));
-		if (meta->request_json) { /* sampling parameters, headers by name (values redacted) */
-			rc |= ls_strbuf_puts(&b, ",\"request\":");
-			rc |= ls_strbuf_puts(&b, meta->request_json);
-		}
-		if (meta->mpi_size > 0)
-			rc |= put_mpi_header(&b, meta, w->base_ns);
 		w->clock = meta->clock;
 		w->mpi = meta->mpi_size > 0 && meta->mpi_rank >= 0;
 	}
-	rc |= ls_strbuf_puts(&b, "}");
-	int err = emit(w, &b, rc);
+	struct ls_strbuf b = { 0 };
+	int err = emit(w, &b, put_header(&b, meta, w->base_ns));
 	ls_strbuf_free(&b);
 	if (err) {
 		close(w->fd);
@@ -176,60 +176,13 @@ struct ls_record_writer *ls_record_open(const char *path, const struct ls_record
 	return w;
 }
 
-/* The most one frame takes: ",[" 20 "," 20 "," 10 "," 10 "," 11 "," 11 "," 10 "]". */
-#define FRAME_CHARS (2 + 2 * I64_CHARS + 2 * 10 + 2 * 11 + 10 + 7)
-/* The most the rest of a line takes, but the error text: its keys (~390 bytes), 9 stamps,
- * 3 u64, 7 int-sized fields and a fail name. */
-#define LINE_CHARS 1024
-
-/* The nine stamps, each as ns after base. */
-static void put_stamps(struct ls_strbuf *b, const struct ls_request *r, uint64_t base)
+/* ,"frames":[[...],...] in ls_frame_fields' order. */
+static int put_frames(struct ls_strbuf *b, const struct ls_request *r, uint64_t base)
 {
-	sb_lit(b, ",\"scheduled_ns\":");
-	sb_i64(b, rel(r->scheduled_ns, base));
-	sb_lit(b, ",\"admitted_ns\":");
-	sb_i64(b, rel(r->admitted_ns, base));
-	sb_lit(b, ",\"started_ns\":");
-	sb_i64(b, rel(r->started_ns, base));
-	sb_lit(b, ",\"connect_ns\":");
-	sb_i64(b, rel(r->connect_ns, base));
-	sb_lit(b, ",\"tls_ns\":");
-	sb_i64(b, rel(r->tls_ns, base));
-	sb_lit(b, ",\"sent_ns\":");
-	sb_i64(b, rel(r->sent_ns, base));
-	sb_lit(b, ",\"headers_ns\":");
-	sb_i64(b, rel(r->headers_ns, base));
-	sb_lit(b, ",\"done_frame_ns\":");
-	sb_i64(b, rel(r->done_frame_ns, base));
-	sb_lit(b, ",\"finished_ns\":");
-	sb_i64(b, rel(r->finished_ns, base));
-}
-
-/* ,"frames":[[arrived_ns,stream_off,bytes,text_len,tokens,cum_tokens,flags],...] */
-static void put_frames(struct ls_strbuf *b, const struct ls_request *r, uint64_t base)
-{
-	sb_lit(b, ",\"frames\":[");
-	for (uint32_t i = 0; i < r->n_frames; i++) {
-		const struct ls_frame *f = &r->frames[i];
-		if (i)
-			b->data[b->len++] = ',';
-		b->data[b->len++] = '[';
-		sb_i64(b, rel(f->arrived_ns, base));
-		b->data[b->len++] = ',';
-		sb_u64(b, f->stream_off);
-		b->data[b->len++] = ',';
-		sb_u64(b, f->bytes);
-		b->data[b->len++] = ',';
-		sb_u64(b, f->text_len);
-		b->data[b->len++] = ',';
-		sb_i64(b, f->tokens);
-		b->data[b->len++] = ',';
-		sb_i64(b, f->cum_tokens);
-		b->data[b->len++] = ',';
-		sb_u64(b, f->flags);
-		b->data[b->len++] = ']';
-	}
-	b->data[b->len++] = ']';
+	int rc = ls_strbuf_puts(b, ",\"frames\":[");
+	for (uint32_t i = 0; i < r->n_frames && !rc; i++)
+		rc = (i && ls_strbuf_append(b, ",", 1)) || ls_frame_put(b, &r->frames[i], base) ? -ENOMEM : 0;
+	return rc | ls_strbuf_puts(b, "]");
 }
 
 int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
@@ -238,45 +191,11 @@ int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
 		return -EINVAL;
 	struct ls_strbuf *b = &w->line;
 	b->len = 0;
-	/* Room for the whole line at once: the appends below do not check. */
-	if (ls_strbuf_reserve(b, LINE_CHARS + 6 * strnlen(r->error, sizeof(r->error)) +
-				      (size_t)r->n_frames * FRAME_CHARS))
-		return -ENOMEM;
-	sb_lit(b, "{\"id\":");
-	sb_u64(b, r->id);
-	sb_lit(b, ",\"warmup\":");
-	sb_i64(b, r->warmup);
-	sb_lit(b, ",\"prompt_len\":");
-	sb_u64(b, r->prompt_len);
-	sb_lit(b, ",\"output_len\":");
-	sb_u64(b, r->output_len);
-	put_stamps(b, r, w->base_ns);
-	sb_lit(b, ",\"new_connection\":");
-	sb_i64(b, r->new_connection);
-	sb_lit(b, ",\"fd\":");
-	sb_i64(b, r->fd);
-	sb_lit(b, ",\"socket_cookie\":\"");
-	sb_u64(b, r->socket_cookie);
-	sb_lit(b, "\",\"conn_seq\":");
-	sb_u64(b, r->conn_seq);
-	sb_lit(b, ",\"http_status\":");
-	sb_i64(b, r->http_status);
-	sb_lit(b, ",\"fail\":\"");
-	const char *fail = ls_fail_name(r->fail);
-	sb_raw(b, fail, strnlen(fail, 64)); /* fixed identifiers: no escaping needed */
-	sb_lit(b, "\",\"error\":");
-	sb_json_str(b, r->error, sizeof(r->error)); /* fits: reserved above */
-	sb_lit(b, ",\"usage_prompt_tokens\":");
-	sb_i64(b, r->usage_prompt_tokens);
-	sb_lit(b, ",\"usage_completion_tokens\":");
-	sb_i64(b, r->usage_completion_tokens);
-	sb_lit(b, ",\"body_bytes\":");
-	sb_u64(b, r->body_bytes);
-	sb_lit(b, ",\"text_bytes\":");
-	sb_u64(b, r->text_bytes);
-	put_frames(b, r, w->base_ns);
-	b->data[b->len++] = '}';
-	return emit(w, b, 0);
+	int rc = ls_strbuf_puts(b, "{");
+	rc |= ls_fields_put(b, ls_request_fields, ls_n_request_fields, r, w->base_ns, 1);
+	rc |= put_frames(b, r, w->base_ns);
+	rc |= ls_strbuf_puts(b, "}");
+	return emit(w, b, rc ? -ENOMEM : 0);
 }
 
 void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *fit)
@@ -285,9 +204,30 @@ void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *
 		w->clock = *fit;
 }
 
+void ls_record_set_spec(struct ls_record_writer *w, const struct ls_spec_stats *spec)
+{
+	if (w && spec)
+		w->spec.spec = *spec;
+}
+
 void ls_record_on_finish(void *ctx, const struct ls_request *req)
 {
 	ls_record_write(ctx, req);
+}
+
+/* {"latscope_run_end":1, every run field, the spec-decode counters, an MPI rank's clock_after}. */
+static int put_run_end(struct ls_strbuf *b, const struct ls_record_writer *w, const struct ls_run *run)
+{
+	int rc = ls_strbuf_puts(b, "{\"latscope_run_end\":1");
+	rc |= ls_fields_put(b, ls_run_fields, ls_n_run_fields, run, w->base_ns, 0);
+	rc |= ls_fields_put(b, spec_fields, N_SPEC, &w->spec, w->base_ns, 0);
+	rc |= ls_strbuf_puts(b, ",\"spec_per_pos_rate\":[");
+	for (int i = 0; i < w->spec.spec.n_pos && i < LS_SPEC_MAX_POS; i++)
+		rc |= ls_strbuf_printf(b, "%s%.17g", i ? "," : "", w->spec.spec.per_pos_rate[i]);
+	rc |= ls_strbuf_puts(b, "]");
+	if (w->mpi && w->clock.have_after)
+		rc |= put_clock(b, "clock_after", w->clock.offset_after_ns, w->clock.unc_after_ns, w->clock.after_at_ns);
+	return rc | ls_strbuf_puts(b, "}");
 }
 
 int ls_record_close(struct ls_record_writer *w, const struct ls_run *run)
@@ -297,15 +237,7 @@ int ls_record_close(struct ls_record_writer *w, const struct ls_run *run)
 	int err = 0;
 	if (run) {
 		struct ls_strbuf b = { 0 };
-		int rc = ls_strbuf_printf(&b, "{\"latscope_run_end\":1,\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
-			      ",\"interrupted\":%d,\"n_requests\":%zu,\"n_warmup\":%zu",
-			  rel(run->start_ns, w->base_ns), rel(run->end_ns, w->base_ns), run->interrupted,
-			  run->n_requests, run->n_warmup);
-		if (w->mpi && w->clock.have_after)
-			rc |= put_clock(&b, "clock_after", w->clock.offset_after_ns, w->clock.unc_after_ns,
-					w->clock.after_at_ns);
-		rc |= ls_strbuf_puts(&b, "}");
-		err = emit(w, &b, rc);
+		err = emit(w, &b, put_run_end(&b, w, run));
 		ls_strbuf_free(&b);
 	}
 	if (close(w->fd) && !err)
@@ -317,25 +249,6 @@ int ls_record_close(struct ls_record_writer *w, const struct ls_run *run)
 }
 
 /* ---- reader ---- */
-
-/* base + ahead, saturating at UINT64_MAX. */
-static uint64_t after_base(uint64_t base, uint64_t ahead)
-{
-	return ahead > UINT64_MAX - base ? UINT64_MAX : base + ahead;
-}
-
-static uint64_t abs_of(const cJSON *obj, const char *key, uint64_t base)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-	if (!cJSON_IsNumber(v) || v->valuedouble == 0.0)
-		return 0;
-	double d = v->valuedouble;
-	if (d < 0.0) {
-		uint64_t back = ls_d2u64(-d);
-		return base > back ? base - back : 1;
-	}
-	return after_base(base, ls_d2u64(d));
-}
 
 static double num_of(const cJSON *obj, const char *key, double dflt)
 {
@@ -351,73 +264,19 @@ static uint64_t u64_str(const cJSON *obj, const char *key)
 	return cJSON_IsNumber(v) ? ls_d2u64(v->valuedouble) : 0;
 }
 
-static void str_of(const cJSON *obj, const char *key, char *dst, size_t cap)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-	if (cJSON_IsString(v))
-		snprintf(dst, cap, "%s", v->valuestring);
-}
-
-static enum ls_fail fail_of(const char *name)
-{
-	for (int f = 0; f < LS_FAIL__COUNT; f++)
-		if (!strcmp(name, ls_fail_name((enum ls_fail)f)))
-			return (enum ls_fail)f;
-	return LS_FAIL_OTHER;
-}
-
 static int parse_request(const cJSON *o, uint64_t base, struct ls_request *r)
 {
-	ls_request_reset(r, ls_d2u64(num_of(o, "id", 0)));
-	r->warmup = (int)ls_d2i(num_of(o, "warmup", 0), 0, 1);
-	r->prompt_len = (uint32_t)ls_d2i(num_of(o, "prompt_len", 0), 0, UINT32_MAX);
-	r->output_len = (uint32_t)ls_d2i(num_of(o, "output_len", 0), 0, UINT32_MAX);
-	r->scheduled_ns = abs_of(o, "scheduled_ns", base);
-	r->admitted_ns = abs_of(o, "admitted_ns", base);
-	r->started_ns = abs_of(o, "started_ns", base);
-	r->connect_ns = abs_of(o, "connect_ns", base);
-	r->tls_ns = abs_of(o, "tls_ns", base);
-	r->sent_ns = abs_of(o, "sent_ns", base);
-	r->headers_ns = abs_of(o, "headers_ns", base);
-	r->done_frame_ns = abs_of(o, "done_frame_ns", base);
-	r->finished_ns = abs_of(o, "finished_ns", base);
-	r->new_connection = (int)ls_d2i(num_of(o, "new_connection", 0), 0, 1);
-	r->fd = (int)ls_d2i(num_of(o, "fd", -1), -1, INT32_MAX);
-	r->socket_cookie = u64_str(o, "socket_cookie");
-	r->conn_seq = (uint32_t)ls_d2i(num_of(o, "conn_seq", 0), 0, UINT32_MAX);
-	r->http_status = (int)ls_d2i(num_of(o, "http_status", 0), 0, 999);
-	char fail[32] = "ok";
-	str_of(o, "fail", fail, sizeof(fail));
-	r->fail = fail_of(fail);
-	str_of(o, "error", r->error, sizeof(r->error));
-	r->usage_prompt_tokens = (int32_t)ls_d2i(num_of(o, "usage_prompt_tokens", -1), -1, INT32_MAX);
-	r->usage_completion_tokens = (int32_t)ls_d2i(num_of(o, "usage_completion_tokens", -1), -1, INT32_MAX);
-	r->body_bytes = ls_d2u64(num_of(o, "body_bytes", 0));
-	r->text_bytes = ls_d2u64(num_of(o, "text_bytes", 0));
+	ls_request_reset(r, 0);
+	ls_fields_get(o, ls_request_fields, ls_n_request_fields, r, base);
 	const cJSON *frames = cJSON_GetObjectItemCaseSensitive(o, "frames");
 	if (frames && !cJSON_IsArray(frames))
 		return -EINVAL;
 	for (const cJSON *f = frames ? frames->child : NULL; f; f = f->next) {
-		if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) != 7)
-			return -EINVAL;
-		double v[7];
-		int k = 0;
-		for (const cJSON *e = f->child; e; e = e->next) {
-			if (!cJSON_IsNumber(e))
-				return -EINVAL;
-			v[k++] = e->valuedouble;
-		}
 		struct ls_frame *fr = ls_request_add_frame(r);
 		if (!fr)
 			return -ENOMEM;
-		uint64_t arrived = ls_d2u64(v[0]);
-		fr->arrived_ns = arrived ? after_base(base, arrived) : 0;
-		fr->stream_off = ls_d2u64(v[1]);
-		fr->bytes = (uint32_t)ls_d2i(v[2], 0, UINT32_MAX);
-		fr->text_len = (uint32_t)ls_d2i(v[3], 0, UINT32_MAX);
-		fr->tokens = (int32_t)ls_d2i(v[4], INT32_MIN, INT32_MAX);
-		fr->cum_tokens = (int32_t)ls_d2i(v[5], INT32_MIN, INT32_MAX);
-		fr->flags = (uint32_t)ls_d2i(v[6], 0, UINT32_MAX);
+		if (ls_frame_get(f, fr, base))
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -464,18 +323,15 @@ static int read_header(struct loader *ld, const cJSON *o)
 	struct ls_record_meta *m = &ld->m;
 	ld->have_header = 1;
 	m->base_ns = u64_str(o, "base_ns");
-	str_of(o, "run_tag", m->run_tag, sizeof(m->run_tag));
-	str_of(o, "arrival", m->arrival, sizeof(m->arrival));
-	str_of(o, "profile", m->profile, sizeof(m->profile));
-	str_of(o, "backend", m->backend, sizeof(m->backend));
-	m->target_rate = num_of(o, "target_rate", 0);
-	m->max_concurrency = (uint32_t)ls_d2i(num_of(o, "max_concurrency", 0), 0, UINT32_MAX);
-	m->mpi_size = (int)ls_d2i(num_of(o, "mpi_size", 0), 0, INT32_MAX);
-	m->mpi_rank = (int)ls_d2i(num_of(o, "mpi_rank", -1), -1, INT32_MAX);
-	if (m->mpi_size) {
-		m->run_start_ns = abs_of(o, "run_start_ns", m->base_ns);
+	ls_fields_get(o, meta_fields, N_META, m, m->base_ns);
+	ls_fields_get(o, mpi_fields, N_MPI, m, m->base_ns);
+	const cJSON *rq = cJSON_GetObjectItemCaseSensitive(o, "request");
+	char *text = cJSON_IsObject(rq) ? cJSON_PrintUnformatted(rq) : NULL;
+	if (text && strlen(text) < sizeof(m->request))
+		memcpy(m->request, text, strlen(text) + 1);
+	free(text);
+	if (m->mpi_size)
 		ld->run->start_ns = m->run_start_ns; /* a killed rank's file has no run_end line */
-	}
 	read_clock(o, "clock", &m->clock.offset_ns, &m->clock.unc_ns, &m->clock.at_ns);
 	return 0;
 }
@@ -483,9 +339,13 @@ static int read_header(struct loader *ld, const cJSON *o)
 static void read_run_end(struct loader *ld, const cJSON *o)
 {
 	ld->m.complete = 1;
-	ld->run->start_ns = abs_of(o, "start_ns", ld->m.base_ns);
-	ld->run->end_ns = abs_of(o, "end_ns", ld->m.base_ns);
-	ld->run->interrupted = (int)ls_d2i(num_of(o, "interrupted", 0), 0, 1);
+	ls_fields_get(o, ls_run_fields, ls_n_run_fields, ld->run, ld->m.base_ns);
+	ls_fields_get(o, spec_fields, N_SPEC, &ld->m, ld->m.base_ns);
+	const cJSON *pos = cJSON_GetObjectItemCaseSensitive(o, "spec_per_pos_rate");
+	int k = 0;
+	for (const cJSON *e = cJSON_IsArray(pos) ? pos->child : NULL; e && k < LS_SPEC_MAX_POS; e = e->next)
+		ld->m.spec.per_pos_rate[k++] = cJSON_IsNumber(e) ? e->valuedouble : 0;
+	ld->m.spec.n_pos = k < ld->m.spec.n_pos ? k : ld->m.spec.n_pos;
 	struct ls_clock_fit *c = &ld->m.clock;
 	c->have_after = read_clock(o, "clock_after", &c->offset_after_ns, &c->unc_after_ns, &c->after_at_ns);
 }
@@ -508,7 +368,7 @@ static int add_request(struct loader *ld, const cJSON *o)
 		fprintf(stderr, "latscope: %s:%zu: out of memory for the request's frames\n", ld->path, ld->lineno);
 	else if (err)
 		fprintf(stderr, "latscope: %s:%zu: malformed request record (\"frames\" must be a list of "
-				"7-number lists)\n", ld->path, ld->lineno);
+				"%zu-number lists)\n", ld->path, ld->lineno, ls_n_frame_fields);
 	else
 		run->n_warmup += r->warmup != 0;
 	return err;
@@ -585,8 +445,7 @@ static void rank_to_root(struct ls_run *run, struct ls_record_meta *m)
 {
 	for (size_t i = 0; i < run->n_requests; i++)
 		ls_clock_request_to_root(&m->clock, &run->requests[i]);
-	run->start_ns = ls_clock_to_root(&m->clock, run->start_ns);
-	run->end_ns = ls_clock_to_root(&m->clock, run->end_ns);
+	ls_clock_run_to_root(&m->clock, run);
 	m->run_start_ns = ls_clock_to_root(&m->clock, m->run_start_ns);
 }
 
@@ -664,7 +523,8 @@ static size_t drop_repeats(struct ls_run *run)
 }
 
 /* One more file of the run into run and meta (the first file's meta, widened). */
-static int merge_one(const char *path, size_t k, struct ls_run *run, struct ls_record_meta *meta)
+static int merge_one(const char *path, size_t k, struct ls_run *run, struct ls_record_meta *meta,
+		     uint64_t *root_start)
 {
 	struct ls_run one;
 	struct ls_record_meta m;
@@ -685,11 +545,12 @@ static int merge_one(const char *path, size_t k, struct ls_run *run, struct ls_r
 		snprintf(run->run_tag, sizeof(run->run_tag), "%s", one.run_tag);
 	}
 	meta->complete &= m.complete;
-	if (one.start_ns && (!run->start_ns || one.start_ns < run->start_ns))
-		run->start_ns = one.start_ns;
-	if (one.end_ns > run->end_ns)
-		run->end_ns = one.end_ns;
-	run->interrupted |= one.interrupted;
+	if (k)
+		ls_run_merge_fields(run, &one);
+	else
+		ls_run_copy_fields(run, &one);
+	if (m.mpi_size && m.mpi_rank == 0 && m.run_start_ns) /* rank 0's clock is the run's: exact */
+		*root_start = m.run_start_ns;
 	err = append_run(run, &one);
 	ls_run_free(&one);
 	if (err)
@@ -700,12 +561,13 @@ static int merge_one(const char *path, size_t k, struct ls_run *run, struct ls_r
 int ls_record_load_many(const char *const *paths, size_t n, struct ls_run *run, struct ls_record_meta *meta)
 {
 	struct ls_record_meta m;
+	uint64_t root_start = 0;
 	if (n == 1)
 		return ls_record_load(paths[0], run, meta);
 	memset(run, 0, sizeof(*run));
 	memset(&m, 0, sizeof(m));
 	for (size_t k = 0; k < n; k++) {
-		int err = merge_one(paths[k], k, run, &m);
+		int err = merge_one(paths[k], k, run, &m, &root_start);
 		if (err) {
 			ls_run_free(run);
 			return err;
@@ -717,6 +579,10 @@ int ls_record_load_many(const char *const *paths, size_t n, struct ls_run *run, 
 	if (dropped)
 		fprintf(stderr, "latscope: %zu requests were in more than one file (warmups every rank sent, or a "
 				"merged file beside its rank files): each is counted once\n", dropped);
+	/* An MPI run starts at its one agreed instant, as rank 0 reported it: the other ranks' own
+	 * starts, moved by their fitted drift, land a few ns off it. */
+	if (root_start)
+		run->start_ns = root_start;
 	if (!m.complete) {
 		run->end_ns = 0; /* a cut file: the last finish bounds the run */
 		run->interrupted = 1;

@@ -2,28 +2,49 @@
  * Line 1 is a header {"latscope_record": 1, "base_ns": "<CLOCK_MONOTONIC ns>", ...}; then one
  * line per finished request, written whole with one write(2) as it finishes (an interrupted
  * run keeps every finished request); a last {"latscope_run_end": 1, ...} line when the run
- * ended normally or by signal. Stamps are ns after base_ns (0 = did not happen), so they stay
- * exact as JSON doubles. Frames are arrays:
- * [arrived_ns, stream_off, bytes, text_len, tokens, cum_tokens, flags]. */
+ * ended normally or by signal, with every field of struct ls_run (base/record_fields.h) and the
+ * server's speculative-decoding counters. Stamps are ns after base_ns (0 = did not happen), so
+ * they stay exact as JSON doubles. Frames are arrays in the order the header's "frame_fields"
+ * names. The header holds what the run was (struct ls_record_meta: its profile, server, model,
+ * schedule, read percentiles and goodput SLOs), so `latscope report` of the file reports the run
+ * as bench did (the same result JSON). Files written before these keys read as before. */
 #ifndef LATSCOPE_RECORD_FILE_H
 #define LATSCOPE_RECORD_FILE_H
 
 #include <stdint.h>
 #include "base/record.h"
+#include "metrics/metrics.h"
 #include "mpi/mpi.h"
+#include "server/specdecode.h"
 
 #define LS_RECORD_VERSION 1
 
+/* What a run was, for its report: written in the header, read back whole. */
 struct ls_record_meta {
 	uint64_t base_ns;          /* stamps in the file are relative to this */
 	char     run_tag[32];
 	double   target_rate;      /* 0 = inf / closed */
 	uint32_t max_concurrency;
-	char     arrival[32];
+	char     arrival[32];      /* the kind (ls_arrival_kind_name) */
 	char     profile[64];
 	char     backend[32];
+	char     arrival_desc[128]; /* as the report says it ("gamma, burstiness 1 (...)") */
+	char     profile_source[256];
+	char     model[256];
+	char     base_url[256];
+	char     endpoint[128];
+	char     dataset[64];
+	char     date[32];          /* YYYYmmdd-HHMMSS, as the result file names it */
+	char     connection[96];    /* the connection policy, in words */
+	double   request_rate;      /* --request-rate as given (0 = inf) */
+	double   burstiness;
+	uint32_t percentile_metrics; /* LS_PM_*; 0 = unknown (an older file) */
+	char     percentiles[128];  /* the read rules' percentiles, "50,90,99"; "" = the profile's */
+	struct ls_goodput goodput;  /* the SLOs the run was read with */
+	struct ls_spec_stats spec;  /* run_end: the server's spec-decode counters over the run */
 	int      complete;         /* reader: the run_end line was there */
 	const char *request_json;  /* writer: what each request carried (a JSON object), or NULL */
+	char     request[8192];    /* reader: the same, as read back ("" none) */
 	/* One rank's file of an MPI run (FILE.rank<K>, mpi_size > 0): its stamps are in its own
 	 * clock, and clock says how to move them into rank 0's (the reader does, so a loaded rank
 	 * file is in rank 0's clock). mpi_rank -1: the merged file rank 0 writes at the end. */
@@ -44,6 +65,8 @@ int ls_record_close(struct ls_record_writer *w, const struct ls_run *run);
 
 /* The clock fit the run_end line records (its second sample: the drift). */
 void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *fit);
+/* The server's spec-decode counters over the run, for the run_end line. */
+void ls_record_set_spec(struct ls_record_writer *w, const struct ls_spec_stats *spec);
 
 /* Driver on_finish adapter: ctx is the writer. */
 void ls_record_on_finish(void *ctx, const struct ls_request *req);

@@ -215,6 +215,17 @@ static void server_gone(FILE *out, const struct ls_report_ctx *ctx)
 	line_s(out, "Server stopped accepting connections:", gone);
 }
 
+/* --preconnect: the connections opened before the clock (ls_run.n_preconnected). */
+static void preconnected(FILE *out, const struct ls_report_ctx *ctx)
+{
+	if (!ctx->preconnected)
+		return;
+	char pc[96];
+	snprintf(pc, sizeof(pc), "%u connections before the clock, in %.1f ms", ctx->n_preconnected,
+		 ctx->preconnect_ms);
+	line_s(out, "Preconnected:", pc);
+}
+
 /* `vllm bench serve`'s result block. */
 static void vllm_block(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
 {
@@ -303,6 +314,7 @@ static void latscope_block(FILE *out, const struct ls_metrics *m, const struct l
 	if (ctx->interrupted)
 		line_s(out, "Interrupted:", "yes: the numbers cover the requests that finished");
 	server_gone(out, ctx);
+	preconnected(out, ctx);
 	rule(out, NULL, '=');
 }
 
