@@ -442,24 +442,21 @@ static double cpu_us(const struct rusage *a, const struct rusage *b)
 	return (ub - ua) + (sb - sa);
 }
 
-/* Realised rate (metrics' rule) and schedule lag P99 (started - scheduled) of this rank. */
+/* Realised rate and schedule lag P99 (started - scheduled: metrics' client queue) of this rank. */
 static void rate_and_lag(struct rank_stats *s, const struct ls_run *run)
 {
 	struct ls_read_rules rules;
 	struct ls_goodput none = { 0 };
 	struct ls_metrics m;
 	ls_profile_read_rules(&g.st.cfg->profile, 0, &rules);
+	rules.percentiles[0] = 99;
+	rules.n_percentiles = 1;
+	rules.n_itl_percentiles = 0;
 	if (ls_metrics_compute(run, &rules, &none, &m))
 		return;
 	s->realised_rate = m.realised_rate;
-	double *lag = malloc((m.n ? m.n : 1) * sizeof(*lag));
-	if (lag) {
-		memcpy(lag, m.queue_times_s, m.n * sizeof(*lag));
-		ls_sort_doubles(lag, m.n);
-		s->lag_p99_ns = (uint64_t)(ls_percentile(lag, m.n, 99) * 1e9);
-		s->n_lag = m.n;
-		free(lag);
-	}
+	s->lag_p99_ns = (uint64_t)(m.queue.pct_ms[0] * 1e6);
+	s->n_lag = m.queue.n;
 	ls_metrics_free(&m);
 }
 

@@ -165,26 +165,6 @@ static double tv_us(const struct timeval *tv)
 	return tv->tv_sec * 1e6 + tv->tv_usec;
 }
 
-/* Most requests in flight at once: [started, finished) sweep. */
-static size_t peak_in_flight(const struct ls_run *run)
-{
-	struct ls_conc_event *ev = malloc((2 * run->n_requests + 1) * sizeof(*ev));
-	size_t n = 0;
-
-	if (!ev)
-		return 0;
-	for (size_t i = 0; i < run->n_requests; i++) {
-		const struct ls_request *r = &run->requests[i];
-		if (!r->started_ns || r->finished_ns < r->started_ns)
-			continue;
-		ev[n++] = (struct ls_conc_event){ r->started_ns, +1 };
-		ev[n++] = (struct ls_conc_event){ r->finished_ns, -1 };
-	}
-	size_t peak = ls_peak_in_flight(ev, n);
-	free(ev);
-	return peak;
-}
-
 /* What the harness itself cost during the run (warmups included): CPU per request and per
  * frame, peak RSS growth per stream in flight, and the probes' drain per event. The kernel
  * side of the probes runs partly in other tasks (softirq): tests/perf/probes_cost.sh has both. */
@@ -200,7 +180,7 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 	double user = tv_us(&now->ru_utime) - tv_us(&bp->before.ru_utime);
 	double kern = tv_us(&now->ru_stime) - tv_us(&bp->before.ru_stime);
 	double cpu = user + kern;
-	size_t n = run->n_requests, peak = peak_in_flight(run);
+	size_t n = run->n_requests, peak = ls_run_peak_streams(run);
 	long rss_kib = now->ru_maxrss - bp->before.ru_maxrss;
 	fprintf(out, "harness cost (getrusage, %s): CPU %.1f ms = %.1f us per request, %.2f us per frame "
 		"(user %.2f + kernel %.2f) (%zu requests, %llu frames)", whose,
@@ -208,7 +188,7 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 		frames ? kern / frames : 0.0, n, (unsigned long long)frames);
 	/* ru_maxrss is a high-water mark: a run that stayed below the set-up's peak shows no growth. */
 	if (rss_kib > 0 && peak)
-		fprintf(out, "; peak RSS +%.1f MiB = %.1f KiB per stream in flight (peak %zu)", rss_kib / 1024.0,
+		fprintf(out, "; peak RSS +%.1f MiB = %.1f KiB per stream held (peak %zu streams)", rss_kib / 1024.0,
 			(double)rss_kib / peak, peak);
 	if (loop_spins(bp->cfg))
 		fprintf(out, "; %s: the loop's spinning is in the CPU", bp->cfg->busy_poll ? "--busy-poll" : "--spin-us");

@@ -191,6 +191,43 @@ size_t ls_peak_in_flight(struct ls_conc_event *ev, size_t n)
 	return peak;
 }
 
+size_t ls_run_peak_streams(const struct ls_run *run)
+{
+	struct ls_conc_event *ev = malloc((2 * run->n_requests + 1) * sizeof(*ev));
+	size_t n = 0;
+	if (!ev)
+		return 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (!r->started_ns || r->finished_ns < r->started_ns)
+			continue;
+		ev[n++] = (struct ls_conc_event){ r->started_ns, +1 };
+		ev[n++] = (struct ls_conc_event){ r->finished_ns, -1 };
+	}
+	size_t peak = ls_peak_in_flight(ev, n);
+	free(ev);
+	return peak;
+}
+
+/* Connections the measured requests opened and their connect (+TLS) time inside TTFT. */
+static void connections(const struct ls_run *run, struct ls_metrics *m)
+{
+	double sum = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup || !r->new_connection)
+			continue;
+		m->conns_opened++;
+		uint64_t up = r->tls_ns ? r->tls_ns : r->connect_ns;
+		if (up > r->started_ns && r->started_ns) {
+			sum += (double)(up - r->started_ns) / 1e6;
+			k++;
+		}
+	}
+	m->conn_setup_mean_ms = k ? sum / (double)k : 0;
+}
+
 /* Scratch arrays freed together. */
 struct scratch {
 	struct ls_req_view *views;
@@ -590,6 +627,7 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 	summaries(run, rules, &s, m);
 	throughputs(rules, &s, &t, m);
 	goodput_of(rules, goodput, &s, m);
+	connections(run, m);
 	if (peak_output(run, rules, &s, m) || peak_concurrency(run, &s, m) || in_flight_bins(run, &s, m))
 		goto fail;
 	scratch_free(&s);

@@ -173,6 +173,10 @@ struct ls_metrics {
 	double   peak_output_tps;   /* vLLM: max tokens in a one-second bucket from the first start */
 	uint32_t peak_concurrency;  /* max requests in flight, [started, end) sweep */
 	double   littles_concurrency; /* sum of E2EL / duration (SGLang's "Concurrency") */
+	/* Connections the measured requests opened (failed ones too: a connection is opened before
+	 * anything fails), and what connect (+TLS) cost inside the TTFT of those, mean. */
+	size_t   conns_opened;
+	double   conn_setup_mean_ms;
 	double   realised_rate;     /* requests started / (last start - run start) */
 	double   target_rate;       /* from the run, 0 = inf/closed */
 
@@ -219,6 +223,10 @@ struct ls_conc_event {
 /* Most requests in flight at once over n events (sorted here, in place; a departure before an
  * arrival at the same instant). */
 size_t ls_peak_in_flight(struct ls_conc_event *ev, size_t n);
+/* The most streams the client held open at once: every request it sent (warmups and failures
+ * too), started -> finished. Not peak_concurrency, which is vLLM's max_concurrent_requests: the
+ * measured requests that succeeded, started -> the end of their E2EL. 0 on ENOMEM. */
+size_t ls_run_peak_streams(const struct ls_run *run);
 
 /* The failed requests by reason, as every report words them: "timeout 2, no_first_token 1"
  * ("" when none failed); truncated to fit cap. */

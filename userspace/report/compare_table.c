@@ -530,29 +530,6 @@ static void send_desc(const struct ls_cmp_send *sent, char *buf, size_t cap)
 		 s->ignore_eos ? "on" : "off", lens);
 }
 
-/* Connections a run opened and what connect (+TLS) cost inside TTFT. */
-static void conn_stats(const struct ls_run *run, size_t *opened, size_t *n, double *mean_ms)
-{
-	double sum = 0;
-	size_t k = 0;
-	*opened = *n = 0;
-	for (size_t i = 0; i < run->n_requests; i++) {
-		const struct ls_request *r = &run->requests[i];
-		if (r->warmup)
-			continue;
-		(*n)++;
-		if (!r->new_connection)
-			continue;
-		(*opened)++;
-		uint64_t up = r->tls_ns ? r->tls_ns : r->connect_ns;
-		if (up > r->started_ns && r->started_ns) {
-			sum += (double)(up - r->started_ns) / 1e6;
-			k++;
-		}
-	}
-	*mean_ms = k ? sum / (double)k : 0;
-}
-
 static const char *warmup_desc(const struct ls_send_rules *s)
 {
 	return s->num_warmups ? (s->warmup_shape == LS_WARMUP_SGLANG ? " capped + 1 s pause" : " full") : "";
@@ -610,18 +587,9 @@ static void slot_wait_row(FILE *out, const struct ls_cmp_run *runs, size_t k, co
 			  size_t n_cols)
 {
 	char a[256], b[256];
-	const struct ls_run *run = &runs[k].run;
-	double sum = 0, max = 0;
-	size_t n = 0;
-	for (size_t i = 0; i < run->n_requests; i++) {
-		const struct ls_request *r = &run->requests[i];
-		if (r->warmup || !r->admitted_ns || !r->scheduled_ns)
-			continue;
-		double w = r->admitted_ns > r->scheduled_ns ? (double)(r->admitted_ns - r->scheduled_ns) / 1e6 : 0;
-		sum += w;
-		max = w > max ? w : max;
-		n++;
-	}
+	const struct ls_metrics *m = read_by_first(runs, cols, k); /* metrics' slot wait: the ok requests' */
+	if (!m)
+		return;
 	size_t la = 0, lb = 0;
 	a[0] = b[0] = 0;
 	for (size_t i = 0; i < n_cols; i++) {
@@ -635,7 +603,7 @@ static void slot_wait_row(FILE *out, const struct ls_cmp_run *runs, size_t k, co
 		lb = lb < sizeof(b) ? lb : sizeof(b) - 1;
 	}
 	fprintf(out, "  hidden slot wait, run %zu: admitted - scheduled mean %.2f ms, max %.2f ms; counted by %s, "
-		     "hidden from %s (their clock starts after the slot)\n", k + 1, n ? sum / (double)n : 0, max,
+		     "hidden from %s (their clock starts after the slot)\n", k + 1, m->slot_wait.mean_ms, m->slot_wait.max_ms,
 		la ? a : "none", lb ? b : "none");
 }
 
@@ -656,9 +624,11 @@ static void send_rows(FILE *out, const struct ls_cmp_run *runs, size_t n_runs, c
 			my->realised_rate);
 	}
 	for (size_t k = 0; k < n_runs; k++) {
-		size_t opened, n;
-		double conn_ms;
-		conn_stats(&runs[k].run, &opened, &n, &conn_ms);
+		const struct ls_metrics *m = read_by_first(runs, cols, k);
+		if (!m)
+			continue;
+		size_t opened = m->conns_opened, n = m->n_measured;
+		double conn_ms = m->conn_setup_mean_ms;
 		fprintf(out, "  connections, run %zu (%s): %zu opened for %zu requests, connect (+TLS) %.3f ms each, inside "
 			     "the TTFT of %s\n", k + 1, runs[k].profiles, opened, n, conn_ms,
 			opened >= n && n ? "every request" : opened ? "those requests only" : "none");
