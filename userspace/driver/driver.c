@@ -98,8 +98,11 @@ static void arm_timer(struct drv *d, uint64_t when)
 	struct io_uring_sqe *sqe = drv_sqe(d);
 	if (!sqe)
 		return;
-	d->timer_ts.tv_sec = (long long)(when / 1000000000ull);
-	d->timer_ts.tv_nsec = (long long)(when % 1000000000ull);
+	/* io_uring compares an absolute timeout with the host's clock, not this process's time
+	 * namespace's: a rank in a namespace offset by D would wake D late (or at once). */
+	uint64_t host = (uint64_t)((int64_t)when - ls_clock_timens_offset_ns());
+	d->timer_ts.tv_sec = (long long)(host / 1000000000ull);
+	d->timer_ts.tv_nsec = (long long)(host % 1000000000ull);
 	if (d->timer_armed_ns) {
 		io_uring_prep_timeout_update(sqe, &d->timer_ts, (uint64_t)(uintptr_t)&d->timer_op,
 					     IORING_TIMEOUT_ABS);

@@ -33,6 +33,7 @@ struct ls_probes {
 	int stats_fd;             /* BPF_STATS_RUN_TIME held while open, -1 */
 	uint64_t drain_ns, drained;
 	uint64_t budget;          /* events this drain may still take, 0 = no limit */
+	int64_t timens_offset_ns; /* this process's time namespace offset: kernel stamps moved by it */
 	pid_t server_pids[LS_MAX_PIDS];
 	size_t n_server_pids;
 	pid_t client_pids[LS_MAX_PIDS];  /* every client pid seen (follow_forks adds children) */
@@ -76,7 +77,14 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(struct ls_event))
 		return 0;
-	if (ls_evstore_add(p->store, data))
+	const struct ls_event *ev = data;
+	struct ls_event moved;
+	if (p->timens_offset_ns) { /* bpf_ktime_get_ns() is the host's clock: into ours (clocks.md) */
+		memcpy(&moved, data, sizeof(moved));
+		moved.ts_ns = (uint64_t)((int64_t)moved.ts_ns + p->timens_offset_ns);
+		ev = &moved;
+	}
+	if (ls_evstore_add(p->store, ev))
 		p->oom = 1;
 	p->drained++;
 	/* Out of budget: libbpf keeps this event consumed and stops here. */
@@ -721,6 +729,10 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 	p->no_tls = opts->no_tls;
 	if (load_skel(p, opts, ring, why, why_len) || watch_pids(p, opts, why, why_len))
 		goto fail;
+	p->timens_offset_ns = ls_clock_timens_offset_ns();
+	if (p->timens_offset_ns)
+		note(p, "this process runs in a time namespace (CLOCK_MONOTONIC %+.3f s from the host's): every "
+		     "kernel stamp is moved into its clock", p->timens_offset_ns / 1e9);
 	p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.ls_events), handle_event, p, NULL);
 	if (!p->rb) {
 		snprintf(why, why_len, "creating the ring buffer reader failed: %s", strerror(errno));

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# tests/integration/mpi_clocks.sh — ranks whose CLOCK_MONOTONIC differ, as two hosts' do (by their
+# uptimes): `mpirun -n 1 latscope bench ARGS : -n 1 unshare --time --monotonic D latscope bench ARGS`
+# puts rank 1 (and rank 2) in a time namespace offset by D (shared/notes/clocks.md).
+#  1. Offsets +10 s and +1 day (3 ranks), then -5 s (2 ranks): each rank's realised rate within
+#     1 % of its share of the schedule (the old driver armed io_uring's absolute timeout in its own clock, which
+#     the kernel reads as the host's: a rank offset by D slept D late, 9.95 req/s of 50 at +10 s);
+#     each offset measured with its sign, within its uncertainty (+1 ms) of D; every merged
+#     request started within 100 ms of its schedule, in rank 0's clock.
+#  2. Probes inside a time namespace (+1000 s; root and BTF): bpf_ktime_get_ns() is the host's
+#     clock, so kernel stamps are moved into the process's; every request's TTFT client part
+#     under 5 ms and its server part at least one 5 ms step (unmoved stamps are 1000 s off).
+set -u
+. "$(dirname "$0")/mpi_lib.bash"
+command -v unshare >/dev/null 2>&1 || skip "no unshare (util-linux)"
+unshare --time --monotonic 1 true 2>/dev/null || skip "time namespaces are not available here (root, kernel >= 5.6)"
+
+start_sim --step-ms 5
+ARGS=(--base-url "$URL" --model latscope-sim --dataset-name random --random-input-len 16 --random-output-len 8
+      --ignore-eos --request-rate 50 --seed 3 --disable-tqdm --probes off)
+
+# The per-rank table (rank, host, requests, rate/target, lag, delay, CPU, clock offset us, unc,
+# ppm) against the merged record file: each rank's realised rate within 1 % of its own share's
+# schedule (its requests over its last scheduled instant), its offset's sign and size, and every
+# request started within 100 ms of its schedule in rank 0's clock.
+check_ranks() { # name offsets_s...
+	local name=$1
+	shift
+	python3 - "$tmp/$name.out" "$tmp/$name.jsonl" "$@" <<'EOF2' || fail "$name: see above"
+import json, re, sys
+out, rec, offsets = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3:]]
+n = len(offsets)
+head, reqs = None, []
+for line in open(rec):
+    r = json.loads(line)
+    if "latscope_record" in r:
+        head = r
+    elif "id" in r and not r["warmup"]:
+        reqs.append(r)
+start = head["run_start_ns"]
+ok = True
+rows = {int(m.group(1)): m.group(0).split() for m in re.finditer(r"^  (\d+) +\S+ +\d+ +[\d.]+/.*$", open(out).read(), re.M)}
+for k, want in enumerate(offsets):
+    mine = [r for r in reqs if r["id"] % n == k]
+    expect = len(mine) / ((max(r["scheduled_ns"] for r in mine) - start) / 1e9)
+    row = rows.get(k)
+    if not row:
+        print(f"rank {k}: no line in the report"); ok = False; continue
+    rate = float(row[3].split("/")[0])
+    m = re.search(r" ([+-][\d.]+) \+-([\d.]+)", " ".join(row))  # mpirun gives ranks a pty: ppm may wrap
+    off, unc = float(m.group(1)), float(m.group(2))
+    if abs(rate - expect) > 0.01 * expect:
+        print(f"rank {k}: realised {rate} req/s, its schedule's {expect:.2f}: more than 1 % off"); ok = False
+    if abs(off - want * 1e6) > unc + 1000:
+        print(f"rank {k}: clock offset {off} us, expected {want * 1e6:+.0f} +- {unc + 1000:.0f} us"); ok = False
+    print(f"ok: rank {k}: realised {rate} of its schedule's {expect:.2f} req/s, clock offset {off:+.1f} us (+-{unc}) for {want:+g} s")
+late = [(r["id"], round((r["started_ns"] - r["scheduled_ns"]) / 1e6, 1)) for r in reqs
+        if r["started_ns"] - r["scheduled_ns"] > 100e6]
+if late:
+    print(f"{len(late)} requests started over 100 ms after their schedule: {late[:5]} (id, ms)"); ok = False
+if len(reqs) != 150:
+    print(f"{len(reqs)} requests in the merged record, 150 sent"); ok = False
+sys.exit(0 if ok else 1)
+EOF2
+}
+
+run_mpmd() { # name n-per-offset... : offsets (first rank 0 s)
+	local name=$1
+	shift
+	local -a cmd=("${MPIRUN[@]}") first=1 d
+	for d in "$@"; do
+		[ $first -eq 1 ] || cmd+=(:)
+		first=0
+		if [ "$d" = 0 ]; then
+			cmd+=(-n 1 "$BIN" bench "${ARGS[@]}" --num-prompts 150 --record "$tmp/$name.jsonl")
+		else
+			cmd+=(-n 1 unshare --time --monotonic "$d" "$BIN" bench "${ARGS[@]}" --num-prompts 150
+			      --record "$tmp/$name.jsonl")
+		fi
+	done
+	timeout -k 5 90 "${cmd[@]}" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	local rc=$?
+	grep -q "MPI is off in this build" "$tmp/$name.err" && skip "this latscope was built without libopenmpi-dev"
+	[ $rc -eq 0 ] || { tail -5 "$tmp/$name.err"; fail "$name: mpirun exited $rc"; }
+}
+
+run_mpmd plus 0 10 86400
+check_ranks plus 0 10 86400
+run_mpmd minus 0 -5
+check_ranks minus 0 -5
+
+# 2. probes inside a time namespace.
+if [ "$(id -u)" -ne 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
+	echo "SKIP  probes in a time namespace: need root and /sys/kernel/btf/vmlinux"
+else
+	unshare --time --monotonic 1000 "$BIN" bench "${ARGS[@]:0:${#ARGS[@]}-2}" --probes auto --server-pid "$sim_pid" \
+		--num-prompts 30 --record "$tmp/ns.jsonl" >"$tmp/ns.out" 2>"$tmp/ns.err" ||
+		{ tail -5 "$tmp/ns.err"; fail "bench with probes in a time namespace exited $?"; }
+	grep -q "runs in a time namespace (CLOCK_MONOTONIC +1000.000 s" "$tmp/ns.out" ||
+		fail "probes in a time namespace: the report does not say the kernel stamps were moved"
+	python3 - "$tmp/ns.attribution.jsonl" <<'EOF' || fail "probes in a time namespace: parts off (above)"
+import json, sys
+bad, n = [], 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "id" not in r:
+        continue
+    n += 1
+    t = r["ttft"]
+    if not (0 <= t.get("client_ns", -1) < 5e6 and t.get("server_ns", 0) >= 5e6):
+        bad.append((r["id"], t))
+if n != 30 or bad:
+    print(f"{n} requests attributed (30 sent); off: {bad[:3]}")
+sys.exit(1 if bad or n != 30 else 0)
+EOF
+	echo "ok: probes in a time namespace (+1000 s): 30 requests, TTFT client < 5 ms and server >= 5 ms each"
+fi
+echo "ok: ranks on clocks +10 s, +1 day and -5 s send on schedule"
