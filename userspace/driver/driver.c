@@ -26,7 +26,7 @@
 /* Without a terminal (CI logs) a plain line this often; LATSCOPE_PROGRESS_INTERVAL_MS sets it
  * (tests). */
 #define PROGRESS_PLAIN_PERIOD_NS 10000000000ull
-/* Timer wake-ups come late (30-90 us on these VMs, shared/notes/delay-line.md): for an arrival
+/* Timer wake-ups come late (30-90 us on these VMs, docs/delay-line.md): for an arrival
  * that can start at once the loop wakes early by how late wake-ups have been (a running p90,
  * plus a margin, at most ARRIVAL_SPIN_MAX_NS), then takes completions without sleeping until
  * the deadline. Only that last stretch is spent spinning. */

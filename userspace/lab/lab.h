@@ -6,7 +6,7 @@
  *   bench -> lstun0 10.213.0.1 ==> [fd] forwarder: FIFO + delay [fd] ==> lstun0 10.213.0.2 -> sim
  *
  * Every IP packet one namespace sends leaves through its TUN device, is held rtt/2 by the
- * forwarder (from the kernel's timestamp of the packet, see shared/notes/delay-line.md) and is
+ * forwarder (from the kernel's timestamp of the packet, see docs/delay-line.md) and is
  * written into the other TUN device. The 10.213.0.0/30 addresses exist only inside the lab's
  * own namespaces. Stages: lab_netns.c (namespaces, TUNs), lab_fifo.c + lab_delay.c (the delay
  * line), lab_ping.c (delivered RTT), lab_proc.c (children, TIME_WAIT), lab_records.c +

@@ -1,5 +1,5 @@
 /* lab/lab_delay.c — the forwarder: one thread moves every IP packet between the two TUN fds
- * after the one-way delay. Timing follows shared/notes/delay-line.md: timer slack 1 ns, the
+ * after the one-way delay. Timing follows docs/delay-line.md: timer slack 1 ns, the
  * hold measured from the kernel's stamp of the packet (not from our own late wake-up), sleep
  * until ~100 us before the due time and busy-wait the rest, SCHED_FIFO where allowed. */
 #include <errno.h>

@@ -2,7 +2,7 @@
  * flight, a request on a reused connection waits one RTT plus the server's time; a request on a
  * fresh connection adds the TCP handshake (1 RTT), plus the TLS handshake (1 RTT for TLS 1.3,
  * 2 for TLS 1.2), plus time that is not round trips: the handshake's CPU (as large as the RTT
- * here, shared/notes/delay-line.md) and the wake-ups between its flights. That part does not
+ * here, docs/delay-line.md) and the wake-ups between its flights. That part does not
  * change with the RTT, so the runs are made at two RTTs and the round trips are the slope:
  * (extra(RTT2) - extra(RTT)) / (RTT2 - RTT). The part that is not round trips is what is left,
  * extra(RTT) - slope x RTT; of it, the handshake CPU is measured directly (bench's rusage plus
