@@ -14,12 +14,14 @@
 #include "cmd/bench_mpi.h"
 #include "server/bench_server.h"
 #include "base/clock.h"
+#include "base/record_fields.h"
 #include "commands.h"
 #include "base/outfile.h"
 #include "report/wrap.h"
 #include "config/config.h"
 #include "workload/dataset.h"
 #include "driver/driver.h"
+#include "driver/plan.h"
 #include "metrics/metrics.h"
 #include "report/record_file.h"
 #include "report/report.h"
@@ -30,14 +32,11 @@
 
 struct bench {
 	struct ls_config   cfg;
-	char              *base, *url, *model;
+	char              *base, *url;
 	struct ls_server   server;
 	struct ls_dataset  ds;
-	struct ls_arrival  arrival;
-	int                arrival_ok;
-	struct ls_run      run;
-	struct ls_driver_job *jobs;
-	size_t             n_jobs, n_warmup, n_measured;
+	struct ls_plan     plan;          /* decided before the clock (driver/plan.h) */
+	struct ls_run      run;           /* what was measured: the plan's jobs fill its requests */
 	size_t             completed;         /* measured requests ok under the profile's rules */
 	size_t             n_not_sent; /* dropped after an interrupt */
 	struct ls_record_writer *record;
@@ -45,7 +44,7 @@ struct bench {
 	struct ls_spec_stats spec;
 	struct ls_checks   checks;       /* printed last, after every other block */
 	struct ls_bench_probes *probes; /* probes + attribution (bench_probes.c) */
-	char               date[32], arrival_desc[96], run_tag[32];
+	char               date[32], arrival_desc[96];
 	int                argc;       /* the command line, for the HTML page */
 	char             **argv;
 	struct ls_run_report rr;       /* kept for --html until the probes' report is in */
@@ -77,25 +76,25 @@ static int build_arrival(struct bench *b)
 			return -EINVAL;
 		}
 	}
-	int err = ls_bench_peer_arrival(c, &b->arrival, b->ds.n, b->arrival_desc, sizeof(b->arrival_desc));
+	int err = ls_bench_peer_arrival(c, &b->plan.arrival, b->ds.n, b->arrival_desc, sizeof(b->arrival_desc));
 	if (!err)
-		err = ls_arrival_init(&b->arrival, c->profile.send.arrival, c->request_rate, c->burstiness, c->seed,
+		err = ls_arrival_init(&b->plan.arrival, c->profile.send.arrival, c->request_rate, c->burstiness, c->seed,
 				      b->ds.n, ts);
 	free(ts);
 	if (err < 0)
 		return err;
 	if (err == 1) { /* vLLM's ramp-up */
-		b->arrival_ok = 1;
-		b->arrival.loop_delay_ns = c->loop_delay_ns;
+		b->plan.have_arrival = 1;
+		b->plan.arrival.loop_delay_ns = c->loop_delay_ns;
 		return 0;
 	}
-	b->arrival_ok = 1;
-	b->arrival.loop_delay_ns = c->loop_delay_ns;
-	if (b->arrival.kind == LS_ARRIVAL_GAMMA)
+	b->plan.have_arrival = 1;
+	b->plan.arrival.loop_delay_ns = c->loop_delay_ns;
+	if (b->plan.arrival.kind == LS_ARRIVAL_GAMMA)
 		snprintf(b->arrival_desc, sizeof(b->arrival_desc), "gamma, burstiness %g (%s), normalised to N/rate",
 			 c->burstiness, c->burstiness == 1.0 ? "Poisson process" : "Gamma distribution");
 	else
-		snprintf(b->arrival_desc, sizeof(b->arrival_desc), "%s", ls_arrival_kind_name(b->arrival.kind));
+		snprintf(b->arrival_desc, sizeof(b->arrival_desc), "%s", ls_arrival_kind_name(b->plan.arrival.kind));
 	return 0;
 }
 
@@ -103,42 +102,39 @@ static int build_arrival(struct bench *b)
 static int build_jobs(struct bench *b)
 {
 	struct ls_config *c = &b->cfg;
-	b->n_measured = b->ds.n;
-	b->n_warmup = b->ds.n ? c->profile.send.num_warmups : 0;
-	b->n_jobs = b->n_warmup + b->n_measured;
-	b->run.requests = calloc(b->n_jobs ? b->n_jobs : 1, sizeof(*b->run.requests));
-	b->jobs = calloc(b->n_jobs ? b->n_jobs : 1, sizeof(*b->jobs));
-	if (!b->run.requests || !b->jobs)
+	size_t n_measured = b->ds.n, n_warmup = b->ds.n ? c->profile.send.num_warmups : 0;
+	if (ls_plan_alloc(&b->plan, n_warmup, n_measured, &b->run))
 		return -ENOMEM;
-	b->run.n_requests = b->n_jobs;
-	b->run.n_warmup = b->n_warmup;
 	uint64_t lora_rng[2]; /* LoRA picks: their own draws, so the dataset's stay as they were */
 	ls_rng_seed(lora_rng, c->seed ^ 0x6c6f7261ull);
-	for (size_t i = 0; i < b->n_jobs; i++) {
-		int warm = i < b->n_warmup;
-		struct ls_prompt p = b->ds.prompts[warm ? 0 : i - b->n_warmup];
+	for (size_t i = 0; i < n_warmup + n_measured; i++) {
+		int warm = i < n_warmup;
+		size_t k = warm ? 0 : i - n_warmup; /* the prompt */
+		struct ls_prompt p = b->ds.prompts[k];
 		if (warm && c->profile.send.warmup_shape == LS_WARMUP_SGLANG && p.output_len > LS_WARMUP_SGLANG_OUTPUT_CAP)
 			p.output_len = LS_WARMUP_SGLANG_OUTPUT_CAP;
 		struct ls_request *r = &b->run.requests[i];
-		ls_request_reset(r, warm ? b->n_measured + i : i - b->n_warmup);
+		ls_request_reset(r, warm ? n_measured + i : k);
 		r->warmup = warm;
 		r->prompt_len = p.prompt_len;
 		r->output_len = p.output_len;
 		size_t len = 0;
-		char *body = ls_backend_body(c->profile.send.backend, b->model, &p, c->profile.send.ignore_eos,
+		char *body = ls_backend_body(c->profile.send.backend, b->plan.model, &p, c->profile.send.ignore_eos,
 					     &len);
 		if (!body) {
-			fprintf(stderr, "latscope bench: cannot build the request body of prompt %zu: %s\n",
-				warm ? (size_t)0 : i - b->n_warmup, strerror(errno));
+			fprintf(stderr, "latscope bench: cannot build the request body of prompt %zu: %s\n", k,
+				strerror(errno));
 			return -EINVAL;
 		}
-		if (ls_bench_peer_body(c, warm ? 0 : i - b->n_warmup, warm, lora_rng, &body, &len)) {
+		if (ls_bench_peer_body(c, k, warm, lora_rng, &body, &len)) {
 			free(body);
 			return -EINVAL;
 		}
-		b->jobs[i] = (struct ls_driver_job){ .body = body, .body_len = len, .rec = r };
+		struct ls_driver_job *j = &b->plan.jobs[i];
+		j->body = body;
+		j->body_len = len;
 		if (ls_bench_route_keys(c) && p.prefix_group &&
-		    !(b->jobs[i].route_key = ls_bench_route_key(b->run_tag, b->date, p.prefix_group - 1)))
+		    !(j->route_key = ls_bench_route_key(b->plan.run_tag, b->date, p.prefix_group - 1)))
 			return -ENOMEM;
 	}
 	return 0;
@@ -156,9 +152,9 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
 	o->cacert = c->cacert;
 	o->request_timeout_ns = (uint64_t)(c->request_timeout_s * 1e9);
 	o->max_concurrency = c->max_concurrency;
-	o->arrival = measured ? (struct ls_arrival *)&b->arrival : NULL;
-	o->run_tag = b->run_tag;
-	o->progress = !measured || c->disable_tqdm ? LS_PROGRESS_OFF
+	o->arrival = measured ? (struct ls_arrival *)&b->plan.arrival : NULL;
+	o->run_tag = b->plan.run_tag;
+	o->progress = !measured || c->disable_tqdm || ls_bench_mpi_rank() > 0 ? LS_PROGRESS_OFF /* rank 0 shows it */
 		      : isatty(STDERR_FILENO) ? LS_PROGRESS_TERMINAL : LS_PROGRESS_PLAIN;
 	o->spin_ns = c->busy_poll ? LS_SPIN_FOREVER : (uint64_t)c->spin_us * 1000;
 	o->preconnect = measured ? c->preconnect : 0;
@@ -176,9 +172,9 @@ static void driver_opts(const struct bench *b, struct ls_driver_opts *o, int mea
  * so that completed + failed = sent in every report, as in the record file. */
 static void drop_unsent(struct bench *b)
 {
-	struct ls_request *measured = b->run.requests + b->n_warmup;
+	struct ls_request *measured = b->run.requests + b->plan.n_warmup;
 	size_t kept = 0;
-	for (size_t i = 0; i < b->n_measured; i++) {
+	for (size_t i = 0; i < b->plan.n_measured; i++) {
 		if (!measured[i].started_ns) {
 			ls_request_free(&measured[i]);
 			continue;
@@ -187,9 +183,8 @@ static void drop_unsent(struct bench *b)
 			measured[kept] = measured[i];
 		kept++;
 	}
-	b->n_not_sent = b->n_measured - kept;
-	b->n_measured = kept;
-	b->run.n_requests = b->n_warmup + kept;
+	b->n_not_sent = b->plan.n_measured - kept; /* the plan stays: its jobs are freed with it */
+	b->run.n_requests = b->plan.n_warmup + kept;
 }
 
 /* Warmups, then the measured run. Returns 0, 1 when interrupted, or -errno. */
@@ -225,16 +220,16 @@ static int setup_failure(const struct ls_request *r)
  * *rec filled, 1 when interrupted, or -errno. */
 static int test_once(struct bench *b, int attempt, struct ls_request *rec)
 {
-	*rec = b->run.requests[b->n_warmup];
+	*rec = b->run.requests[b->plan.n_warmup];
 	rec->frames = NULL;
 	rec->n_frames = rec->cap_frames = 0;
 	rec->id = (uint64_t)attempt;
-	struct ls_driver_job job = b->jobs[b->n_warmup];
+	struct ls_driver_job job = b->plan.jobs[b->plan.n_warmup];
 	job.rec = rec;
 	struct ls_run test = { .requests = rec, .n_requests = 1 };
 	struct ls_driver_opts o;
-	char tag[sizeof(b->run_tag) + 8];
-	snprintf(tag, sizeof(tag), "test-%s", b->run_tag);
+	char tag[sizeof(b->plan.run_tag) + 8];
+	snprintf(tag, sizeof(tag), "test-%s", b->plan.run_tag);
 	driver_opts(b, &o, 0);
 	o.run_tag = tag;
 	o.on_finish = NULL; /* not a request of the run: not in the record file */
@@ -248,7 +243,7 @@ static int test_once(struct bench *b, int attempt, struct ls_request *rec)
  * interrupted, INITIAL_TEST_FAILED after a message, or -errno. */
 static int initial_test(struct bench *b)
 {
-	if (b->cfg.skip_initial_test || !b->n_measured)
+	if (b->cfg.skip_initial_test || !b->plan.n_measured || ls_bench_mpi_rank() > 0) /* rank 0 tests for all */
 		return 0;
 	printf("Starting initial single prompt test run...\n");
 	fflush(stdout);
@@ -275,44 +270,44 @@ static int initial_test(struct bench *b)
 	return 0;
 }
 
-static int drive(struct bench *b)
+/* The warmups (their records first in the run, never measured). 0, 1 when interrupted, -errno. */
+static int warm_up(struct bench *b)
 {
 	struct ls_driver_opts o;
-	int test_rc = ls_bench_mpi_agree(initial_test(b)); /* MPI: rank 0 tests, every rank hears */
-	if (test_rc)
-		return test_rc;
-	if (b->n_warmup) {
-		printf("Warming up with %zu requests...\n", b->n_warmup);
-		fflush(stdout);
-		struct ls_run warm = { .requests = b->run.requests, .n_requests = b->n_warmup, .n_warmup = b->n_warmup };
-		driver_opts(b, &o, 0);
-		int rc = ls_driver_run(&o, b->jobs, b->n_warmup, &warm);
-		if (rc == 1 || warm.interrupted) {
-			b->run.interrupted = 1; /* nothing measured: the report says so */
-			return 1;
-		}
-		if (rc)
-			return rc;
-		size_t bad = 0;
-		const struct ls_request *first_bad = NULL;
-		for (size_t i = 0; i < b->n_warmup; i++) {
-			if (b->run.requests[i].fail == LS_OK)
-				continue;
-			if (!bad++)
-				first_bad = &b->run.requests[i];
-		}
-		if (first_bad)
-			fprintf(stderr, "latscope bench: %zu of %zu warmup requests failed (first: %s)\n", bad,
-				b->n_warmup, first_bad->error);
-		if (b->cfg.profile.send.warmup_shape == LS_WARMUP_SGLANG) {
-			struct timespec pause = { 1, 0 }; /* SGLang sleeps 1 s after its warmup */
-			while (nanosleep(&pause, &pause) && errno == EINTR)
-				;
-		}
-		printf("Warmup run completed.\n");
+	printf("Warming up with %zu requests...\n", b->plan.n_warmup);
+	fflush(stdout);
+	struct ls_run warm = { .requests = b->run.requests, .n_requests = b->plan.n_warmup, .n_warmup = b->plan.n_warmup };
+	driver_opts(b, &o, 0);
+	int rc = ls_driver_run(&o, b->plan.jobs, b->plan.n_warmup, &warm);
+	if (rc == 1 || warm.interrupted) {
+		b->run.interrupted = 1; /* nothing measured: the report says so */
+		return 1;
 	}
-	ls_bench_peer_before_run(&b->cfg, &b->server);
-	ls_spec_snapshot(b->base, &b->server.http, &b->spec_before);
+	if (rc)
+		return rc;
+	size_t bad = 0;
+	const struct ls_request *first_bad = NULL;
+	for (size_t i = 0; i < b->plan.n_warmup; i++) {
+		if (b->run.requests[i].fail == LS_OK)
+			continue;
+		if (!bad++)
+			first_bad = &b->run.requests[i];
+	}
+	if (first_bad)
+		fprintf(stderr, "latscope bench: %zu of %zu warmup requests failed (first: %s)\n", bad,
+			b->plan.n_warmup, first_bad->error);
+	if (b->cfg.profile.send.warmup_shape == LS_WARMUP_SGLANG) {
+		struct timespec pause = { 1, 0 }; /* SGLang sleeps 1 s after its warmup */
+		while (nanosleep(&pause, &pause) && errno == EINTR)
+			;
+	}
+	printf("Warmup run completed.\n");
+	return 0;
+}
+
+/* vLLM's lines before the measured run. */
+static void run_lines(const struct bench *b)
+{
 	printf("Starting main benchmark run...\n");
 	if (ls_bench_peer_traffic_lines(stdout, &b->cfg))
 		;
@@ -326,31 +321,48 @@ static int drive(struct bench *b)
 	else
 		printf("Maximum request concurrency: None\n");
 	fflush(stdout);
-	struct ls_run main_run = { .requests = b->run.requests + b->n_warmup, .n_requests = b->n_measured };
+}
+
+/* After the measured run: MPI's gather (rank 0 gets every rank's requests, in its clock), then
+ * the server's spec-decode counters. Returns rc, or -errno. */
+static int gather(struct bench *b, int rc)
+{
+	struct ls_bench_mpi_run g = { .run = &b->run, .n_not_sent = b->n_not_sent, .probes = b->probes };
+	rc = ls_bench_mpi_after_run(rc, &g);
+	b->n_not_sent = g.n_not_sent;
+	if (g.merged_record)
+		b->record = g.merged_record;
+	if (rc >= 0)
+		ls_spec_snapshot(b->base, &b->server.http, &b->spec_after);
+	ls_spec_delta(&b->spec_before, &b->spec_after, &b->spec);
+	return rc;
+}
+
+/* The plan's jobs driven into the run: the test request, warmups, the measured run. */
+static int drive(struct bench *b)
+{
+	struct ls_driver_opts o;
+	int rc = ls_bench_mpi_agree(initial_test(b)); /* MPI: rank 0 tests, every rank hears */
+	if (rc || (b->plan.n_warmup && (rc = warm_up(b))))
+		return rc;
+	ls_bench_peer_before_run(&b->cfg, &b->server);
+	ls_spec_snapshot(b->base, &b->server.http, &b->spec_before);
+	run_lines(b);
+	struct ls_run main_run = { .requests = b->run.requests + b->plan.n_warmup, .n_requests = b->plan.n_measured };
 	driver_opts(b, &o, 1);
 	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
 		return -EIO;
-	int rc = ls_driver_run(&o, b->jobs + b->n_warmup, b->n_measured, &main_run);
+	rc = ls_driver_run(&o, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &main_run);
 	ls_bench_probes_run_ended(b->probes);
 	ls_bench_peer_after_run(&b->cfg, &b->server);
-	b->run.start_ns = main_run.start_ns;
-	b->run.end_ns = main_run.end_ns;
-	b->run.interrupted = main_run.interrupted || rc == 1;
-	b->run.spin_stalls = main_run.spin_stalls;
-	b->run.server_gone_ns = main_run.server_gone_ns;
-	b->run.n_connect_failed_gone = main_run.n_connect_failed_gone;
-	b->run.n_preconnected = main_run.n_preconnected;
-	b->run.preconnect_ns = main_run.preconnect_ns;
+	ls_run_copy_fields(&b->run, &main_run); /* every run field (base/record_fields.h) */
+	b->run.interrupted |= rc == 1;
 	if (b->cfg.preconnect)
 		printf("Preconnect: %u connections opened before the run, in %.1f ms\n", main_run.n_preconnected,
 		       (double)main_run.preconnect_ns / 1e6);
 	if (b->run.interrupted)
 		drop_unsent(b);
-	rc = ls_bench_mpi_after_run(rc); /* MPI: every rank's records merged at rank 0 */
-	if (rc >= 0)
-		ls_spec_snapshot(b->base, &b->server.http, &b->spec_after);
-	ls_spec_delta(&b->spec_before, &b->spec_after, &b->spec);
-	return rc;
+	return gather(b, rc);
 }
 
 /* The backend as the user named it (vLLM's result file says "vllm" for --backend vllm). */
@@ -365,11 +377,11 @@ static char *result_path(const struct bench *b)
 	char name[512], rate[32];
 	if (c->result_filename) {
 		snprintf(name, sizeof(name), "%s", c->result_filename);
-	} else if (ls_bench_peer_result_name(c, b->model, b->date, name, sizeof(name))) {
+	} else if (ls_bench_peer_result_name(c, b->plan.model, b->date, name, sizeof(name))) {
 		; /* vLLM's name with --label or ramp-up */
 	} else {
-		const char *model = strrchr(b->model ? b->model : "model", '/');
-		model = model ? model + 1 : (b->model ? b->model : "model");
+		const char *model = strrchr(b->plan.model ? b->plan.model : "model", '/');
+		model = model ? model + 1 : (b->plan.model ? b->plan.model : "model");
 		if (isfinite(c->request_rate))
 			snprintf(rate, sizeof(rate), "%g", c->request_rate);
 		else
@@ -395,7 +407,7 @@ static void print_failures(const struct bench *b)
 {
 	size_t shown = 0;
 
-	for (size_t i = b->n_warmup; i < b->run.n_requests && shown < 3; i++) {
+	for (size_t i = b->plan.n_warmup; i < b->run.n_requests && shown < 3; i++) {
 		const struct ls_request *r = &b->run.requests[i];
 		if (r->fail == LS_OK)
 			continue;
@@ -412,7 +424,7 @@ static int results(struct bench *b, FILE *out)
 	struct ls_read_rules rules;
 	ls_profile_read_rules(&c->profile, b->spec.has_avg ? b->spec.avg_accept_len : 0, &rules);
 	int err = ls_run_report_compute(&rr, "bench", &b->run, &rules, &c->goodput,
-					ls_arrival_kind_name(b->arrival.kind));
+					ls_arrival_kind_name(b->plan.arrival.kind));
 	if (err)
 		return err;
 	b->checks = rr.checks;
@@ -468,16 +480,11 @@ static int check_outputs(const struct bench *b)
 
 static void bench_free(struct bench *b)
 {
-	for (size_t i = 0; b->jobs && i < b->n_jobs; i++)
-		free((char *)b->jobs[i].body), free((char *)b->jobs[i].route_key);
-	free(b->jobs);
+	ls_plan_free(&b->plan);
 	ls_run_free(&b->run);
-	if (b->arrival_ok)
-		ls_arrival_free(&b->arrival);
 	ls_dataset_free(&b->ds);
 	free(b->base);
 	free(b->url);
-	free(b->model);
 	free(b->request_json);
 	ls_bench_probes_close(b->probes);
 	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
@@ -496,13 +503,13 @@ static void run_meta(struct bench *b)
 	m->burstiness = c->burstiness;
 	m->percentile_metrics = c->percentile_metrics;
 	m->goodput = c->goodput;
-	snprintf(m->run_tag, sizeof(m->run_tag), "%s", b->run_tag);
-	snprintf(m->arrival, sizeof(m->arrival), "%s", ls_arrival_kind_name(b->arrival.kind));
+	snprintf(m->run_tag, sizeof(m->run_tag), "%s", b->plan.run_tag);
+	snprintf(m->arrival, sizeof(m->arrival), "%s", ls_arrival_kind_name(b->plan.arrival.kind));
 	snprintf(m->arrival_desc, sizeof(m->arrival_desc), "%s", b->arrival_desc);
 	snprintf(m->profile, sizeof(m->profile), "%s", c->profile.name);
 	snprintf(m->profile_source, sizeof(m->profile_source), "%s", c->profile.source);
 	snprintf(m->backend, sizeof(m->backend), "%s", backend_label(c));
-	snprintf(m->model, sizeof(m->model), "%s", b->model ? b->model : "");
+	snprintf(m->model, sizeof(m->model), "%s", b->plan.model ? b->plan.model : "");
 	snprintf(m->base_url, sizeof(m->base_url), "%s", b->base);
 	snprintf(m->endpoint, sizeof(m->endpoint), "%s",
 		 c->endpoint ? c->endpoint : ls_backend_default_endpoint(c->profile.send.backend));
@@ -526,7 +533,7 @@ static int prepare(struct bench *b)
 	time_t now = time(NULL);
 	struct tm tm;
 	strftime(b->date, sizeof(b->date), "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
-	snprintf(b->run_tag, sizeof(b->run_tag), "ls%d-%llx", (int)getpid(), (unsigned long long)(ls_now_ns() & 0xffffff));
+	snprintf(b->plan.run_tag, sizeof(b->plan.run_tag), "ls%d-%llx", (int)getpid(), (unsigned long long)(ls_now_ns() & 0xffffff));
 	b->base = ls_config_base(c);
 	b->url = ls_config_url(c);
 	if (!b->base || !b->url)
@@ -538,16 +545,16 @@ static int prepare(struct bench *b)
 	if (!mpi_worker && c->ready_check_timeout_s > 0 && ls_server_wait_ready(&b->server, c->ready_check_timeout_s))
 		return -1;
 	if (c->model) {
-		b->model = strdup(c->model);
+		b->plan.model = strdup(c->model);
 	} else if (!mpi_worker) {
-		b->model = ls_server_first_model(&b->server);
-		if (!b->model && ls_backend_sends_model(c->profile.send.backend)) {
+		b->plan.model = ls_server_first_model(&b->server);
+		if (!b->plan.model && ls_backend_sends_model(c->profile.send.backend)) {
 			fprintf(stderr, "latscope bench: no --model given and %s gave no model name (%s); pass --model\n",
 				b->base, b->server.why);
 			return -1;
 		}
 	}
-	b->server.model = b->model;
+	b->server.model = b->plan.model;
 	char auth[1024];
 	if (!(b->request_json = ls_request_extra_summary(&c->peer.req, c->profile.send.backend,
 							  ls_auth_header(auth, sizeof(auth)) == 1)))
@@ -555,15 +562,9 @@ static int prepare(struct bench *b)
 	ls_bench_peer_report(c, b->request_json, &b->peer_report);
 	if (!mpi_worker && (check_outputs(b) || build_dataset(b) || build_arrival(b) || build_jobs(b)))
 		return -1;
-	struct ls_bench_mpi_state mpi = {
-		.cfg = c, .model = &b->model, .run_tag = b->run_tag, .run_tag_cap = sizeof(b->run_tag),
-		.run = &b->run, .jobs = &b->jobs, .n_jobs = &b->n_jobs, .n_warmup = &b->n_warmup,
-		.n_measured = &b->n_measured, .n_not_sent = &b->n_not_sent, .arrival = &b->arrival,
-		.arrival_ok = &b->arrival_ok, .probes = &b->probes, .record = &b->record,
-	};
-	if (ls_bench_mpi_share(&mpi))
+	if (ls_bench_mpi_share(c, &b->plan, &b->run)) /* MPI: this rank's share of the plan */
 		return -1;
-	b->server.model = b->model;
+	b->server.model = b->plan.model;
 	if (ls_bench_probes_open(c, &b->probes))
 		return -1;
 	run_meta(b);
@@ -571,9 +572,9 @@ static int prepare(struct bench *b)
 		ls_bench_mpi_record_meta(c->record_path ? &b->meta : NULL);
 	else if (c->record_path && !(b->record = ls_record_open(c->record_path, &b->meta)))
 		return -1;
-	b->run.target_rate = isfinite(c->request_rate) && b->arrival.kind != LS_ARRIVAL_CLOSED ? c->request_rate : 0;
+	b->run.target_rate = isfinite(c->request_rate) && b->plan.arrival.kind != LS_ARRIVAL_CLOSED ? c->request_rate : 0;
 	b->run.max_concurrency = c->max_concurrency;
-	snprintf(b->run.run_tag, sizeof(b->run.run_tag), "%s", b->run_tag);
+	snprintf(b->run.run_tag, sizeof(b->run.run_tag), "%s", b->plan.run_tag);
 	return 0;
 }
 
@@ -625,11 +626,12 @@ static int report(struct bench *b)
 		return 1;
 	if (b->run.interrupted) {
 		fprintf(stderr, "latscope bench: interrupted; the report covers the %zu requests that were sent "
-			"(%zu never sent)\n", b->n_measured, b->n_not_sent);
+			"(%zu never sent)\n", b->run.n_requests - b->run.n_warmup, b->n_not_sent);
 		return 1;
 	}
-	if (b->n_measured && !b->completed) {
-		fprintf(stderr, "latscope bench: no request succeeded (%zu failed); exit %d\n", b->n_measured,
+	size_t sent = b->run.n_requests - b->run.n_warmup; /* every rank's, at rank 0 of an MPI run */
+	if (sent && !b->completed) {
+		fprintf(stderr, "latscope bench: no request succeeded (%zu failed); exit %d\n", sent,
 			LS_EXIT_NONE_OK);
 		return LS_EXIT_NONE_OK;
 	}

@@ -14,6 +14,7 @@
 #include "base/stats.h"
 #include "base/strbuf.h"
 #include "cmd/bench_mpi.h"
+#include "driver/plan.h"
 #include "config/profile.h"
 #include "metrics/metrics.h"
 #include "mpi/mpi.h"
@@ -46,7 +47,11 @@ struct rank_stats {
 static struct {
 	int launched, on, rank, size;
 	int gathered, agreed_exit;      /* every rank knows how the run ends: finalize, do not abort */
-	struct ls_bench_mpi_state st;
+	const struct ls_config *cfg;    /* the flags, read only (set by the share) */
+	char run_tag[32];               /* the plan's (set by the share) */
+	enum ls_arrival_kind arrival;
+	struct ls_bench_mpi_run *r;     /* the run being gathered, during ls_bench_mpi_after_run only */
+	size_t n_merged;                /* requests in the merged run (the report's merge line) */
 	uint32_t slots;
 	struct ls_clock_fit *fits;      /* per rank, from rank 0's ping-pong (every rank has them) */
 	uint64_t start0_ns;             /* the start instant, rank 0's clock */
@@ -64,20 +69,7 @@ static struct {
 	int events_dropped;             /* the records fit, the other ranks' events did not */
 } g;
 
-/* ---- the share: rank 0 -> rank k ---- */
-
-struct share_head {
-	uint64_t n_warmup, n_local;
-	int32_t  arrival, has_offsets;
-	uint32_t model_len, reserved;
-	char     run_tag[32];
-};
-
-struct job_item {
-	uint64_t id, offset_ns, body_len;
-	int32_t  warmup;
-	uint32_t prompt_len, output_len, reserved;
-};
+/* ---- the share: rank 0 -> rank k (driver/plan.h packs it) ---- */
 
 int ls_bench_mpi_on(void)
 {
@@ -117,12 +109,6 @@ int ls_bench_mpi_start(void)
 			close(fd);
 	}
 	return 0;
-}
-
-/* Measured requests of rank k: i = k, k + N, k + 2N, ... below n. */
-static size_t local_count(int k, size_t n)
-{
-	return (size_t)k < n ? (n - (size_t)k + (size_t)g.size - 1) / (size_t)g.size : 0;
 }
 
 /* A message of any length as an 8-byte length and pieces of CHUNK_BYTES (MPI counts are ints). */
@@ -169,89 +155,30 @@ static int recv_pieces(int from, int tag, char **out, size_t *out_len)
 	return 0;
 }
 
-static int put_job(struct ls_strbuf *b, const struct ls_driver_job *j, uint64_t offset_ns)
+/* The checks a plan passes before it is split: one schedule for all, a slot for every rank. */
+static int can_share(const struct ls_plan *plan)
 {
-	struct job_item it = { .id = j->rec->id, .offset_ns = offset_ns, .body_len = j->body_len,
-			       .warmup = j->rec->warmup, .prompt_len = j->rec->prompt_len,
-			       .output_len = j->rec->output_len };
-	return ls_strbuf_append(b, &it, sizeof(it)) || ls_strbuf_append(b, j->body, j->body_len) ? -ENOMEM : 0;
-}
-
-/* Rank k's share: the head (model, run tag, schedule kind), every warmup, its measured jobs. */
-static int build_share(struct ls_strbuf *b, int k)
-{
-	const struct ls_bench_mpi_state *st = &g.st;
-	size_t nw = *st->n_warmup, nm = *st->n_measured;
-	const char *model = *st->model ? *st->model : "";
-	const uint64_t *off = st->arrival->offsets_ns;
-	struct share_head h = { .n_warmup = nw, .n_local = local_count(k, nm), .arrival = (int32_t)st->arrival->kind,
-				.has_offsets = off != NULL, .model_len = (uint32_t)strlen(model) };
-	snprintf(h.run_tag, sizeof(h.run_tag), "%s", st->run_tag);
-	int err = ls_strbuf_append(b, &h, sizeof(h)) || ls_strbuf_append(b, model, h.model_len) ? -ENOMEM : 0;
-	for (size_t i = 0; !err && i < nw; i++)
-		err = put_job(b, &(*st->jobs)[i], 0);
-	for (size_t i = (size_t)k; !err && i < nm; i += (size_t)g.size)
-		err = put_job(b, &(*st->jobs)[nw + i], off ? off[i] : 0);
-	return err;
-}
-
-/* Rank 0 keeps warmups and its own share (i % N == 0), in schedule order. 0 or -ENOMEM. */
-static int keep_share(void)
-{
-	const struct ls_bench_mpi_state *st = &g.st;
-	size_t nw = *st->n_warmup, nm = *st->n_measured, nl = local_count(0, nm), n = nw + nl;
-	struct ls_request *reqs = calloc(n ? n : 1, sizeof(*reqs));
-	struct ls_driver_job *jobs = calloc(n ? n : 1, sizeof(*jobs)), *old = *st->jobs;
-	uint64_t *off = st->arrival->offsets_ns ? calloc(nl ? nl : 1, sizeof(*off)) : NULL;
-	if (!reqs || !jobs || (st->arrival->offsets_ns && !off)) {
-		free(reqs), free(jobs), free(off);
-		return -ENOMEM;
-	}
-	for (size_t i = 0, j = 0; i < nw + nm; i++) {
-		int mine = i < nw || (i - nw) % (size_t)g.size == 0;
-		if (!mine) {
-			free((char *)old[i].body);
-			ls_request_free(&st->run->requests[i]);
-			continue;
-		}
-		reqs[j] = st->run->requests[i];
-		jobs[j] = (struct ls_driver_job){ .body = old[i].body, .body_len = old[i].body_len, .rec = &reqs[j] };
-		if (off && i >= nw)
-			off[j - nw] = st->arrival->offsets_ns[i - nw];
-		j++;
-	}
-	free(st->run->requests);
-	free(old);
-	st->run->requests = reqs;
-	st->run->n_requests = n;
-	*st->jobs = jobs;
-	*st->n_jobs = n;
-	*st->n_measured = nl;
-	if (off) {
-		free(st->arrival->offsets_ns);
-		st->arrival->offsets_ns = off;
-	}
-	st->arrival->n = nl;
-	return 0;
-}
-
-static int share_out(void)
-{
-	const struct ls_bench_mpi_state *st = &g.st;
-	if (st->arrival->kind == LS_ARRIVAL_POISSON_YIELD) {
+	if (plan->arrival.kind == LS_ARRIVAL_POISSON_YIELD) {
 		fprintf(stderr, "latscope bench: --arrival poisson-yield draws each gap after the previous request "
 				"left, so %d ranks cannot share one schedule: use gamma (--burstiness 1 is Poisson)\n",
 			g.size);
 		return -1;
 	}
-	if (st->cfg->max_concurrency && st->cfg->max_concurrency < (uint32_t)g.size) {
+	if (g.cfg->max_concurrency && g.cfg->max_concurrency < (uint32_t)g.size) {
 		fprintf(stderr, "latscope bench: --max-concurrency %u is fewer slots than the %d ranks: every rank "
-				"needs one\n", st->cfg->max_concurrency, g.size);
+				"needs one\n", g.cfg->max_concurrency, g.size);
 		return -1;
 	}
+	return 0;
+}
+
+static int share_out(struct ls_plan *plan, struct ls_run *run)
+{
+	if (can_share(plan))
+		return -1;
 	for (int k = 1; k < g.size; k++) {
 		struct ls_strbuf b = { 0 };
-		int err = build_share(&b, k);
+		int err = ls_plan_pack_share(plan, k, g.size, &b);
 		if (!err)
 			err = send_pieces(k, TAG_SHARE, b.data, b.len);
 		ls_strbuf_free(&b);
@@ -261,111 +188,40 @@ static int share_out(void)
 			return -1;
 		}
 	}
-	if (keep_share()) {
+	if (ls_plan_keep_share(plan, run, 0, g.size)) {
 		fprintf(stderr, "latscope bench: out of memory keeping rank 0's share of the run\n");
 		return -1;
 	}
 	return 0;
 }
 
-/* One job of the share into job i (and its record). 0, or -EPROTO / -ENOMEM. */
-static int take_job(const char **p, const char *end, size_t i, uint64_t *off)
-{
-	const struct ls_bench_mpi_state *st = &g.st;
-	struct job_item it;
-	if ((size_t)(end - *p) < sizeof(it))
-		return -EPROTO;
-	memcpy(&it, *p, sizeof(it));
-	*p += sizeof(it);
-	if ((uint64_t)(end - *p) < it.body_len)
-		return -EPROTO;
-	char *body = malloc(it.body_len + 1);
-	if (!body)
-		return -ENOMEM;
-	memcpy(body, *p, it.body_len);
-	body[it.body_len] = 0;
-	*p += it.body_len;
-	struct ls_request *r = &st->run->requests[i];
-	ls_request_reset(r, it.id);
-	r->warmup = it.warmup;
-	r->prompt_len = it.prompt_len;
-	r->output_len = it.output_len;
-	(*st->jobs)[i] = (struct ls_driver_job){ .body = body, .body_len = it.body_len, .rec = r };
-	if (off && !it.warmup)
-		off[i - *st->n_warmup] = it.offset_ns;
-	return 0;
-}
-
-/* The share into bench's state: jobs, records, schedule, model, run tag. */
-static int unpack_share(const char *buf, size_t len)
-{
-	const struct ls_bench_mpi_state *st = &g.st;
-	struct share_head h;
-	const char *p = buf + sizeof(h), *end = buf + len;
-	if (len < sizeof(h))
-		return -EPROTO;
-	memcpy(&h, buf, sizeof(h));
-	if ((size_t)(end - p) < h.model_len)
-		return -EPROTO;
-	size_t n = h.n_warmup + h.n_local;
-	st->run->requests = calloc(n ? n : 1, sizeof(*st->run->requests));
-	*st->jobs = calloc(n ? n : 1, sizeof(**st->jobs));
-	uint64_t *off = h.has_offsets ? calloc(h.n_local ? h.n_local : 1, sizeof(*off)) : NULL;
-	char *model = strndup(p, h.model_len);
-	memset(st->arrival, 0, sizeof(*st->arrival));
-	st->arrival->offsets_ns = off;
-	*st->arrival_ok = 1; /* ls_arrival_free frees off */
-	if (!st->run->requests || !*st->jobs || (h.has_offsets && !off) || !model) {
-		free(model);
-		return -ENOMEM;
-	}
-	p += h.model_len;
-	*st->n_jobs = n; /* jobs not yet filled have no body: bench_free frees NULL */
-	*st->n_warmup = h.n_warmup;
-	*st->n_measured = h.n_local;
-	int err = 0;
-	for (size_t i = 0; !err && i < n; i++)
-		err = take_job(&p, end, i, off);
-	st->run->n_requests = n;
-	st->run->n_warmup = h.n_warmup;
-	st->arrival->kind = (enum ls_arrival_kind)h.arrival;
-	st->arrival->n = h.n_local;
-	st->arrival->rate = st->cfg->request_rate;
-	free(*st->model);
-	*st->model = model[0] ? model : NULL;
-	if (!model[0])
-		free(model);
-	snprintf(st->run_tag, st->run_tag_cap, "%s", h.run_tag);
-	return err;
-}
-
-static int share_in(void)
+static int share_in(struct ls_plan *plan, struct ls_run *run)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	int err = recv_pieces(0, TAG_SHARE, &buf, &len);
 	if (!err)
-		err = unpack_share(buf, len);
+		err = ls_plan_unpack_share(buf, len, plan, run);
 	free(buf);
 	if (err) {
 		fprintf(stderr, "latscope bench: rank %d: receiving its share of the run from rank 0 failed: %s\n",
 			g.rank, strerror(-err));
 		return -1;
 	}
-	/* Rank 0 sent the test request and shows the progress. */
-	g.st.cfg->skip_initial_test = 1;
-	g.st.cfg->disable_tqdm = 1;
 	return 0;
 }
 
-int ls_bench_mpi_share(const struct ls_bench_mpi_state *st)
+int ls_bench_mpi_share(const struct ls_config *cfg, struct ls_plan *plan, struct ls_run *run)
 {
 	if (!g.on)
 		return 0;
-	g.st = *st;
-	uint32_t c = st->cfg->max_concurrency, n = (uint32_t)g.size;
+	g.cfg = cfg;
+	uint32_t c = cfg->max_concurrency, n = (uint32_t)g.size;
 	g.slots = c ? c / n + ((uint32_t)g.rank < c % n) : 0;
-	return g.rank == 0 ? share_out() : share_in();
+	int err = g.rank == 0 ? share_out(plan, run) : share_in(plan, run);
+	snprintf(g.run_tag, sizeof(g.run_tag), "%s", plan->run_tag);
+	g.arrival = plan->arrival.kind;
+	return err;
 }
 
 void ls_bench_mpi_record_meta(const struct ls_record_meta *meta)
@@ -400,7 +256,7 @@ static int open_rank_file(uint64_t start_local_ns)
 	m.clock = g.fits[g.rank];
 	m.run_start_ns = start_local_ns;
 	char *path = NULL;
-	if (asprintf(&path, "%s.rank%d", g.st.cfg->record_path, g.rank) < 0) {
+	if (asprintf(&path, "%s.rank%d", g.cfg->record_path, g.rank) < 0) {
 		fprintf(stderr, "latscope bench: out of memory naming the rank file\n");
 		return -1;
 	}
@@ -448,7 +304,7 @@ static void rate_and_lag(struct rank_stats *s, const struct ls_run *run)
 	struct ls_read_rules rules;
 	struct ls_goodput none = { 0 };
 	struct ls_metrics m;
-	ls_profile_read_rules(&g.st.cfg->profile, 0, &rules);
+	ls_profile_read_rules(&g.cfg->profile, 0, &rules);
 	rules.percentiles[0] = 99;
 	rules.n_percentiles = 1;
 	rules.n_itl_percentiles = 0;
@@ -470,7 +326,7 @@ static int cmp_u64(const void *a, const void *b)
  * rank 0 after the records (a server's sockets only with the rank whose request they served). */
 static void local_sockets(struct rank_stats *s, struct ls_bench_rank_probes *rp)
 {
-	const struct ls_evstore *st = ls_bench_probes_events(*g.st.probes);
+	const struct ls_evstore *st = ls_bench_probes_events(g.r->probes);
 	if (!st || !rp->cookies)
 		return;
 	g.cookies = rp->cookies;
@@ -491,21 +347,21 @@ static void local_sockets(struct rank_stats *s, struct ls_bench_rank_probes *rp)
 static void local_stats(int rc, const struct rusage *after)
 {
 	struct rank_stats *s = &g.mine;
-	const struct ls_run *run = g.st.run;
+	const struct ls_run *run = g.r->run;
 	memset(s, 0, sizeof(*s));
-	s->n_measured = *g.st.n_measured;
-	s->n_not_sent = *g.st.n_not_sent;
+	s->n_measured = run->n_requests - run->n_warmup;
+	s->n_not_sent = g.r->n_not_sent;
 	for (size_t i = run->n_warmup; i < run->n_requests; i++)
 		s->n_frames += run->requests[i].n_frames;
 	s->cpu_us = cpu_us(&g.ru_before, after);
 	s->target_rate = run->target_rate / g.size;
 	rate_and_lag(s, run);
 	struct ls_bench_rank_probes rp; /* one attribution: the client delay and the sockets to send */
-	ls_bench_probes_rank_view(*g.st.probes, run, &rp);
+	ls_bench_probes_rank_view(g.r->probes, run, &rp);
 	s->have_client_delay = rp.have_client_delay;
 	s->client_delay_p99_ns = rp.client_delay_p99_ns;
 	s->n_client_frames = rp.n_client_frames;
-	const char *why = ls_bench_probes_why(*g.st.probes);
+	const char *why = ls_bench_probes_why(g.r->probes);
 	snprintf(s->probes, sizeof(s->probes), "%s", why ? why : "on");
 	local_sockets(s, &rp);
 	free(rp.cookies);
@@ -527,7 +383,7 @@ static int emit_to_root(void *ctx, const void *buf, size_t len)
  * record is larger), then an empty message. */
 static int gather_out(void)
 {
-	const struct ls_run *run = g.st.run;
+	const struct ls_run *run = g.r->run;
 	struct ls_strbuf b = { 0 };
 	int err = ls_mpi_send(0, TAG_STATS, &g.mine, sizeof(g.mine));
 	for (size_t i = run->n_warmup; !err && i < run->n_requests; i++) {
@@ -548,7 +404,7 @@ static int gather_out(void)
 		err = ls_mpi_send(0, TAG_RECS, "", 0);
 	ls_strbuf_free(&b);
 	if (!err && g.mine.have_events) /* then its requests' sockets' events, in messages as bounded */
-		err = ls_evstore_pack(ls_bench_probes_events(*g.st.probes), g.cookies, g.n_cookies, CHUNK_BYTES,
+		err = ls_evstore_pack(ls_bench_probes_events(g.r->probes), g.cookies, g.n_cookies, CHUNK_BYTES,
 				      emit_to_root, NULL, NULL);
 	if (!err)
 		err = ls_mpi_send(0, TAG_EVENTS, "", 0);
@@ -607,7 +463,7 @@ static int own_events(struct ls_evstore **out)
 	if (!st)
 		return -ENOMEM;
 	ls_evstore_set_lost_by_kind(st, g.mine.lost_by_kind);
-	int err = ls_evstore_pack(ls_bench_probes_events(*g.st.probes), g.cookies, g.n_cookies, CHUNK_BYTES,
+	int err = ls_evstore_pack(ls_bench_probes_events(g.r->probes), g.cookies, g.n_cookies, CHUNK_BYTES,
 				  unpack_into, st, NULL);
 	if (err)
 		ls_evstore_free(st);
@@ -678,7 +534,7 @@ static void merge_run_fields(struct ls_run *run)
 {
 	struct ls_run merged;
 	memset(&merged, 0, sizeof(merged));
-	*g.st.n_not_sent = 0;
+	g.r->n_not_sent = 0;
 	for (int k = 0; k < g.size; k++) {
 		struct ls_run f = g.all[k].fields;
 		f.requests = NULL;
@@ -687,7 +543,7 @@ static void merge_run_fields(struct ls_run *run)
 			ls_run_merge_fields(&merged, &f);
 		else
 			ls_run_copy_fields(&merged, &f);
-		*g.st.n_not_sent += g.all[k].n_not_sent;
+		g.r->n_not_sent += g.all[k].n_not_sent;
 	}
 	ls_run_copy_fields(run, &merged);
 	run->start_ns = g.start0_ns;
@@ -730,15 +586,15 @@ static void write_merged(const struct ls_run *run)
 	m.mpi_size = g.size;
 	m.run_start_ns = g.start0_ns;
 	m.base_ns = base_before(run);
-	struct ls_record_writer *w = ls_record_open(g.st.cfg->record_path, &m);
+	struct ls_record_writer *w = ls_record_open(g.cfg->record_path, &m);
 	if (!w) {
 		fprintf(stderr, "latscope bench: the merged record file is missing; the rank files (%s.rank<K>) hold "
-				"every request\n", g.st.cfg->record_path);
+				"every request\n", g.cfg->record_path);
 		return;
 	}
 	for (size_t i = 0; i < run->n_requests; i++)
 		ls_record_write(w, &run->requests[i]);
-	*g.st.record = w;
+	g.r->merged_record = w;
 }
 
 /* Bytes the merge holds at rank 0 (records and frames), and whether this host has them:
@@ -765,21 +621,21 @@ static int merge_fits(uint64_t need, uint64_t *avail, int with_events)
 /* The spill file: --record FILE, else latscope-<run tag>.jsonl here. */
 static struct ls_record_writer *spill_open(const char **path, char *buf, size_t cap)
 {
-	const struct ls_config *c = g.st.cfg;
+	const struct ls_config *c = g.cfg;
 	struct ls_record_meta m = g.meta;
 	if (!g.have_meta) {
 		memset(&m, 0, sizeof(m));
-		snprintf(m.run_tag, sizeof(m.run_tag), "%s", g.st.run_tag);
+		snprintf(m.run_tag, sizeof(m.run_tag), "%s", g.run_tag);
 		snprintf(m.profile, sizeof(m.profile), "%s", c->profile.name);
-		snprintf(m.arrival, sizeof(m.arrival), "%s", ls_arrival_kind_name(g.st.arrival->kind));
-		m.target_rate = g.st.run->target_rate;
+		snprintf(m.arrival, sizeof(m.arrival), "%s", ls_arrival_kind_name(g.arrival));
+		m.target_rate = g.r->run->target_rate;
 		m.max_concurrency = c->max_concurrency;
 	}
 	m.mpi_rank = -1;
 	m.mpi_size = g.size;
 	m.run_start_ns = g.start0_ns;
-	m.base_ns = base_before(g.st.run);
-	snprintf(buf, cap, "latscope-%s.jsonl", g.st.run_tag);
+	m.base_ns = base_before(g.r->run);
+	snprintf(buf, cap, "latscope-%s.jsonl", g.run_tag);
 	*path = c->record_path ? c->record_path : buf;
 	return ls_record_open(*path, &m);
 }
@@ -813,7 +669,7 @@ static int spill_in(size_t total, uint64_t need, uint64_t avail)
 {
 	char name[64];
 	const char *path;
-	struct ls_run *run = g.st.run;
+	struct ls_run *run = g.r->run;
 	struct ls_record_writer *w = spill_open(&path, name, sizeof(name));
 	if (!w)
 		return -EIO;
@@ -837,7 +693,7 @@ static int spill_in(size_t total, uint64_t need, uint64_t avail)
 static int gather_in(void)
 {
 	uint64_t t0 = ls_now_ns();
-	struct ls_run *run = g.st.run;
+	struct ls_run *run = g.r->run;
 	size_t nw = run->n_warmup, total = g.mine.n_measured, at = 0;
 	uint64_t frames = g.mine.n_frames, events = g.mine.n_events;
 	g.all[0] = g.mine;
@@ -891,7 +747,6 @@ static int gather_in(void)
 	uint32_t *part = NULL;
 	if (!err) {
 		qsort(reqs + nw, total, sizeof(*reqs), cmp_id);
-		*g.st.n_measured = total;
 		merge_run_fields(run);
 		part = parts_of(run);
 		if (!part || keep_local_view(run))
@@ -908,7 +763,7 @@ static int gather_in(void)
 		for (unsigned kind = 0; kind < LS_EV__COUNT; kind++)
 			g.n_events += ls_evstore_count(stores[k], kind);
 	/* Every rank's requests attributed with its own events (cookies are unique per host only). */
-	ls_bench_probes_set_parts(*g.st.probes, stores, (size_t)g.size, part, run->n_requests, &g.local);
+	ls_bench_probes_set_parts(g.r->probes, stores, (size_t)g.size, part, run->n_requests, &g.local);
 	if (g.have_meta)
 		write_merged(run);
 	g.merge_ns = ls_now_ns() - t0;
@@ -925,10 +780,11 @@ void ls_bench_mpi_close_rank_file(const struct ls_spec_stats *spec)
 	g.rank_file = NULL;
 }
 
-int ls_bench_mpi_after_run(int rc)
+int ls_bench_mpi_after_run(int rc, struct ls_bench_mpi_run *r)
 {
 	if (!g.on)
 		return rc;
+	g.r = r;
 	struct rusage after;
 	getrusage(RUSAGE_SELF, &after);
 	local_stats(rc, &after);
@@ -937,9 +793,9 @@ int ls_bench_mpi_after_run(int rc)
 		fprintf(stderr, "latscope bench: rank %d: measuring the clocks after the run failed\n", g.rank);
 		return -EIO;
 	}
-	ls_run_copy_fields(&g.own, g.st.run); /* this rank's own run fields, for its file */
-	g.own.n_requests = g.st.run->n_requests;
-	g.own.n_warmup = g.st.run->n_warmup;
+	ls_run_copy_fields(&g.own, g.r->run); /* this rank's own run fields, for its file */
+	g.own.n_requests = g.r->run->n_requests;
+	g.own.n_warmup = g.r->run->n_warmup;
 	if (g.rank_file && g.rank)
 		ls_bench_mpi_close_rank_file(NULL);
 	int err = g.rank == 0 ? gather_in() : gather_out();
@@ -947,6 +803,8 @@ int ls_bench_mpi_after_run(int rc)
 		fprintf(stderr, "latscope bench: gathering the ranks' records failed: %s\n", strerror(-err));
 	if (!err)
 		g.gathered = 1;
+	g.n_merged = r->run->n_requests;
+	g.r = NULL; /* the caller's: not kept past this call */
 	return err ? err : rc;
 }
 
@@ -976,7 +834,7 @@ void ls_bench_mpi_report(FILE *out)
 {
 	if (!g.on || g.rank || !g.gathered)
 		return;
-	const struct ls_config *c = g.st.cfg;
+	const struct ls_config *c = g.cfg;
 	uint32_t mc = c->max_concurrency, n = (uint32_t)g.size;
 	fprintf(out, "\n------------- MPI: %d ranks, one run --------------\n", g.size);
 	fprintf(out, "one schedule (request i on rank i mod %d), one start instant, every stamp in rank 0's clock\n",
@@ -996,11 +854,11 @@ void ls_bench_mpi_report(FILE *out)
 		"uncertainty and drift; the attribution above is %s)\n", g.events_dropped ? "rank 0's requests "
 		"only: the other ranks' probe events did not fit in its memory" : "every rank's requests, each "
 		"attributed with its own rank's probe events moved into rank 0's clock");
-	double mib = ((double)g.st.run->n_requests * sizeof(struct ls_request) + (double)g.n_frames *
+	double mib = ((double)g.n_merged * sizeof(struct ls_request) + (double)g.n_frames *
 		      sizeof(struct ls_frame) + (double)g.n_events * sizeof(struct ls_event)) / (1024.0 * 1024.0);
 	fprintf(out, "merge: %zu records, %llu frames, %llu probe events from %d ranks in %.1f ms; rank 0 holds "
 		"%zu B per request + %zu B per frame + %zu B per event (up to twice that as its store grows) = "
-		"%.1f MiB, and one message of at most %u MiB in flight\n", g.st.run->n_requests,
+		"%.1f MiB, and one message of at most %u MiB in flight\n", g.n_merged,
 		(unsigned long long)g.n_frames, (unsigned long long)g.n_events, g.size, g.merge_ns / 1e6,
 		sizeof(struct ls_request), sizeof(struct ls_frame), sizeof(struct ls_event), mib, CHUNK_BYTES >> 20);
 	fflush(out);

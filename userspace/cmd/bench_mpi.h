@@ -14,23 +14,17 @@
 #include "cmd/bench_probes.h"
 #include "config/config.h"
 #include "driver/driver.h"
+#include "driver/plan.h"
 #include "report/record_file.h"
 #include "workload/arrival.h"
 
-/* The parts of bench's state the MPI run reads and rewrites (rank 0 keeps only its share of
- * the jobs; a rank k receives its share and the model name, run tag and schedule with it). */
-struct ls_bench_mpi_state {
-	struct ls_config        *cfg;
-	char                   **model;
-	char                    *run_tag;
-	size_t                   run_tag_cap;
-	struct ls_run           *run;
-	struct ls_driver_job   **jobs;
-	size_t                  *n_jobs, *n_warmup, *n_measured, *n_not_sent;
-	struct ls_arrival       *arrival;
-	int                     *arrival_ok;
-	struct ls_bench_probes **probes;
-	struct ls_record_writer **record;
+/* A rank's run as it goes to the gather, and what rank 0 gets back. */
+struct ls_bench_mpi_run {
+	struct ls_run *run;               /* in: this rank's (unsent requests dropped); out at rank 0: the
+					   * merged run, every rank's requests in rank 0's clock */
+	size_t n_not_sent;                /* in: this rank's; out at rank 0: every rank's */
+	struct ls_bench_probes *probes;   /* this rank's (its events go to rank 0; rank 0 attributes all) */
+	struct ls_record_writer *merged_record; /* out, rank 0 with --record: the merged file, open */
 };
 
 /* After the flags: MPI_Init when a launcher started this process (mpirun, srun). 0 (also when
@@ -42,9 +36,11 @@ int ls_bench_mpi_on(void);
 /* This process's rank (0 when MPI is not on). */
 int ls_bench_mpi_rank(void);
 
-/* prepare(): on rank 0 after the jobs are built, on the others instead of building them. 0, or
- * -1 after a message (an arrival that has no one schedule, fewer slots than ranks, ...). */
-int ls_bench_mpi_share(const struct ls_bench_mpi_state *st);
+/* prepare(): on rank 0 after the plan is built (it sends each rank its share and keeps its
+ * own), on the others instead of building one (plan and run are empty; they get their share).
+ * cfg is read, never written. 0, or -1 after a message (an arrival that has no one schedule,
+ * fewer slots than ranks, ...). */
+int ls_bench_mpi_share(const struct ls_config *cfg, struct ls_plan *plan, struct ls_run *run);
 /* The record file's header fields (--record): the ranks write FILE.rank<K> with them. */
 void ls_bench_mpi_record_meta(const struct ls_record_meta *meta);
 /* Rank 0's rc (the initial test's result) on every rank. */
@@ -53,11 +49,11 @@ int ls_bench_mpi_agree(int rc);
  * rank file. 0 or -1 after a message. */
 int ls_bench_mpi_before_run(struct ls_driver_opts *o);
 /* Just after it (unsent requests dropped): the clocks again, every record to rank 0, merged
- * into run in rank 0's clock, the merged record file opened on *record; with the records, each
- * rank's probe events of its requests' sockets, moved into rank 0's clock and handed to the
- * probes (ls_bench_probes_set_parts) so the attribution covers every rank's requests. rc is the
- * driver's; returns it, or -errno. */
-int ls_bench_mpi_after_run(int rc);
+ * into r->run in rank 0's clock, the merged record file opened on r->merged_record; with the
+ * records, each rank's probe events of its requests' sockets, moved into rank 0's clock and
+ * handed to the probes (ls_bench_probes_set_parts) so the attribution covers every rank's
+ * requests. rc is the driver's; returns it, or -errno. */
+int ls_bench_mpi_after_run(int rc, struct ls_bench_mpi_run *r);
 /* Rank 0 closes its FILE.rank0 after the run's end with the server's spec-decode counters over
  * the run (it alone asks the server); the other ranks close theirs in ls_bench_mpi_after_run. */
 void ls_bench_mpi_close_rank_file(const struct ls_spec_stats *spec);
