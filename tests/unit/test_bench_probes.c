@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <stdlib.h>
+#include "base/clock.h"
 #include "cmd/bench_probes.h"
 #include "config/config.h"
 

@@ -85,11 +85,11 @@ Test(sim_model, tokenizer_round_trips_any_bytes)
 		int *ids = NULL;
 		int n = sim_tok_encode(texts[i], lens[i], &ids);
 		cr_assert_geq(n, 0);
-		struct sim_buf out = { 0 };
+		struct ls_strbuf out = { 0 };
 		cr_assert_eq(sim_tok_decode(ids, (size_t)n, &out), 0);
 		cr_expect_eq(out.len, lens[i]);
 		cr_expect(out.len == 0 || !memcmp(out.data, texts[i], lens[i]), "round trip %zu", i);
-		sim_buf_free(&out);
+		ls_strbuf_free(&out);
 		free(ids);
 	}
 	int *ids = NULL;
@@ -97,9 +97,9 @@ Test(sim_model, tokenizer_round_trips_any_bytes)
 	cr_expect_eq(n, 2, "words are one token each");
 	free(ids);
 	int bad = sim_tok_vocab_size();
-	struct sim_buf out = { 0 };
+	struct ls_strbuf out = { 0 };
 	cr_expect_eq(sim_tok_decode(&bad, 1, &out), -1);
-	sim_buf_free(&out);
+	ls_strbuf_free(&out);
 }
 
 Test(sim_model, generated_ids_re_encode_to_themselves)
@@ -108,20 +108,20 @@ Test(sim_model, generated_ids_re_encode_to_themselves)
 	int ids[500];
 	for (int i = 0; i < 500; i++)
 		ids[i] = sim_tok_generate(&rng);
-	struct sim_buf text = { 0 };
+	struct ls_strbuf text = { 0 };
 	cr_assert_eq(sim_tok_decode(ids, 500, &text), 0);
 	int *back = NULL;
 	int n = sim_tok_encode(text.data, text.len, &back);
 	cr_assert_eq(n, 500);
 	cr_expect_eq(memcmp(back, ids, sizeof(ids)), 0);
 	free(back);
-	sim_buf_free(&text);
+	ls_strbuf_free(&text);
 }
 
 Test(sim_model, json_string_escapes)
 {
-	struct sim_buf b = { 0 };
-	cr_assert_eq(sim_buf_json_str(&b, "a\"b\\c\n\x01", 7), 0);
+	struct ls_strbuf b = { 0 };
+	cr_assert_eq(ls_strbuf_json_str(&b, "a\"b\\c\n\x01", 7), 0);
 	cr_expect_str_eq(b.data, "\"a\\\"b\\\\c\\n\\u0001\"");
-	sim_buf_free(&b);
+	ls_strbuf_free(&b);
 }

@@ -1,9 +1,10 @@
 /* attribution.h — where each millisecond went: a run's records + probe events (+ GPU steps) ->
- * Takes: a run's records (base/record.h), the probes' per-socket events (probes/evstore.h), GPU steps (gpu/common/gpu_step.h) and a profile's read rules.
- * Gives: struct ls_attribution: per request and window, the parts that sum exactly to the latency.
  * per request, for TTFT, every inter-token gap and E2EL, the parts client / network / server
  * (queue + gpu when GPU steps are given) / network+server / unattributed. The parts of a window
- * always add up exactly to the measured latency of that window. */
+ * always add up exactly to the measured latency of that window.
+ * Takes: a run's records (base/record.h), the probes' per-socket events (probes/evstore.h), GPU
+ * steps (gpu/common/gpu_step.h) and a profile's read rules.
+ * Gives: struct ls_attribution: per request and window, the parts that sum exactly to the latency. */
 #ifndef LATSCOPE_ATTRIBUTION_H
 #define LATSCOPE_ATTRIBUTION_H
 

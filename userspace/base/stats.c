@@ -62,3 +62,13 @@ void ls_sort_u64(uint64_t *v, size_t n)
 	if (n > 1)
 		qsort(v, n, sizeof(*v), cmp_u64);
 }
+
+size_t ls_sort_unique_u64(uint64_t *v, size_t n)
+{
+	size_t kept = 0;
+	ls_sort_u64(v, n);
+	for (size_t i = 0; i < n; i++)
+		if (!kept || v[kept - 1] != v[i])
+			v[kept++] = v[i];
+	return kept;
+}

@@ -15,5 +15,7 @@ double ls_percentile_u64(const uint64_t *sorted, size_t n, double p);
 /* Ascending, in place (the order the percentiles need). */
 void ls_sort_doubles(double *v, size_t n);
 void ls_sort_u64(uint64_t *v, size_t n);
+/* Sorts v and keeps each value once; returns how many are left (the first ones). */
+size_t ls_sort_unique_u64(uint64_t *v, size_t n);
 
 #endif

@@ -293,9 +293,7 @@ int ls_bench_mpi_before_run(struct ls_driver_opts *o)
 
 static double cpu_us(const struct rusage *a, const struct rusage *b)
 {
-	double ua = a->ru_utime.tv_sec * 1e6 + a->ru_utime.tv_usec, sa = a->ru_stime.tv_sec * 1e6 + a->ru_stime.tv_usec;
-	double ub = b->ru_utime.tv_sec * 1e6 + b->ru_utime.tv_usec, sb = b->ru_stime.tv_sec * 1e6 + b->ru_stime.tv_usec;
-	return (ub - ua) + (sb - sa);
+	return ls_tv_us(&b->ru_utime) - ls_tv_us(&a->ru_utime) + ls_tv_us(&b->ru_stime) - ls_tv_us(&a->ru_stime);
 }
 
 /* Realised rate and schedule lag P99 (started - scheduled: metrics' client queue) of this rank. */
@@ -316,12 +314,6 @@ static void rate_and_lag(struct rank_stats *s, const struct ls_run *run)
 	ls_metrics_free(&m);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 /* The sockets of this rank's requests (once each) and how many events they hold: what goes to
  * rank 0 after the records (a server's sockets only with the rank whose request they served). */
 static void local_sockets(struct rank_stats *s, struct ls_bench_rank_probes *rp)
@@ -331,10 +323,7 @@ static void local_sockets(struct rank_stats *s, struct ls_bench_rank_probes *rp)
 		return;
 	g.cookies = rp->cookies;
 	rp->cookies = NULL;
-	qsort(g.cookies, rp->n_cookies, sizeof(*g.cookies), cmp_u64);
-	for (size_t i = 0; i < rp->n_cookies; i++)
-		if (!g.n_cookies || g.cookies[g.n_cookies - 1] != g.cookies[i])
-			g.cookies[g.n_cookies++] = g.cookies[i];
+	g.n_cookies = ls_sort_unique_u64(g.cookies, rp->n_cookies);
 	for (size_t i = 0; i < g.n_cookies; i++) {
 		const struct ls_sock_events *se = ls_evstore_find(st, g.cookies[i]);
 		s->n_events += se ? se->n : 0;

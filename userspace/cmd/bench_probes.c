@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include "attribution/attribution.h"
 #include "base/outfile.h"
+#include "base/clock.h"
 #include "base/stats.h"
 #include "cmd/bench_probes.h"
 #include "attribution/gpu_steps.h"
@@ -35,31 +36,6 @@ struct ls_bench_probes {
 	const struct ls_run *own;
 };
 
-int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms)
-{
-	unsigned long long f[8];
-
-	if (!stat_text || strncmp(stat_text, "cpu ", 4) || user_hz <= 0 ||
-	    sscanf(stat_text + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4],
-		   &f[5], &f[6], &f[7]) != 8)
-		return -1;
-	*steal_ms = f[7] * 1000ull / (unsigned long long)user_hz;
-	return 0;
-}
-
-static int read_steal_ms(uint64_t *steal_ms)
-{
-	char line[512];
-	FILE *f = fopen("/proc/stat", "r");
-	int rc = -1;
-
-	if (!f)
-		return -1;
-	if (fgets(line, sizeof(line), f))
-		rc = ls_proc_stat_steal_ms(line, sysconf(_SC_CLK_TCK), steal_ms);
-	fclose(f);
-	return rc;
-}
 
 int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out)
 {
@@ -94,7 +70,7 @@ int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **o
 	if (bp->probes)
 		ls_probes_loop_hook(bp->probes, &bp->hook);
 	getrusage(RUSAGE_SELF, &bp->before);
-	bp->have_steal = read_steal_ms(&bp->steal_before_ms) == 0;
+	bp->have_steal = ls_clock_steal_ms(&bp->steal_before_ms) == 0;
 	*out = bp;
 	return 0;
 }
@@ -103,7 +79,7 @@ void ls_bench_probes_run_ended(struct ls_bench_probes *bp)
 {
 	if (bp && !getrusage(RUSAGE_SELF, &bp->after))
 		bp->ended = 1;
-	if (bp && bp->have_steal && read_steal_ms(&bp->steal_after_ms))
+	if (bp && bp->have_steal && ls_clock_steal_ms(&bp->steal_after_ms))
 		bp->have_steal = 0;
 }
 
@@ -160,10 +136,6 @@ static void print_client_delay(FILE *out, const struct ls_run *run, const struct
 	free(d);
 }
 
-static double tv_us(const struct timeval *tv)
-{
-	return tv->tv_sec * 1e6 + tv->tv_usec;
-}
 
 /* What the harness itself cost during the run (warmups included): CPU per request and per
  * frame, peak RSS growth per stream in flight, and the probes' drain per event. The kernel
@@ -177,8 +149,8 @@ static void print_harness_cost(FILE *out, const struct ls_bench_probes *bp, cons
 		frames += run->requests[i].n_frames;
 	/* User time is latscope's own code and libraries (libcurl, SSE, JSON, stamping); kernel time
 	 * is mostly TCP receive, and the ACK each small frame's read sends on loopback. */
-	double user = tv_us(&now->ru_utime) - tv_us(&bp->before.ru_utime);
-	double kern = tv_us(&now->ru_stime) - tv_us(&bp->before.ru_stime);
+	double user = ls_tv_us(&now->ru_utime) - ls_tv_us(&bp->before.ru_utime);
+	double kern = ls_tv_us(&now->ru_stime) - ls_tv_us(&bp->before.ru_stime);
 	double cpu = user + kern;
 	size_t n = run->n_requests, peak = ls_run_peak_streams(run);
 	long rss_kib = now->ru_maxrss - bp->before.ru_maxrss;

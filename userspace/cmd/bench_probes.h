@@ -2,7 +2,9 @@
  * eBPF probes as --probes says (auto: when root and BTF allow, else off with the reason; on:
  * or fail; off), hand the driver their drain hook, and after the run attribute every request,
  * print "Where the latency went" (and the GPU section with --gpu-dir), write the attribution
- * JSONL beside --record and the --trace file. bench.c calls only these four functions. */
+ * JSONL beside --record and the --trace file. bench.c calls open, hook, run_ended, report,
+ * attribution and watched (for --html) and close; bench_mpi.c the rank view, events and
+ * set_parts (every rank's requests attributed at rank 0), and why. */
 #ifndef LATSCOPE_BENCH_PROBES_H
 #define LATSCOPE_BENCH_PROBES_H
 
@@ -66,11 +68,6 @@ const char *ls_bench_probes_why(const struct ls_bench_probes *bp);
 
 /* Detaches the probes and frees everything. NULL is fine. */
 void ls_bench_probes_close(struct ls_bench_probes *bp);
-
-/* The "steal" column of /proc/stat's first line (all CPUs): CPU time the hypervisor gave to
- * others while this VM's vCPUs wanted it, in ms (USER_HZ ticks, 10 ms each). 0, or -1 when
- * stat_text has no such line. */
-int ls_proc_stat_steal_ms(const char *stat_text, long user_hz, uint64_t *steal_ms);
 
 /* Where the attribution JSONL of a --record file goes: "run.jsonl" -> "run.attribution.jsonl",
  * any other name gets ".attribution.jsonl" appended. malloc'd; NULL on ENOMEM. */

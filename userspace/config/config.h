@@ -1,7 +1,7 @@
 /* config.h — `latscope bench` settings: CLI flags named as `vllm bench serve` names them, a
+ * JSON config file (--config FILE) with the same keys, and a profile's defaults.
  * Takes: argv (vLLM and SGLang flag names), a --config JSON file, a profile (config/profile.h).
  * Gives: struct ls_config: every stage's settings, filled; the profile's send and read rules.
- * JSON config file (--config FILE) with the same keys, and a profile's defaults.
  * Precedence: built-in defaults < profile < config file < flags. */
 #ifndef LATSCOPE_CONFIG_H
 #define LATSCOPE_CONFIG_H

@@ -1,7 +1,8 @@
-/* driver.h — the io_uring + libcurl multi_socket loop that sends a run's requests and
- * Takes: a URL, a backend, the arrival schedule and the dataset's prompts (workload/), a connection policy.
- * Gives: struct ls_run: one struct ls_request per request with every stamp (base/record.h).
- * stamps every event of each (ARCHITECTURE.md principle 4: the loop is the only place that waits). */
+/* driver.h — the io_uring + libcurl multi_socket loop that sends a run's requests and stamps
+ * every event of each (ARCHITECTURE.md principle 4: the loop is the only place that waits).
+ * Takes: a plan's jobs (driver/plan.h: bodies, the arrival schedule of workload/), a URL, a
+ * backend, a connection policy.
+ * Gives: struct ls_run: one struct ls_request per request with every stamp (base/record.h). */
 #ifndef LATSCOPE_DRIVER_H
 #define LATSCOPE_DRIVER_H
 

@@ -1,8 +1,9 @@
 /* metrics.h — TTFT, TPOT, ITL, E2EL, throughput, goodput and percentiles, as pure functions of
- * Takes: struct ls_run (base/record.h) and a profile's read rules.
- * Gives: struct ls_metrics (TTFT, TPOT, ITL, E2EL, goodput, percentiles) and the checks (checks.h).
  * a run's records plus the read rules of a profile (ARCHITECTURE.md principle 1). Nothing here does
- * I/O; the same records give vLLM's, SGLang's and latscope's numbers by changing the rules. */
+ * I/O; the same records give vLLM's, SGLang's and latscope's numbers by changing the rules.
+ * Takes: struct ls_run (base/record.h) and a profile's read rules.
+ * Gives: struct ls_metrics (TTFT, TPOT, ITL, E2EL, goodput, percentiles, slot wait, concurrency,
+ * connections) and the checks (checks.h). */
 #ifndef LATSCOPE_METRICS_H
 #define LATSCOPE_METRICS_H
 

@@ -4,13 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/strbuf.h"
+#include "base/stats.h"
 #include "probes/evstore.h"
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
 
 /* b sent (when it holds anything) and emptied. */
 static int flush(struct ls_strbuf *b, int (*emit)(void *ctx, const void *buf, size_t len), void *ctx)
@@ -49,12 +45,11 @@ int ls_evstore_pack(const struct ls_evstore *st, const uint64_t *cookies, size_t
 		return -ENOMEM;
 	if (n)
 		memcpy(sorted, cookies, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_u64);
+	n = ls_sort_unique_u64(sorted, n);
 	if (max_bytes > UINT32_MAX * sizeof(struct ls_event))
 		max_bytes = UINT32_MAX * sizeof(struct ls_event); /* a segment's n is 32 bits */
 	for (size_t i = 0; !err && i < n; i++) {
-		const struct ls_sock_events *s = sorted[i] && (!i || sorted[i] != sorted[i - 1])
-						 ? ls_evstore_find(st, sorted[i]) : NULL;
+		const struct ls_sock_events *s = sorted[i] ? ls_evstore_find(st, sorted[i]) : NULL;
 		if (!s)
 			continue;
 		err = pack_socket(&b, s, max_bytes, emit, ctx);

@@ -1,7 +1,8 @@
 /* probes.h — the eBPF probes: open -> settings -> load -> attach, ring buffer -> per-socket event
+ * store.
  * Takes: pids to watch (the client's own, servers by pid or comm), a loop hook slot (base/loop_hook.h).
- * Gives: struct ls_evstore: every socket's kernel and libssl stamps, keyed by socket cookie (bpf/events.h).
- * store. Degrades loudly: when the probes cannot run (not root, no BTF), ls_probes_open returns
+ * Gives: struct ls_evstore: every socket's kernel and libssl stamps, keyed by socket cookie
+ * (bpf/events.h), in this process's clock (a time namespace's offset applied). Degrades loudly: when the probes cannot run (not root, no BTF), ls_probes_open returns
  * NULL and says why, and the bench runs without them. */
 #ifndef LATSCOPE_PROBES_H
 #define LATSCOPE_PROBES_H

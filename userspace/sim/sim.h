@@ -16,17 +16,6 @@
 #include "base/strbuf.h"
 #include "sim/sim_http.h"
 
-/* ---- growable byte buffer: base/strbuf.h's, under the names the sim's files use. Frames
- * are formatted by hand into it, JSON strings with base's one escaper (ls_strbuf_json_str). ---- */
-#define sim_buf          ls_strbuf
-#define sim_buf_reserve  ls_strbuf_reserve
-#define sim_buf_append   ls_strbuf_append
-#define sim_buf_puts     ls_strbuf_puts
-#define sim_buf_printf   ls_strbuf_printf
-#define sim_buf_json_str ls_strbuf_json_str
-#define sim_buf_consume  ls_strbuf_consume
-#define sim_buf_free     ls_strbuf_free
-
 /* ---- seeded randomness: base's splitmix64 (small, fast, good enough for a model) ---- */
 static inline uint64_t sim_rng_next(uint64_t *state)
 {
@@ -137,7 +126,7 @@ int sim_tok_vocab_size(void);
 /* Token ids of text (greedy longest match); returns count, -1 on allocation failure. */
 int sim_tok_encode(const char *text, size_t len, int **ids_out);
 /* Appends the text of ids (specials are empty); -1 when an id is outside the vocabulary. */
-int sim_tok_decode(const int *ids, size_t n, struct sim_buf *out);
+int sim_tok_decode(const int *ids, size_t n, struct ls_strbuf *out);
 const char *sim_tok_text(int id, size_t *len);
 /* The id of the k-th generated token of a request whose stream is seeded by seed. */
 int sim_tok_generate(uint64_t *rng);
@@ -198,7 +187,7 @@ struct sim_req {
 	size_t           n_steps, cap_steps;
 	struct sim_frame_rec *frames;
 	size_t           n_frames, cap_frames;
-	struct sim_buf   text;           /* all text so far (cumulative /generate, non-streaming) */
+	struct ls_strbuf   text;           /* all text so far (cumulative /generate, non-streaming) */
 };
 
 /* ---- connections (sim_conn.c) ---- */
@@ -211,7 +200,7 @@ struct sim_conn {
 	SSL               *ssl;
 	int                handshake_done;
 	uint64_t           id;
-	struct sim_buf     in, out;
+	struct ls_strbuf     in, out;
 	size_t             out_off;
 	uint32_t           events;       /* what epoll watches now */
 	int                dead;         /* closing: reaped after the current event batch */
@@ -225,7 +214,7 @@ int  sim_conn_accept(struct sim_server *srv, int fd);
 void sim_conn_on_event(struct sim_conn *c, uint32_t events);
 int  sim_conn_send(struct sim_conn *c, const void *data, size_t len); /* queue + flush */
 /* Sends a whole reply built in out (cut instead when build_rc != 0) and frees out. */
-void sim_conn_reply(struct sim_conn *c, struct sim_buf *out, int build_rc, int keep_alive);
+void sim_conn_reply(struct sim_conn *c, struct ls_strbuf *out, int build_rc, int keep_alive);
 int  sim_conn_flush(struct sim_conn *c);
 void sim_conn_kill(struct sim_conn *c, int reset);  /* close after this event batch */
 void sim_conn_process_input(struct sim_conn *c);     /* parse and dispatch buffered requests */
@@ -291,13 +280,13 @@ struct cJSON;
 int sim_api_int_field(const struct cJSON *obj, const char *name, int dflt, int lo, int hi, int *out);
 int sim_api_bool_field(const struct cJSON *obj, const char *name, int *out);
 const char *sim_api_parse_peer(const struct cJSON *root, enum sim_endpoint ep, struct sim_req *r);
-int sim_stream_peer_json(struct sim_buf *msg, const struct sim_req *r, const char *text, size_t text_len,
+int sim_stream_peer_json(struct ls_strbuf *msg, const struct sim_req *r, const char *text, size_t text_len,
 			 int last_id, const char *reason);
 
 /* ---- truth (sim_truth.c) ---- */
 struct sim_truth {
 	int fd;          /* -1 without --truth */
-	struct sim_buf line;
+	struct ls_strbuf line;
 	uint64_t lines, write_errors;
 };
 int  sim_truth_open(struct sim_truth *t, const char *path);

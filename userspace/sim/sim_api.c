@@ -17,7 +17,7 @@ void sim_api_req_free(struct sim_req *r)
 	free(r->prompt_ids);
 	free(r->steps);
 	free(r->frames);
-	sim_buf_free(&r->text);
+	ls_strbuf_free(&r->text);
 	free(r);
 }
 
@@ -28,18 +28,18 @@ static int method_is(const struct sim_http_req *h, const char *m)
 
 void sim_api_send_error(struct sim_conn *c, int status, const char *type, const char *msg, int keep_alive)
 {
-	struct sim_buf body = { 0 }, out = { 0 };
-	int rc = sim_buf_puts(&body, "{\"object\":\"error\",\"message\":");
-	rc |= sim_buf_json_str(&body, msg, strlen(msg));
-	rc |= sim_buf_printf(&body, ",\"type\":\"%s\",\"param\":null,\"code\":%d}", type, status);
-	rc |= sim_buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+	struct ls_strbuf body = { 0 }, out = { 0 };
+	int rc = ls_strbuf_puts(&body, "{\"object\":\"error\",\"message\":");
+	rc |= ls_strbuf_json_str(&body, msg, strlen(msg));
+	rc |= ls_strbuf_printf(&body, ",\"type\":\"%s\",\"param\":null,\"code\":%d}", type, status);
+	rc |= ls_strbuf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
 			     "Content-Length: %zu\r\n%s%s\r\n",
 			     status, sim_http_reason(status), body.len,
 			     status == 429 ? "Retry-After: 1\r\n" : "",
 			     keep_alive ? "" : "Connection: close\r\n");
-	rc |= sim_buf_append(&out, body.data, body.len);
+	rc |= ls_strbuf_append(&out, body.data, body.len);
 	sim_conn_reply(c, &out, rc, keep_alive);
-	sim_buf_free(&body);
+	ls_strbuf_free(&body);
 }
 
 static int bad(struct sim_conn *c, const struct sim_http_req *h, const char *msg)
@@ -106,7 +106,7 @@ static const char *chat_prompt(const cJSON *msgs, struct sim_req *r)
 {
 	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
 		return "messages must be a non-empty array";
-	struct sim_buf t = { 0 };
+	struct ls_strbuf t = { 0 };
 	const cJSON *m;
 	const char *err = NULL;
 	cJSON_ArrayForEach(m, msgs) {
@@ -116,29 +116,29 @@ static const char *chat_prompt(const cJSON *msgs, struct sim_req *r)
 			err = "each message needs a string role";
 			break;
 		}
-		sim_buf_printf(&t, "<|%s|>\n", role->valuestring);
+		ls_strbuf_printf(&t, "<|%s|>\n", role->valuestring);
 		if (cJSON_IsString(content)) {
-			sim_buf_puts(&t, content->valuestring);
+			ls_strbuf_puts(&t, content->valuestring);
 		} else if (cJSON_IsArray(content)) {
 			const cJSON *part;
 			cJSON_ArrayForEach(part, content) {
 				const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
 				if (cJSON_IsString(text))
-					sim_buf_puts(&t, text->valuestring);
+					ls_strbuf_puts(&t, text->valuestring);
 			}
 		} else if (content && !cJSON_IsNull(content)) {
 			err = "message content must be a string or an array of parts";
 			break;
 		}
-		sim_buf_puts(&t, "\n");
+		ls_strbuf_puts(&t, "\n");
 	}
 	if (!err) {
-		sim_buf_puts(&t, "<|assistant|>\n");
+		ls_strbuf_puts(&t, "<|assistant|>\n");
 		r->prompt_len = sim_tok_encode(t.data ? t.data : "", t.len, &r->prompt_ids);
 		if (r->prompt_len < 0)
 			err = "out of memory tokenizing the messages";
 	}
-	sim_buf_free(&t);
+	ls_strbuf_free(&t);
 	return err;
 }
 
@@ -211,18 +211,18 @@ static const char *parse_body(const cJSON *root, enum sim_endpoint ep, struct si
 
 static int send_stream_head(struct sim_conn *c, struct sim_req *r)
 {
-	struct sim_buf out = { 0 };
-	int rc = sim_buf_puts(&out, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+	struct ls_strbuf out = { 0 };
+	int rc = ls_strbuf_puts(&out, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
 				    "Cache-Control: no-cache\r\n");
 	if (r->chunked)
-		rc |= sim_buf_puts(&out, "Transfer-Encoding: chunked\r\n");
-	rc |= sim_buf_puts(&out, "X-Request-Id: ");
-	rc |= sim_buf_puts(&out, r->id);
-	rc |= sim_buf_puts(&out, r->keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
+		rc |= ls_strbuf_puts(&out, "Transfer-Encoding: chunked\r\n");
+	rc |= ls_strbuf_puts(&out, "X-Request-Id: ");
+	rc |= ls_strbuf_puts(&out, r->id);
+	rc |= ls_strbuf_puts(&out, r->keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
 	r->headers_ns = ls_now_ns();
 	if (!rc)
 		rc = sim_conn_send(c, out.data, out.len);
-	sim_buf_free(&out);
+	ls_strbuf_free(&out);
 	return rc;
 }
 

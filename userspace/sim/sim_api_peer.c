@@ -71,24 +71,24 @@ const char *sim_api_parse_peer(const cJSON *root, enum sim_endpoint ep, struct s
 
 /* TGI's StreamResponse (the final one carries generated_text and details) and Triton's
  * ensemble response. TGI writes "data:" with no space, as axum's SSE does. */
-int sim_stream_peer_json(struct sim_buf *msg, const struct sim_req *r, const char *text, size_t text_len,
+int sim_stream_peer_json(struct ls_strbuf *msg, const struct sim_req *r, const char *text, size_t text_len,
 			 int last_id, const char *reason)
 {
 	int rc = 0;
 	if (r->ep == SIM_EP_TRT) {
-		rc |= sim_buf_puts(msg, "data: {\"context_logits\":0.0,\"cum_log_probs\":0.0,\"generation_logits\":0.0,"
+		rc |= ls_strbuf_puts(msg, "data: {\"context_logits\":0.0,\"cum_log_probs\":0.0,\"generation_logits\":0.0,"
 					"\"model_name\":\"ensemble\",\"model_version\":\"1\",\"output_log_probs\":[0.0],"
 					"\"sequence_end\":false,\"sequence_id\":0,\"sequence_start\":false,\"text_output\":");
-		rc |= sim_buf_json_str(msg, text, text_len);
-		return rc | sim_buf_puts(msg, "}");
+		rc |= ls_strbuf_json_str(msg, text, text_len);
+		return rc | ls_strbuf_puts(msg, "}");
 	}
-	rc |= sim_buf_printf(msg, "data:{\"index\":%d,\"token\":{\"id\":%d,\"text\":", r->generated, last_id);
-	rc |= sim_buf_json_str(msg, text, text_len);
-	rc |= sim_buf_printf(msg, ",\"logprob\":0.0,\"special\":%s},\"generated_text\":",
+	rc |= ls_strbuf_printf(msg, "data:{\"index\":%d,\"token\":{\"id\":%d,\"text\":", r->generated, last_id);
+	rc |= ls_strbuf_json_str(msg, text, text_len);
+	rc |= ls_strbuf_printf(msg, ",\"logprob\":0.0,\"special\":%s},\"generated_text\":",
 			     last_id == SIM_TOK_EOS || last_id == SIM_TOK_EMPTY ? "true" : "false");
 	if (!reason)
-		return rc | sim_buf_puts(msg, "null,\"details\":null}");
-	rc |= sim_buf_json_str(msg, r->text.data ? r->text.data : "", r->text.len);
-	return rc | sim_buf_printf(msg, ",\"details\":{\"finish_reason\":\"%s\",\"generated_tokens\":%d,"
+		return rc | ls_strbuf_puts(msg, "null,\"details\":null}");
+	rc |= ls_strbuf_json_str(msg, r->text.data ? r->text.data : "", r->text.len);
+	return rc | ls_strbuf_printf(msg, ",\"details\":{\"finish_reason\":\"%s\",\"generated_tokens\":%d,"
 				   "\"seed\":null}}", strcmp(reason, "stop") ? "length" : "eos_token", r->generated);
 }

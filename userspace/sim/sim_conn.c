@@ -112,7 +112,7 @@ int sim_conn_flush(struct sim_conn *c)
 	}
 	c->out.len = c->out_off = 0;
 	if (c->out.cap > (1u << 16))
-		sim_buf_free(&c->out); /* a big reply is over: give the memory back */
+		ls_strbuf_free(&c->out); /* a big reply is over: give the memory back */
 	set_out_interest(c, 0);
 	if (c->close_after_flush)
 		sim_conn_kill(c, 0);
@@ -125,7 +125,7 @@ int sim_conn_send(struct sim_conn *c, const void *data, size_t len)
 		return -1;
 	if (c->out_off && c->out_off == c->out.len)
 		c->out.len = c->out_off = 0;
-	if (sim_buf_append(&c->out, data, len)) {
+	if (ls_strbuf_append(&c->out, data, len)) {
 		sim_conn_kill(c, 0);
 		return -1;
 	}
@@ -135,7 +135,7 @@ int sim_conn_send(struct sim_conn *c, const void *data, size_t len)
 	return sim_conn_flush(c);
 }
 
-void sim_conn_reply(struct sim_conn *c, struct sim_buf *out, int build_rc, int keep_alive)
+void sim_conn_reply(struct sim_conn *c, struct ls_strbuf *out, int build_rc, int keep_alive)
 {
 	if (!keep_alive)
 		c->close_after_flush = 1;
@@ -143,7 +143,7 @@ void sim_conn_reply(struct sim_conn *c, struct sim_buf *out, int build_rc, int k
 		sim_conn_send(c, out->data, out->len);
 	else
 		sim_conn_kill(c, 0); /* a reply we could not build: cut rather than send half */
-	sim_buf_free(out);
+	ls_strbuf_free(out);
 }
 
 void sim_conn_process_input(struct sim_conn *c)
@@ -182,9 +182,9 @@ void sim_conn_process_input(struct sim_conn *c)
 		}
 		c->sent_continue = 0;
 		sim_api_dispatch(c, &h, c->in.data + head, body);
-		sim_buf_consume(&c->in, (size_t)head + body);
+		ls_strbuf_consume(&c->in, (size_t)head + body);
 		if (!c->in.len && c->in.cap > (1u << 16))
-			sim_buf_free(&c->in);
+			ls_strbuf_free(&c->in);
 	}
 }
 
@@ -223,7 +223,7 @@ static int read_some(struct sim_conn *c)
 			if (n <= 0)
 				return -1;
 		}
-		if (sim_buf_append(&c->in, rbuf, (size_t)n))
+		if (ls_strbuf_append(&c->in, rbuf, (size_t)n))
 			return -1;
 		if ((size_t)n < READ_CHUNK && !c->ssl)
 			return 0; /* short read: the socket is drained */
@@ -300,8 +300,8 @@ static void free_conn(struct sim_server *srv, struct sim_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	srv->n_conns--;
-	sim_buf_free(&c->in);
-	sim_buf_free(&c->out);
+	ls_strbuf_free(&c->in);
+	ls_strbuf_free(&c->out);
 	free(c);
 }
 

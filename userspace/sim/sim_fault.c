@@ -114,13 +114,13 @@ int sim_fault_on_accept(struct sim_server *srv, const struct sim_conn *c)
 /* A head and nothing more: no body at all (Content-Length: 0), or one ended by the close. */
 static void send_empty_error(struct sim_conn *c, int status, int keep_alive)
 {
-	struct sim_buf out = { 0 };
+	struct ls_strbuf out = { 0 };
 	int rc;
 	if (status == 503) {
-		rc = sim_buf_printf(&out, "HTTP/1.1 503 %s\r\nConnection: close\r\n\r\n", sim_http_reason(503));
+		rc = ls_strbuf_printf(&out, "HTTP/1.1 503 %s\r\nConnection: close\r\n\r\n", sim_http_reason(503));
 		keep_alive = 0;
 	} else {
-		rc = sim_buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n%s\r\n", status,
+		rc = ls_strbuf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n%s\r\n", status,
 				    sim_http_reason(status), keep_alive ? "" : "Connection: close\r\n");
 	}
 	sim_conn_reply(c, &out, rc, keep_alive);

@@ -13,10 +13,10 @@
 static void send_body(struct sim_conn *c, int status, const char *ctype, const char *body, size_t len,
 		      int keep_alive)
 {
-	struct sim_buf out = { 0 };
-	int rc = sim_buf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
+	struct ls_strbuf out = { 0 };
+	int rc = ls_strbuf_printf(&out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s\r\n",
 				status, sim_http_reason(status), ctype, len, keep_alive ? "" : "Connection: close\r\n");
-	rc |= sim_buf_append(&out, body, len);
+	rc |= ls_strbuf_append(&out, body, len);
 	sim_conn_reply(c, &out, rc, keep_alive);
 }
 
@@ -44,13 +44,13 @@ static void metrics(struct sim_conn *c, int keep_alive)
 	struct sim_server *srv = c->srv;
 	const struct sim_engine *e = &srv->engine;
 	const char *m = srv->cfg->model;
-	struct sim_buf b = { 0 };
+	struct ls_strbuf b = { 0 };
 	int rc = 0;
 #define GAUGE(name, help, val) \
-	rc |= sim_buf_printf(&b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name "{model_name=\"%s\"} %llu\n", \
+	rc |= ls_strbuf_printf(&b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name "{model_name=\"%s\"} %llu\n", \
 			     m, (unsigned long long)(val))
 #define COUNTER(name, help, val) \
-	rc |= sim_buf_printf(&b, "# HELP " name " " help "\n# TYPE " name " counter\n" name "{model_name=\"%s\"} %llu\n", \
+	rc |= ls_strbuf_printf(&b, "# HELP " name " " help "\n# TYPE " name " counter\n" name "{model_name=\"%s\"} %llu\n", \
 			     m, (unsigned long long)(val))
 	GAUGE("vllm:num_requests_running", "Requests in the running batch.", e->running.count);
 	GAUGE("vllm:num_requests_waiting", "Requests waiting to be admitted.", e->waiting.count);
@@ -63,7 +63,7 @@ static void metrics(struct sim_conn *c, int keep_alive)
 	COUNTER("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
 		e->prefix_queries_total);
 	COUNTER("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache.", e->prefix_hits_total);
-	rc |= sim_buf_printf(&b, "# HELP vllm:request_success_total Requests finished.\n"
+	rc |= ls_strbuf_printf(&b, "# HELP vllm:request_success_total Requests finished.\n"
 				 "# TYPE vllm:request_success_total counter\n"
 				 "vllm:request_success_total{model_name=\"%s\",finished_reason=\"length\"} %llu\n"
 				 "vllm:request_success_total{model_name=\"%s\",finished_reason=\"stop\"} %llu\n",
@@ -72,10 +72,10 @@ static void metrics(struct sim_conn *c, int keep_alive)
 	COUNTER("latscope_sim_steps_total", "Engine steps run.", e->steps_total);
 	COUNTER("latscope_sim_connections_total", "Connections accepted.", srv->accepted_total);
 	GAUGE("latscope_sim_connections_open", "Connections open now.", srv->n_conns);
-	rc |= sim_buf_puts(&b, "# HELP latscope_sim_faults_total Faults injected.\n"
+	rc |= ls_strbuf_puts(&b, "# HELP latscope_sim_faults_total Faults injected.\n"
 			       "# TYPE latscope_sim_faults_total counter\n");
 	for (int k = 1; k < SIM_FAULT__COUNT; k++)
-		rc |= sim_buf_printf(&b, "latscope_sim_faults_total{kind=\"%s\"} %llu\n", sim_fault_name(k),
+		rc |= ls_strbuf_printf(&b, "latscope_sim_faults_total{kind=\"%s\"} %llu\n", sim_fault_name(k),
 				     (unsigned long long)srv->faults_total[k]);
 #undef GAUGE
 #undef COUNTER
@@ -83,7 +83,7 @@ static void metrics(struct sim_conn *c, int keep_alive)
 		sim_api_send_error(c, 503, "ServiceUnavailable", "out of memory", 0);
 	else
 		send_body(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, keep_alive);
-	sim_buf_free(&b);
+	ls_strbuf_free(&b);
 }
 
 static void server_info(struct sim_conn *c, int keep_alive)
@@ -174,25 +174,25 @@ static void detokenize(struct sim_conn *c, const char *body, size_t len, int kee
 		}
 	}
 	cJSON_Delete(root);
-	struct sim_buf text = { 0 };
+	struct ls_strbuf text = { 0 };
 	if (!err && sim_tok_decode(ids, (size_t)n, &text))
 		err = "a token id is outside the vocabulary";
 	free(ids);
 	if (err) {
-		sim_buf_free(&text);
+		ls_strbuf_free(&text);
 		sim_api_send_error(c, 400, "BadRequestError", err, keep_alive);
 		return;
 	}
-	struct sim_buf out = { 0 };
-	int rc = sim_buf_puts(&out, "{\"prompt\":");
-	rc |= sim_buf_json_str(&out, text.data ? text.data : "", text.len);
-	rc |= sim_buf_puts(&out, "}");
+	struct ls_strbuf out = { 0 };
+	int rc = ls_strbuf_puts(&out, "{\"prompt\":");
+	rc |= ls_strbuf_json_str(&out, text.data ? text.data : "", text.len);
+	rc |= ls_strbuf_puts(&out, "}");
 	if (rc)
 		sim_api_send_error(c, 503, "ServiceUnavailable", "out of memory", 0);
 	else
 		send_body(c, 200, "application/json", out.data, out.len, keep_alive);
-	sim_buf_free(&out);
-	sim_buf_free(&text);
+	ls_strbuf_free(&out);
+	ls_strbuf_free(&text);
 }
 
 int sim_info_dispatch(struct sim_conn *c, const struct sim_http_req *h, const char *body, size_t body_len,

@@ -16,9 +16,9 @@ struct pending_frame {
  * next (sim_stream_emit owns the one instance: the sim has one thread), so a frame allocates
  * nothing once they have grown. */
 struct wire {
-	struct sim_buf buf;            /* chunked bytes to send */
-	struct sim_buf msg;            /* the SSE message being built */
-	struct sim_buf text;           /* this step's tokens as text (and a fault's extra bytes) */
+	struct ls_strbuf buf;            /* chunked bytes to send */
+	struct ls_strbuf msg;            /* the SSE message being built */
+	struct ls_strbuf text;           /* this step's tokens as text (and a fault's extra bytes) */
 	struct pending_frame frames[8];
 	int n;
 	int rc;
@@ -68,7 +68,7 @@ static int endless_more(struct sim_server *srv, struct sim_req *r, struct wire *
 	size_t one = w->buf.len - from;
 	uint32_t n = 0;
 	while (n < ENDLESS_BURST && (uint64_t)r->token_frames + r->endless_frames + n < limit && one) {
-		if (sim_buf_reserve(&w->buf, one)) {
+		if (ls_strbuf_reserve(&w->buf, one)) {
 			w->rc = -1;
 			break;
 		}
@@ -97,14 +97,14 @@ static const char *oai_object(const struct sim_req *r)
 /* The JSON helpers below append to w->msg, the message being built. */
 static void oai_prefix(struct sim_server *srv, const struct sim_req *r, struct wire *w)
 {
-	w->rc |= sim_buf_printf(&w->msg, "{\"id\":\"%s%s\",\"object\":\"%s\",\"created\":%lld,\"model\":",
+	w->rc |= ls_strbuf_printf(&w->msg, "{\"id\":\"%s%s\",\"object\":\"%s\",\"created\":%lld,\"model\":",
 				r->ep == SIM_EP_CHAT ? "chatcmpl-" : "cmpl-", r->id, oai_object(r), r->created);
-	w->rc |= sim_buf_json_str(&w->msg, srv->cfg->model, strlen(srv->cfg->model));
+	w->rc |= ls_strbuf_json_str(&w->msg, srv->cfg->model, strlen(srv->cfg->model));
 }
 
 static void usage_obj(const struct sim_req *r, struct wire *w)
 {
-	w->rc |= sim_buf_printf(&w->msg,
+	w->rc |= ls_strbuf_printf(&w->msg,
 				"\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":%d}",
 				r->prompt_len, r->prompt_len + r->generated, r->generated);
 }
@@ -112,26 +112,26 @@ static void usage_obj(const struct sim_req *r, struct wire *w)
 static void finish_json(const char *reason, struct wire *w)
 {
 	if (reason)
-		w->rc |= sim_buf_printf(&w->msg, "\"%s\"", reason);
+		w->rc |= ls_strbuf_printf(&w->msg, "\"%s\"", reason);
 	else
-		w->rc |= sim_buf_puts(&w->msg, "null");
+		w->rc |= ls_strbuf_puts(&w->msg, "null");
 }
 
 static void meta_info(struct sim_server *srv, const struct sim_req *r, const char *reason, struct wire *w)
 {
-	struct sim_buf *m = &w->msg;
-	w->rc |= sim_buf_printf(m, "\"meta_info\":{\"id\":\"%s\",\"finish_reason\":", r->id);
+	struct ls_strbuf *m = &w->msg;
+	w->rc |= ls_strbuf_printf(m, "\"meta_info\":{\"id\":\"%s\",\"finish_reason\":", r->id);
 	if (!reason)
-		w->rc |= sim_buf_puts(m, "null");
+		w->rc |= ls_strbuf_puts(m, "null");
 	else if (!strcmp(reason, "stop"))
-		w->rc |= sim_buf_printf(m, "{\"type\":\"stop\",\"matched\":%d}", SIM_TOK_EOS);
+		w->rc |= ls_strbuf_printf(m, "{\"type\":\"stop\",\"matched\":%d}", SIM_TOK_EOS);
 	else
-		w->rc |= sim_buf_printf(m, "{\"type\":\"length\",\"length\":%d}", r->generated);
-	w->rc |= sim_buf_printf(m, ",\"prompt_tokens\":%d,\"completion_tokens\":%d,\"cached_tokens\":%d",
+		w->rc |= ls_strbuf_printf(m, "{\"type\":\"length\",\"length\":%d}", r->generated);
+	w->rc |= ls_strbuf_printf(m, ",\"prompt_tokens\":%d,\"completion_tokens\":%d,\"cached_tokens\":%d",
 				r->prompt_len, r->generated, r->cached_tokens);
 	if (srv->cfg->accept_len > 1.0)
-		w->rc |= sim_buf_printf(m, ",\"spec_verify_ct\":%u", r->spec_verify_ct);
-	w->rc |= sim_buf_puts(m, "}");
+		w->rc |= ls_strbuf_printf(m, ",\"spec_verify_ct\":%u", r->spec_verify_ct);
+	w->rc |= ls_strbuf_puts(m, "}");
 }
 
 /* Wraps w->msg as one chunk (cut to keep bytes of it when keep < len: truncated-chunk). */
@@ -140,14 +140,14 @@ static void push_message(struct wire *w, uint32_t tokens, uint32_t text_len, enu
 {
 	size_t len = w->msg.len;
 	if (w->chunked)
-		w->rc |= sim_buf_printf(&w->buf, "%zx\r\n", len);
+		w->rc |= ls_strbuf_printf(&w->buf, "%zx\r\n", len);
 	if (keep < len) {
-		w->rc |= sim_buf_append(&w->buf, w->msg.data, keep);
+		w->rc |= ls_strbuf_append(&w->buf, w->msg.data, keep);
 		len = keep;
 	} else {
-		w->rc |= sim_buf_append(&w->buf, w->msg.data, len);
+		w->rc |= ls_strbuf_append(&w->buf, w->msg.data, len);
 		if (w->chunked)
-			w->rc |= sim_buf_puts(&w->buf, "\r\n");
+			w->rc |= ls_strbuf_puts(&w->buf, "\r\n");
 	}
 	if (w->n < 8)
 		w->frames[w->n++] = (struct pending_frame){ (uint32_t)len, tokens, text_len, kind };
@@ -159,12 +159,12 @@ static void push_message(struct wire *w, uint32_t tokens, uint32_t text_len, enu
 static void text_json(struct wire *w, const char *s, size_t n)
 {
 	size_t raw = w->raw_tail < n ? w->raw_tail : n;
-	int rc = sim_buf_json_str(&w->msg, s, n - raw);
+	int rc = ls_strbuf_json_str(&w->msg, s, n - raw);
 	w->rc |= rc;
 	if (raw && !rc) {
 		w->msg.len--; /* reopen the string: the raw bytes, then its quote */
-		w->rc |= sim_buf_append(&w->msg, s + n - raw, raw);
-		w->rc |= sim_buf_puts(&w->msg, "\"");
+		w->rc |= ls_strbuf_append(&w->msg, s + n - raw, raw);
+		w->rc |= ls_strbuf_puts(&w->msg, "\"");
 	}
 }
 
@@ -177,11 +177,11 @@ static void whole_text_json(const struct sim_req *r, struct wire *w)
 /* SGLang's /generate object: the cumulative text, then meta_info (its streams resend it whole). */
 static void generate_json(struct sim_server *srv, struct sim_req *r, const char *reason, struct wire *w)
 {
-	w->rc |= sim_buf_puts(&w->msg, "{\"text\":");
+	w->rc |= ls_strbuf_puts(&w->msg, "{\"text\":");
 	whole_text_json(r, w);
-	w->rc |= sim_buf_puts(&w->msg, ",");
+	w->rc |= ls_strbuf_puts(&w->msg, ",");
 	meta_info(srv, r, reason, w);
-	w->rc |= sim_buf_puts(&w->msg, "}");
+	w->rc |= ls_strbuf_puts(&w->msg, "}");
 }
 
 /* From the no-blank-line fault on, every data: line ends in one newline: no event ever ends. */
@@ -194,8 +194,8 @@ static int no_blank_line(const struct sim_req *r)
 static void token_message(struct sim_server *srv, struct sim_req *r, struct wire *w, const char *reason,
 			  const struct frame_cut *cut)
 {
-	struct sim_buf *m = &w->msg;
-	w->rc |= sim_buf_puts(m, "data: ");
+	struct ls_strbuf *m = &w->msg;
+	w->rc |= ls_strbuf_puts(m, "data: ");
 	size_t json_start = m->len;
 	if (r->ep == SIM_EP_TGI || r->ep == SIM_EP_TRT) {
 		m->len -= 6; /* the peer JSON writes its own "data:" */
@@ -204,17 +204,17 @@ static void token_message(struct sim_server *srv, struct sim_req *r, struct wire
 		generate_json(srv, r, reason, w);
 	} else {
 		oai_prefix(srv, r, w);
-		w->rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
-		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"delta\":{\"content\":" : "\"text\":");
+		w->rc |= ls_strbuf_puts(m, ",\"choices\":[{\"index\":0,");
+		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "\"delta\":{\"content\":" : "\"text\":");
 		text_json(w, w->text.data ? w->text.data : "", w->text.len);
-		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
-		w->rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
+		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
+		w->rc |= ls_strbuf_puts(m, "\"logprobs\":null,\"finish_reason\":");
 		finish_json(reason, w);
-		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}]}" : ",\"stop_reason\":null}]}");
+		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "}]}" : ",\"stop_reason\":null}]}");
 	}
 	if (cut->malformed && m->len > json_start + 2)
 		m->len = json_start + (m->len - json_start) / 2;
-	w->rc |= sim_buf_puts(m, cut->event_end);
+	w->rc |= ls_strbuf_puts(m, cut->event_end);
 }
 
 /* --api-frame-us: a Python API server spends tens of microseconds serialising and detokenising
@@ -280,32 +280,32 @@ void sim_stream_abort(struct sim_server *srv, struct sim_req *r, const char *rea
 static void frame_whole_body(struct sim_server *srv, struct sim_req *r, struct wire *w, const char *reason,
 			     const struct frame_cut *cut)
 {
-	struct sim_buf *m = &w->msg;
+	struct ls_strbuf *m = &w->msg;
 	if (r->ep == SIM_EP_GENERATE) {
 		generate_json(srv, r, reason, w);
 	} else {
 		oai_prefix(srv, r, w);
-		w->rc |= sim_buf_puts(m, ",\"choices\":[{\"index\":0,");
-		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "\"message\":{\"role\":\"assistant\",\"content\":"
+		w->rc |= ls_strbuf_puts(m, ",\"choices\":[{\"index\":0,");
+		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "\"message\":{\"role\":\"assistant\",\"content\":"
 							      : "\"text\":");
 		whole_text_json(r, w);
-		w->rc |= sim_buf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
-		w->rc |= sim_buf_puts(m, "\"logprobs\":null,\"finish_reason\":");
+		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
+		w->rc |= ls_strbuf_puts(m, "\"logprobs\":null,\"finish_reason\":");
 		finish_json(reason, w);
-		w->rc |= sim_buf_puts(m, "}],");
+		w->rc |= ls_strbuf_puts(m, "}],");
 		usage_obj(r, w);
-		w->rc |= sim_buf_puts(m, "}");
+		w->rc |= ls_strbuf_puts(m, "}");
 	}
 	size_t len = m->len, send_len = len;
 	if (cut->malformed)
 		len = send_len = m->len / 2;
 	if (cut->truncated)
 		send_len = len / 2; /* announce len, send half, close */
-	w->rc |= sim_buf_printf(&w->buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	w->rc |= ls_strbuf_printf(&w->buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 				"Content-Length: %zu\r\nX-Request-Id: %s\r\n%s\r\n", len, r->id,
 				r->keep_alive && !cut->truncated ? "" : "Connection: close\r\n");
 	r->headers_ns = ls_now_ns();
-	w->rc |= sim_buf_append(&w->buf, m->data, send_len);
+	w->rc |= ls_strbuf_append(&w->buf, m->data, send_len);
 	enum sim_frame_kind kind = cut->truncated ? SIM_FRAME_TRUNCATED
 			      : cut->malformed ? SIM_FRAME_MALFORMED : SIM_FRAME_BODY;
 	w->frames[w->n++] = (struct pending_frame){ (uint32_t)send_len, (uint32_t)r->generated,
@@ -319,9 +319,9 @@ static size_t frame_tokens(struct sim_server *srv, struct sim_req *r, struct wir
 			   const char *reason, const struct frame_cut *cut)
 {
 	if (r->ep == SIM_EP_CHAT && frame_no == 1) {
-		w->rc |= sim_buf_puts(&w->msg, "data: ");
+		w->rc |= ls_strbuf_puts(&w->msg, "data: ");
 		oai_prefix(srv, r, w);
-		w->rc |= sim_buf_puts(&w->msg, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+		w->rc |= ls_strbuf_puts(&w->msg, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
 					       "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n");
 		push_message(w, 0, 0, SIM_FRAME_ROLE, (size_t)-1);
 	}
@@ -337,23 +337,23 @@ static void frame_stream_end(struct sim_server *srv, struct sim_req *r, struct w
 {
 	if (r->ep == SIM_EP_TGI || r->ep == SIM_EP_TRT) { /* neither sends a usage frame or [DONE] */
 		if (w->chunked)
-			w->rc |= sim_buf_puts(&w->buf, "0\r\n\r\n");
+			w->rc |= ls_strbuf_puts(&w->buf, "0\r\n\r\n");
 		return;
 	}
 	if (r->include_usage && r->ep != SIM_EP_GENERATE) {
-		w->rc |= sim_buf_puts(&w->msg, "data: ");
+		w->rc |= ls_strbuf_puts(&w->msg, "data: ");
 		oai_prefix(srv, r, w);
-		w->rc |= sim_buf_puts(&w->msg, ",\"choices\":[],");
+		w->rc |= ls_strbuf_puts(&w->msg, ",\"choices\":[],");
 		usage_obj(r, w);
-		w->rc |= sim_buf_puts(&w->msg, "}");
-		w->rc |= sim_buf_puts(&w->msg, cut->event_end);
+		w->rc |= ls_strbuf_puts(&w->msg, "}");
+		w->rc |= ls_strbuf_puts(&w->msg, cut->event_end);
 		push_message(w, 0, 0, SIM_FRAME_USAGE, (size_t)-1);
 	}
-	w->rc |= sim_buf_puts(&w->msg, "data: [DONE]");
-	w->rc |= sim_buf_puts(&w->msg, cut->event_end);
+	w->rc |= ls_strbuf_puts(&w->msg, "data: [DONE]");
+	w->rc |= ls_strbuf_puts(&w->msg, cut->event_end);
 	push_message(w, 0, 0, SIM_FRAME_DONE, (size_t)-1);
 	if (w->chunked)
-		w->rc |= sim_buf_puts(&w->buf, "0\r\n\r\n");
+		w->rc |= ls_strbuf_puts(&w->buf, "0\r\n\r\n");
 }
 
 /* Fires r's mid-stream fault when it is due at this frame (streams at their seeded frame, or the
@@ -390,9 +390,9 @@ static int mid_stream_fault(struct sim_server *srv, struct sim_req *r, struct wi
 			cut->token_kind = SIM_FRAME_MALFORMED;
 			if (r->fault == SIM_FAULT_BAD_UTF8)
 				w->raw_tail = extra_len;
-			w->rc |= sim_buf_append(&w->text, extra, extra_len);
+			w->rc |= ls_strbuf_append(&w->text, extra, extra_len);
 			if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || !r->stream) /* the cumulative text carries it too */
-				w->rc |= sim_buf_append(&r->text, extra, extra_len);
+				w->rc |= ls_strbuf_append(&r->text, extra, extra_len);
 			break;
 		}
 		case SIM_FAULT_NO_BLANK_LINE:
@@ -449,7 +449,7 @@ void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, 
 	r->generated += n;
 	w->last_id = n ? ids[n - 1] : 0;
 	if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || !r->stream)
-		w->rc |= sim_buf_append(&r->text, w->text.data, w->text.len);
+		w->rc |= ls_strbuf_append(&r->text, w->text.data, w->text.len);
 	int frame_no = ++r->token_frames;
 
 	struct frame_cut cut;

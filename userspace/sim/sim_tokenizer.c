@@ -116,13 +116,13 @@ int sim_tok_encode(const char *text, size_t len, int **ids_out)
 	return (int)n;
 }
 
-int sim_tok_decode(const int *ids, size_t n, struct sim_buf *out)
+int sim_tok_decode(const int *ids, size_t n, struct ls_strbuf *out)
 {
 	build();
 	for (size_t i = 0; i < n; i++) {
 		if (ids[i] < 0 || ids[i] >= VOCAB)
 			return -1;
-		if (sim_buf_append(out, piece_text[ids[i]], piece_len[ids[i]]))
+		if (ls_strbuf_append(out, piece_text[ids[i]], piece_len[ids[i]]))
 			return -1;
 	}
 	return 0;

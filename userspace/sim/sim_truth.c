@@ -59,45 +59,45 @@ int sim_req_add_step(struct sim_req *r, const struct sim_step_rec *s)
 	return 0;
 }
 
-static int format_line(struct sim_buf *b, const struct sim_req *r, uint64_t end_ns, int failed,
+static int format_line(struct ls_strbuf *b, const struct sim_req *r, uint64_t end_ns, int failed,
 		       const char *reason)
 {
 	int rc = 0;
 	b->len = 0;
-	rc |= sim_buf_puts(b, "{\"id\":");
-	rc |= sim_buf_json_str(b, r->id, strlen(r->id));
-	rc |= sim_buf_printf(b, ",\"conn\":%llu,\"seq\":%llu,\"endpoint\":\"%s\",\"stream\":%s",
+	rc |= ls_strbuf_puts(b, "{\"id\":");
+	rc |= ls_strbuf_json_str(b, r->id, strlen(r->id));
+	rc |= ls_strbuf_printf(b, ",\"conn\":%llu,\"seq\":%llu,\"endpoint\":\"%s\",\"stream\":%s",
 			     (unsigned long long)(r->conn ? r->conn->id : 0),
 			     (unsigned long long)r->seq, endpoints[r->ep], r->stream ? "true" : "false");
-	rc |= sim_buf_printf(b, ",\"received\":%llu,\"admitted\":%llu,\"headers\":%llu",
+	rc |= ls_strbuf_printf(b, ",\"received\":%llu,\"admitted\":%llu,\"headers\":%llu",
 			     (unsigned long long)r->received_ns, (unsigned long long)r->admitted_ns,
 			     (unsigned long long)r->headers_ns);
-	rc |= sim_buf_printf(b, ",\"prompt_tokens\":%d,\"cached_tokens\":%d,\"max_tokens\":%d,"
+	rc |= ls_strbuf_printf(b, ",\"prompt_tokens\":%d,\"cached_tokens\":%d,\"max_tokens\":%d,"
 			     "\"completion_tokens\":%d,\"fault\":\"%s\",\"steps\":[",
 			     r->prompt_len, r->cached_tokens, r->max_tokens, r->generated,
 			     sim_fault_name(r->fault));
 	for (size_t i = 0; i < r->n_steps && !rc; i++) {
 		const struct sim_step_rec *s = &r->steps[i];
-		rc |= sim_buf_printf(b, "%s{\"start\":%llu,\"end\":%llu,\"tokens\":%u,\"prefill_tokens\":%u",
+		rc |= ls_strbuf_printf(b, "%s{\"start\":%llu,\"end\":%llu,\"tokens\":%u,\"prefill_tokens\":%u",
 				     i ? "," : "", (unsigned long long)s->start_ns,
 				     (unsigned long long)s->end_ns, s->tokens, s->prefill_tokens);
 		if (s->gpu_end_ns)
-			rc |= sim_buf_printf(b, ",\"gpu_start\":%llu,\"gpu_end\":%llu",
+			rc |= ls_strbuf_printf(b, ",\"gpu_start\":%llu,\"gpu_end\":%llu",
 					     (unsigned long long)s->gpu_start_ns,
 					     (unsigned long long)s->gpu_end_ns);
-		rc |= sim_buf_puts(b, "}");
+		rc |= ls_strbuf_puts(b, "}");
 	}
-	rc |= sim_buf_puts(b, "],\"frames\":[");
+	rc |= ls_strbuf_puts(b, "],\"frames\":[");
 	for (size_t i = 0; i < r->n_frames && !rc; i++) {
 		const struct sim_frame_rec *f = &r->frames[i];
-		rc |= sim_buf_printf(b, "%s{\"t\":%llu,\"bytes\":%u,\"tokens\":%u,\"text_len\":%u,\"kind\":\"%s\"}",
+		rc |= ls_strbuf_printf(b, "%s{\"t\":%llu,\"bytes\":%u,\"tokens\":%u,\"text_len\":%u,\"kind\":\"%s\"}",
 				     i ? "," : "", (unsigned long long)f->t_ns, f->bytes, f->tokens,
 				     f->text_len, frame_kinds[f->kind]);
 	}
-	rc |= sim_buf_printf(b, "],\"%s\":%llu,\"reason\":", failed ? "failed" : "finished",
+	rc |= ls_strbuf_printf(b, "],\"%s\":%llu,\"reason\":", failed ? "failed" : "finished",
 			     (unsigned long long)end_ns);
-	rc |= sim_buf_json_str(b, reason, strlen(reason));
-	rc |= sim_buf_puts(b, "}\n");
+	rc |= ls_strbuf_json_str(b, reason, strlen(reason));
+	rc |= ls_strbuf_puts(b, "}\n");
 	return rc;
 }
 
@@ -132,5 +132,5 @@ void sim_truth_close(struct sim_truth *t)
 		close(t->fd);
 	}
 	t->fd = -1;
-	sim_buf_free(&t->line);
+	ls_strbuf_free(&t->line);
 }
