@@ -27,7 +27,7 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: latscope compare [--profiles LIST] [--records-dir DIR] [--markdown] [--no-flush] [bench flags]\n"
+		"usage: latscope compare [--rules LIST] [--records-dir DIR] [--markdown] [--no-flush] [bench flags]\n"
 		"\n"
 		"Runs one workload as several harnesses would and shows, row by row, which rule moved which\n"
 		"number. Profiles that differ only in how records are read share ONE run's records; profiles\n"
@@ -36,7 +36,8 @@ static void usage(FILE *out)
 		"override the profiles' sending rules, so pinning them (e.g. --arrival gamma --connection\n"
 		"reuse --num-warmups 0) puts every profile on one run.\n"
 		"\n"
-		"  --profiles LIST      profiles to compare, names or JSON paths [" DEFAULT_PROFILES "]\n"
+		"  --rules LIST         the rule sets (profiles) to compare, names or JSON paths\n"
+		"                       [" DEFAULT_PROFILES "] (--profiles LIST: the same)\n"
 		"  --records-dir DIR    keep each run's records (run-N.jsonl) and bench output (run-N.txt) there\n"
 		"                       [a temporary directory, removed at the end]\n"
 		"  --markdown           print the table as GitHub markdown\n"
@@ -48,7 +49,7 @@ static void usage(FILE *out)
 		"--record, which compare sets per run.\n"
 		"\n"
 		"example:\n"
-		"  latscope compare --profiles vllm,sglang,honest --base-url http://127.0.0.1:8000 \\\n"
+		"  latscope compare --rules vllm,sglang,honest --base-url http://127.0.0.1:8000 \\\n"
 		"    --num-prompts 200 --request-rate 20 --max-concurrency 8 --random-output-len 64\n");
 }
 
@@ -93,13 +94,13 @@ static int parse_args(struct compare *c, int argc, char **argv)
 				fprintf(stderr, "latscope compare: --html needs a file name\n");
 				return 2;
 			}
-		} else if (IS("--profiles") || IS("--records-dir")) {
+		} else if (IS("--rules") || IS("--profiles") || IS("--records-dir")) {
 			const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
 			if (!v) {
 				fprintf(stderr, "latscope compare: %.*s needs a value\n", (int)len, a);
 				return 2;
 			}
-			if (IS("--profiles")) {
+			if (IS("--rules") || IS("--profiles")) { /* --profiles: the older spelling */
 				c->profiles = v;
 			} else {
 				if (strlen(v) + 1 > sizeof(c->dir) || !*v) {
@@ -115,7 +116,7 @@ static int parse_args(struct compare *c, int argc, char **argv)
 		} else if (IS("--no-flush")) {
 			c->no_flush = 1;
 		} else if (IS("--profile") || IS("--record")) {
-			fprintf(stderr, "latscope compare: %.*s is set per run by compare (use --profiles%s)\n", (int)len, a,
+			fprintf(stderr, "latscope compare: %.*s is set per run by compare (use --rules LIST%s)\n", (int)len, a,
 				IS("--record") ? " and --records-dir" : "");
 			return 2;
 		} else {

@@ -20,7 +20,7 @@
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: latscope report RECORDS.jsonl [--profile P | --profiles LIST] [flags]\n"
+		"usage: latscope report RECORDS.jsonl [--rules NAME | --rules LIST] [flags]\n"
 		"       latscope report RECORDS.jsonl.rank0 RECORDS.jsonl.rank1 ... [flags]\n"
 		"\n"
 		"Reads a `latscope bench --record` file and prints the metrics a profile would report\n"
@@ -28,9 +28,10 @@ static void usage(FILE *out)
 		"Several files are the rank files of one MPI run (mpirun -n N latscope bench --record F):\n"
 		"merged into one run in rank 0's clock, each request once.\n"
 		"\n"
-		"  --profile NAME|PATH        vllm, sglang, sglang-oai, honest or a JSON profile\n"
-		"                             [the profile the records were made with]\n"
-		"  --profiles LIST            several profiles side by side, e.g. vllm,sglang,honest\n"
+		"  --rules NAME|PATH          read the records by these rules: vllm, sglang, sglang-oai,\n"
+		"                             honest or a JSON profile [the rules the run was made with]\n"
+		"  --rules LIST               several side by side, e.g. vllm,sglang,honest\n"
+		"                             (--profile NAME and --profiles LIST: the older spellings)\n"
 		"  --metric-percentiles LIST  percentiles to print, e.g. 50,90,99 [the profile's]\n"
 		"  --percentile-metrics LIST  metrics that get a block: ttft,tpot,itl,e2el [all]\n"
 		"  --goodput KEY:MS ...       SLOs for goodput (ttft, tpot, e2el in ms)\n"
@@ -45,8 +46,8 @@ static void usage(FILE *out)
 		"\n"
 		"example:\n"
 		"  latscope bench --base-url http://127.0.0.1:8000 --num-prompts 100 --record rec.jsonl\n"
-		"  latscope report rec.jsonl --profile sglang\n"
-		"  latscope report rec.jsonl --profiles vllm,sglang,sglang-oai,honest\n");
+		"  latscope report rec.jsonl --rules sglang\n"
+		"  latscope report rec.jsonl --rules vllm,sglang,sglang-oai,honest\n");
 }
 
 #define MAX_FILES 4096
@@ -69,6 +70,8 @@ struct report_args {
 static int parse_value(struct report_args *a, const char *f, int argc, char **argv, int *i)
 {
 	const char *v = argv[++*i];
+	if (!strcmp(f, "--rules")) /* one name: that reading; a list: side by side */
+		f = strchr(v, ',') ? "--profiles" : "--profile";
 	if (!strcmp(f, "--profile")) {
 		a->profile = v;
 	} else if (!strcmp(f, "--profiles")) {
@@ -144,7 +147,7 @@ static int parse_args(struct report_args *a, int argc, char **argv)
 			a->markdown = 1;
 			continue;
 		}
-		static const char *const with_value[] = { "--profile", "--profiles", "--metric-percentiles",
+		static const char *const with_value[] = { "--rules", "--profile", "--profiles", "--metric-percentiles",
 							  "--percentile-metrics", "--goodput", "--accept-length",
 							  "--save-result", "--html" };
 		int known = 0;
@@ -162,11 +165,11 @@ static int parse_args(struct report_args *a, int argc, char **argv)
 			return 2;
 	}
 	if (!a->path) {
-		fprintf(stderr, "latscope report: which record file? (latscope report RECORDS.jsonl --profile P)\n");
+		fprintf(stderr, "latscope report: which record file? (latscope report RECORDS.jsonl --rules NAME)\n");
 		return 2;
 	}
 	if (a->profile && a->profiles) {
-		fprintf(stderr, "latscope report: give --profile or --profiles, not both\n");
+		fprintf(stderr, "latscope report: give one --rules (a name, or a comma list), not both a name and a list\n");
 		return 2;
 	}
 	return 0;
