@@ -15,6 +15,6 @@ int cmd_sim(int argc, char **argv);     /* sim/sim_main.c */
 int cmd_lab(int argc, char **argv);     /* lab/lab_main.c */
 int cmd_compare(int argc, char **argv); /* cmd/compare.c */
 int cmd_report(int argc, char **argv);  /* cmd/report_cmd.c */
-int cmd_watch(int argc, char **argv);   /* cmd/watch.c */
+int cmd_watch(int argc, char **argv);   /* cmd/watch_cmd.c */
 
 #endif

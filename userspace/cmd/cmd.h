@@ -2,7 +2,7 @@
  * Takes: argv, through config/.
  * Gives: a run driven, attributed, measured and reported; exit codes as in commands.h. The
  * pieces the commands share live here: the probes around a bench run (bench_probes.h) and
- * the one path from a run's records to its report (run_report.c, below). */
+ * the one path from a run's records to its report (run_to_report.c, below). */
 #ifndef LATSCOPE_CMD_H
 #define LATSCOPE_CMD_H
 

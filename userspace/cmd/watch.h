@@ -1,4 +1,4 @@
-/* watch.h — `latscope watch`: its settings (watch.c parses them) and the run (watch_run.c). */
+/* watch.h — `latscope watch`: its settings (watch_cmd.c parses them) and the run (watch_run.c). */
 #ifndef LATSCOPE_CMD_WATCH_H
 #define LATSCOPE_CMD_WATCH_H
 

@@ -1,4 +1,4 @@
-/* watch.c — `latscope watch [flags] -- COMMAND [ARGS...]` and `latscope watch --pid PID`: the
+/* watch_cmd.c — `latscope watch [flags] -- COMMAND [ARGS...]` and `latscope watch --pid PID`: the
  * flags (base/opts.h table) and their checks; watch_run.c does the rest. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* run_report.c — see cmd.h: the one sequence from a run's records to its report (metrics ->
+/* run_to_report.c — see cmd.h: the one sequence from a run's records to its report (metrics ->
  * checks -> report context -> text and result JSON) that bench and report share, so that a
  * run reads the same whether it was just driven or loaded from its record file. */
 #include <errno.h>
