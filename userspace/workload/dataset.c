@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "workload/dataset.h"
+#include "workload/dataset_peer_int.h"
 #include "base/json_file.h"
 #include "base/rng.h"
 #include "base/strbuf.h"
@@ -299,21 +300,24 @@ static int sharegpt_parse(const char *path, cJSON **root_out)
 	return 0;
 }
 
-/* The list's total entries, shuffled by seed (Fisher-Yates, as vLLM shuffles before sampling)
- * unless !shuffle (--disable-shuffle). malloc'd; NULL when total is 0 or out of memory. */
-static cJSON **sharegpt_shuffled(cJSON *root, size_t total, uint64_t seed, int shuffle)
+int ls_sharegpt_entries(const char *path, uint64_t rng[2], cJSON **root, cJSON ***entries, size_t *total)
 {
-	cJSON **entries = total ? malloc(total * sizeof(*entries)) : NULL;
-	if (!entries)
-		return NULL;
+	int err = sharegpt_parse(path, root);
+	if (err)
+		return err;
+	*total = (size_t)cJSON_GetArraySize(*root);
+	*entries = malloc((*total ? *total : 1) * sizeof(**entries));
+	if (!*entries) {
+		cJSON_Delete(*root);
+		*root = NULL;
+		return -ENOMEM;
+	}
 	size_t k = 0;
-	for (cJSON *e = root->child; e; e = e->next)
-		entries[k++] = e;
-	uint64_t rng[2];
-	ls_rng_seed(rng, seed);
-	if (shuffle)
-		ls_rng_shuffle(rng, entries, total, sizeof(*entries));
-	return entries;
+	for (cJSON *e = (*root)->child; e; e = e->next)
+		(*entries)[k++] = e;
+	if (rng)
+		ls_rng_shuffle(rng, *entries, *total, sizeof(**entries));
+	return 0;
 }
 
 /* The conversation's first human turn and the turn right after it when that is gpt's. 1 when
@@ -388,17 +392,14 @@ static int sharegpt_repeat(struct ls_dataset *ds, const char *path, size_t want)
 static int sharegpt_load(struct ls_dataset *ds, const char *path, size_t n, uint32_t fixed_output_len,
 			 uint64_t seed, int shuffle, ls_token_count_fn count, void *count_ctx)
 {
-	cJSON *root = NULL;
+	cJSON *root = NULL, **entries = NULL;
+	size_t total = 0;
+	uint64_t rng[2];
 	memset(ds, 0, sizeof(*ds));
-	int err = sharegpt_parse(path, &root);
+	ls_rng_seed(rng, seed); /* Fisher-Yates, as vLLM shuffles before sampling */
+	int err = ls_sharegpt_entries(path, shuffle ? rng : NULL, &root, &entries, &total);
 	if (err)
 		return err;
-	size_t total = (size_t)cJSON_GetArraySize(root);
-	cJSON **entries = sharegpt_shuffled(root, total, seed, shuffle);
-	if (total && !entries) {
-		cJSON_Delete(root);
-		return -ENOMEM;
-	}
 
 	int estimated = 0;
 	size_t want = n ? n : total, have = 0;

@@ -1,4 +1,5 @@
-/* dataset_peer_int.h — helpers shared by dataset_peer.c and dataset_trace.c. Not public. */
+/* dataset_peer_int.h — helpers the workload's dataset files share (dataset.c, dataset_peer.c,
+ * dataset_trace.c, dataset_sglang.c). Not public. */
 #ifndef LATSCOPE_DATASET_PEER_INT_H
 #define LATSCOPE_DATASET_PEER_INT_H
 
@@ -7,6 +8,13 @@
 #include "workload/dataset_peer.h"
 
 struct ls_strbuf;
+struct cJSON;
+
+/* A ShareGPT file's entries (its top-level JSON list), shuffled by rng as random.shuffle and
+ * vLLM's sampling do (NULL: file order). 0 with *root (the caller deletes it) and *entries
+ * (malloc'd), or -errno after a message naming path:line. */
+int ls_sharegpt_entries(const char *path, uint64_t rng[2], struct cJSON **root, struct cJSON ***entries,
+			size_t *total);
 
 /* How prompt lengths are learned: the counter (the server's /tokenize), or else an estimate
  * (and *estimated is set). */

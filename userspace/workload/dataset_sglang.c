@@ -171,26 +171,6 @@ static const char *turn(const cJSON *e, int k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The file's entries (a JSON list), shuffled by rng as random.shuffle does. NULL after a
- * message (or out of memory); *root is the caller's. */
-static cJSON **sgl_entries(const char *path, uint64_t rng[2], cJSON **root, size_t *total)
-{
-	*root = ls_json_read_file(path, "latscope", "dataset");
-	if (!*root || !cJSON_IsArray(*root)) {
-		if (*root)
-			fprintf(stderr, "latscope: %s: not a ShareGPT file (a JSON list)\n", path);
-		return NULL;
-	}
-	size_t k = 0;
-	*total = (size_t)cJSON_GetArraySize(*root);
-	cJSON **entries = malloc((*total + 1) * sizeof(*entries));
-	for (cJSON *e = (*root)->child; entries && e; e = e->next)
-		entries[k++] = e;
-	if (entries)
-		ls_rng_shuffle(rng, entries, *total, sizeof(*entries));
-	return entries;
-}
-
 /* text's words, repeated (or cut) to want words, space-joined. 0, -ENOMEM, or 1 when text has
  * no word (SGLang skips an empty prompt). */
 static int repeat_words(struct ls_strbuf *b, const char *text, uint32_t want)
@@ -244,11 +224,10 @@ int ls_dataset_sglang_random(struct ls_dataset *ds, const char *path, const stru
 		in[i] = in_lo + (uint32_t)ls_rng_below(rng, (uint64_t)o->input_len - in_lo + 1);
 	for (size_t i = 0; in && out && i < o->n; i++)
 		out[i] = out_lo + (uint32_t)ls_rng_below(rng, (uint64_t)o->output_len - out_lo + 1);
-	cJSON *root = NULL;
+	cJSON *root = NULL, **entries = NULL;
 	size_t total = 0;
-	cJSON **entries = err || !in || !out ? NULL : sgl_entries(path, rng, &root, &total);
 	if (!err)
-		err = !in || !out || (root && cJSON_IsArray(root) && !entries) ? -ENOMEM : !entries ? -EINVAL : 0;
+		err = !in || !out ? -ENOMEM : ls_sharegpt_entries(path, rng, &root, &entries, &total);
 	if (!err)
 		err = sgl_random_fill(ds, entries, total, in, out, o->n, &c);
 	if (!err && ds->n < o->n)
@@ -299,11 +278,10 @@ int ls_dataset_sglang_sharegpt(struct ls_dataset *ds, const char *path, const st
 	struct ls_peer_count c = { count, count_ctx, &estimated };
 	uint64_t rng[2];
 	ls_rng_seed(rng, o->seed);
-	cJSON *root = NULL;
+	cJSON *root = NULL, **entries = NULL;
 	size_t total = 0;
-	cJSON **entries = err ? NULL : sgl_entries(path, rng, &root, &total);
 	if (!err)
-		err = root && cJSON_IsArray(root) && !entries ? -ENOMEM : !entries ? -EINVAL : 0;
+		err = ls_sharegpt_entries(path, rng, &root, &entries, &total);
 	if (!err)
 		err = sgl_sharegpt_take(ds, entries, total, o, &c);
 	if (!err && !ds->n) {
