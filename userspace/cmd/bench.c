@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "driver/backend.h"
 #include "cmd/cmd.h"
 #include "cmd/bench_dataset.h"
@@ -352,11 +353,18 @@ static int drive(struct bench *b)
 	driver_opts(b, &o, 1);
 	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
 		return -EIO;
+	struct rusage before, after;
+	getrusage(RUSAGE_SELF, &before);
 	rc = ls_driver_run(&o, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &main_run);
+	getrusage(RUSAGE_SELF, &after);
 	ls_bench_probes_run_ended(b->probes);
 	ls_bench_peer_after_run(&b->cfg, &b->server);
 	ls_run_copy_fields(&b->run, &main_run); /* every run field (base/record_fields.h) */
 	b->run.interrupted |= rc == 1;
+	b->run.client_cpu_ns = (uint64_t)(1e3 * (ls_tv_us(&after.ru_utime) - ls_tv_us(&before.ru_utime) +
+						 ls_tv_us(&after.ru_stime) - ls_tv_us(&before.ru_stime)));
+	b->run.n_client_procs = 1;
+	b->run.loop_spins = b->cfg.busy_poll || b->cfg.spin_us;
 	if (b->cfg.preconnect)
 		printf("Preconnect: %u connections opened before the run, in %.1f ms\n", main_run.n_preconnected,
 		       (double)main_run.preconnect_ns / 1e6);
