@@ -244,5 +244,17 @@ Test(checks, the_client_check_sees_a_saturated_client)
 	cr_expect(!c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
 	cr_expect(strstr(c.c[LS_CHECK_CLIENT].text, "8.00 ms late at P99 = 80% of the median ITL (10.00 ms)"), "%s",
 		  c.c[LS_CHECK_CLIENT].text);
+	/* The probes' account: frames the kernel held 6 ms before the client read them, against 10 ms
+	 * between frames; on time otherwise. */
+	for (int i = 0; i < 3; i++)
+		run->requests[i].started_ns = run->requests[i].admitted_ns;
+	run->client_delay_p99_ns = 6 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(!c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	cr_expect(!strncmp(c.c[LS_CHECK_CLIENT].text, "client delay P99 6.00 ms = 60% of the median ITL (10.00 ms)", 59),
+		  "%s", c.c[LS_CHECK_CLIENT].text);
+	run->client_delay_p99_ns = 2 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
 	free_run(run);
 }

@@ -118,6 +118,9 @@ struct ls_run {
 	uint64_t client_cpu_ns;
 	uint32_t n_client_procs;
 	int      loop_spins;
+	/* The client's delay per frame (kernel arrival -> its stamp) at P99, from the probes' attribution
+	 * of the run (0: the probes saw no frame). */
+	uint64_t client_delay_p99_ns;
 };
 
 /* Appends a frame, growing the array; returns the new frame or NULL on ENOMEM. */

@@ -615,9 +615,13 @@ static int report(struct bench *b)
 	struct ls_wrap wrap;
 	FILE *out = ls_wrap_open(&wrap, stdout);
 	ls_bench_peer_rules_line(out, &b->cfg);
-	int results_rc = results(b, out), probes_rc = 0;
+	/* Attribute first (MPI: every rank's requests): the client delay is a figure of the run, in
+	 * its checks, its result JSON and its record file's last line. */
+	int probes_rc = ls_bench_probes_attribute(b->probes, &b->run) == -ENOMEM ? -ENOMEM : 0;
+	b->run.client_delay_p99_ns = ls_bench_probes_client_delay_p99(b->probes, &b->run);
+	int results_rc = probes_rc ? probes_rc : results(b, out);
 	if (results_rc >= 0) {
-		probes_rc = ls_bench_probes_report(b->probes, &b->run, out); /* MPI: every rank's requests */
+		probes_rc = ls_bench_probes_report(b->probes, &b->run, out);
 		ls_bench_mpi_report(out);
 		ls_checks_print(out, &b->checks);
 	}
@@ -666,15 +670,15 @@ int cmd_bench(int argc, char **argv)
 		goto out;
 	rc = drive(&b);
 	ls_bench_mpi_close_rank_file(&b.spec);
-	if (b.record) {
-		ls_record_set_spec(b.record, &b.spec);
-		ls_record_close(b.record, &b.run);
-		b.record = NULL;
-	}
 	if (rc < 0)
 		fprintf(stderr, "latscope bench: the run could not start (%s)\n", strerror(-rc));
 	if (rc >= 0 && rc != INITIAL_TEST_FAILED)
 		exit_code = report(&b);
+	if (b.record) { /* after the report: its last line has the figures the report made (client delay) */
+		ls_record_set_spec(b.record, &b.spec);
+		ls_record_close(b.record, &b.run);
+		b.record = NULL;
+	}
 out:
 	if (b.record)
 		ls_record_close(b.record, NULL);

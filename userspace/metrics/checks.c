@@ -466,7 +466,9 @@ static void check_client(const struct ls_run *run, const struct ls_metrics *m, s
 	double lag = dispatch_p99_ms(run), itl = m->itl_frame.median_ms;
 	int cpu_bound = share >= LS_CHECK_CLIENT_CPU && !run->loop_spins;
 	int late = lag > 1.0 && itl > 0 && lag > LS_CHECK_CLIENT_LAG * itl;
-	c->ok = !cpu_bound && !late;
+	double delay = (double)run->client_delay_p99_ns / 1e6; /* the probes': kernel arrival -> stamp */
+	int slow = delay > 1.0 && itl > 0 && delay > LS_CHECK_CLIENT_LAG * itl;
+	c->ok = !cpu_bound && !late && !slow;
 	char cpu[64] = "client CPU unknown (an older record)";
 	if (share >= 0)
 		snprintf(cpu, sizeof(cpu), "client CPU %.0f%% of %s", share * 100,
@@ -474,13 +476,18 @@ static void check_client(const struct ls_run *run, const struct ls_metrics *m, s
 	if (c->ok) {
 		add(c, "ok: %s%s, requests left their slot within %.2f ms (P99)", cpu,
 		    run->loop_spins ? " (a spinning loop)" : "", lag);
+		if (run->client_delay_p99_ns)
+			add(c, ", frames read %.3f ms after the kernel had them (P99)", delay);
 		return;
 	}
+	if (slow)
+		add(c, "client delay P99 %.2f ms = %.0f%% of the median ITL (%.2f ms): the client set these tails",
+		    delay, delay / itl * 100, itl);
 	if (cpu_bound)
-		add(c, "%s over the run: the client may have set these tails", cpu);
+		add(c, "%s%s over the run: the client may have set these tails", slow ? "; " : "", cpu);
 	if (late)
 		add(c, "%srequests left their slot %.2f ms late at P99 = %.0f%% of the median ITL (%.2f ms): the "
-		       "client's loop fell behind", cpu_bound ? "; " : "", lag, lag / itl * 100, itl);
+		       "client's loop fell behind", slow || cpu_bound ? "; " : "", lag, lag / itl * 100, itl);
 	add(c, "; lower --max-concurrency, add client processes (mpirun -n N), or --busy-poll on a core "
 	       "the server does not use");
 }

@@ -6,8 +6,9 @@
  *   itl/tpot      mean ITL / mean TPOT is not 1: tokens per frame, pooled vs per-request weighting
  *   prefix cache  prompts sent twice (warmups, repeated runs) may skip prefill on the server
  *   rate          the realised request rate is off the target by more than 2% (drift, saturation)
- *   client        the client itself was the bottleneck: its CPU near a whole core over the run, or
- *                 requests leaving long after their slot (dispatch P99 against the median ITL) */
+ *   client        the client itself was the bottleneck: its CPU near a whole core over the run,
+ *                 requests leaving long after their slot, or (probes) frames read long after the
+ *                 kernel had them: each P99 against the median ITL */
 #ifndef LATSCOPE_CHECKS_H
 #define LATSCOPE_CHECKS_H
 
