@@ -1,0 +1,248 @@
+/* sweep_report.c — see sweep_report.h: the sweep's table, summary and JSON, from the points'
+ * figures and the summary metrics/sweep_point.c computed. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "report/sweep_report.h"
+
+static int clock_free(enum ls_slo_metric m)
+{
+	return m == LS_SLO_ITL || m == LS_SLO_TPOT; /* gaps between tokens: no origin in them */
+}
+
+void ls_sweep_print_header(FILE *out, const struct ls_sweep_desc *d)
+{
+	fprintf(out, "%3s %4s %9s %8s %8s %9s %10s", "#", "rep", d->mode[0] == 'r' ? "rate" : "users",
+		"started/s", "done/s", "failed", "slot p50");
+	for (size_t k = 0; k < d->slo->n; k++) {
+		char h[48];
+		snprintf(h, sizeof(h), "%s p%g ms%s", ls_slo_metric_name(d->slo->slo[k].metric), d->slo->slo[k].pct,
+			 clock_free(d->slo->slo[k].metric) ? "" : " s/a/st");
+		fprintf(out, "  %-24s", h);
+	}
+	if (!d->slo->n)
+		fprintf(out, "  %-24s  %-24s", "ttft p50 ms s/a/st", "e2el p50 ms s/a/st");
+	fprintf(out, "  %-17s  %s\n", "goodput % s/a/st", "meets s a st");
+}
+
+static void print_ms3(FILE *out, double a, double b, double c)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%.1f/%.1f/%.1f", a, b, c);
+	fprintf(out, "  %-24s", buf);
+}
+
+void ls_sweep_print_point(FILE *out, const struct ls_sweep_desc *d, const struct ls_sweep_point *p, size_t i)
+{
+	const struct ls_sweep_clock *k = p->clock;
+	fprintf(out, "%3zu %4u %9.2f %8.2f %8.2f %9zu %10.1f", i, p->repeat + 1, p->x, p->realised_rate,
+		p->throughput, p->failed, p->slot_wait_p50_ms);
+	for (size_t s = 0; s < d->slo->n; s++) {
+		if (clock_free(d->slo->slo[s].metric))
+			fprintf(out, "  %-24.1f", k[0].eval.value_ms[s]);
+		else
+			print_ms3(out, k[0].eval.value_ms[s], k[1].eval.value_ms[s], k[2].eval.value_ms[s]);
+	}
+	if (!d->slo->n) {
+		print_ms3(out, k[0].ttft_p50_ms, k[1].ttft_p50_ms, k[2].ttft_p50_ms);
+		print_ms3(out, k[0].e2el_p50_ms, k[1].e2el_p50_ms, k[2].e2el_p50_ms);
+	}
+	char good[48];
+	snprintf(good, sizeof(good), "%.1f/%.1f/%.1f", k[0].eval.goodput * 100, k[1].eval.goodput * 100,
+		 k[2].eval.goodput * 100);
+	fprintf(out, "  %-17s  %s %s %s", good, p->pass[0] ? "Y" : "N", p->pass[1] ? "Y" : "N", p->pass[2] ? "Y" : "N");
+	if (p->stopped[0])
+		fprintf(out, "  (stopped: %s)", p->stopped);
+	if (p->failed && p->fail_list[0])
+		fprintf(out, "  [%s]", p->fail_list);
+	fputc('\n', out);
+}
+
+/* One clock's capacity line. */
+static void print_cap(FILE *out, const struct ls_sweep_desc *d, const struct ls_sweep_summary *s, int c)
+{
+	const struct ls_sweep_cap *k = &s->cap[c];
+	fprintf(out, "  %-10s ", ls_origin_name((enum ls_origin)c));
+	if (!k->has_cap)
+		fprintf(out, "none: no point met the SLO%s\n", k->has_fail ? " (the lowest failed)" : "");
+	else if (s->above_all[c])
+		fprintf(out, ">= %.2f %s (no point failed: the capacity is above what the sweep ran)\n", k->cap, d->unit);
+	else
+		fprintf(out, "%.2f %s (the next point, %.2f, failed)\n", k->cap, d->unit, k->fail);
+}
+
+void ls_sweep_print_summary(FILE *out, const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n,
+			    const struct ls_sweep_summary *s)
+{
+	fprintf(out, "\ncapacity at the SLO (%s%s", d->slo_text ? d->slo_text : "none given",
+		d->slo->goodput_min >= 0 ? "" : ")");
+	if (d->slo->goodput_min >= 0)
+		fprintf(out, "; goodput >= %g)", d->slo->goodput_min);
+	fprintf(out, ", per clock the latency starts from:\n");
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++)
+		print_cap(out, d, s, c);
+	if (s->has_overstatement)
+		fprintf(out, "  a harness that starts its clock at `started` (vLLM, SGLang) %s capacity by %+.1f %%%s "
+			"(started %.2f vs scheduled %.2f %s)\n",
+			s->overstatement_pct > 0 ? "overstates" : "states", s->overstatement_pct,
+			s->above_all[LS_ORIGIN_STARTED] ? " or more" : "", s->cap[LS_ORIGIN_STARTED].cap,
+			s->cap[LS_ORIGIN_SCHEDULED].cap, d->unit);
+	if (s->knee >= 0 && (size_t)s->knee < n)
+		fprintf(out, "  knee (largest throughput / median E2EL from scheduled): point %ld, %.2f %s: %.2f req/s done, "
+			"median E2EL %.1f ms\n", s->knee, pts[s->knee].x, d->unit, pts[s->knee].throughput,
+			pts[s->knee].clock[LS_ORIGIN_SCHEDULED].e2el_p50_ms);
+	if (d->stop_reason)
+		fprintf(out, "  the sweep stopped early: %s\n", d->stop_reason);
+	fprintf(out, "  each point's run: %s/point-K.jsonl (latscope report reads it), its result point-K.json, "
+		"bench's output point-K.log\n", d->dir);
+}
+
+static cJSON *clock_json(const struct ls_sweep_desc *d, const struct ls_sweep_point *p, int c)
+{
+	const struct ls_sweep_clock *k = &p->clock[c];
+	cJSON *o = cJSON_CreateObject(), *slo = cJSON_CreateArray();
+	if (!o || !slo) {
+		cJSON_Delete(o);
+		cJSON_Delete(slo);
+		return NULL;
+	}
+	cJSON_AddItemToObject(o, "slo", slo);
+	for (size_t s = 0; s < d->slo->n; s++) {
+		cJSON *e = cJSON_CreateObject();
+		if (!e || !cJSON_AddItemToArray(slo, e))
+			return cJSON_Delete(o), cJSON_Delete(e), NULL;
+		cJSON_AddStringToObject(e, "metric", ls_slo_metric_name(d->slo->slo[s].metric));
+		cJSON_AddNumberToObject(e, "percentile", d->slo->slo[s].pct);
+		cJSON_AddNumberToObject(e, "limit_ms", d->slo->slo[s].limit_ms);
+		cJSON_AddNumberToObject(e, "value_ms", k->eval.value_ms[s]);
+		cJSON_AddBoolToObject(e, "met", k->eval.met[s]);
+	}
+	cJSON_AddNumberToObject(o, "ttft_p50_ms", k->ttft_p50_ms);
+	cJSON_AddNumberToObject(o, "ttft_p99_ms", k->ttft_p99_ms);
+	cJSON_AddNumberToObject(o, "e2el_p50_ms", k->e2el_p50_ms);
+	cJSON_AddNumberToObject(o, "e2el_p99_ms", k->e2el_p99_ms);
+	cJSON_AddNumberToObject(o, "goodput", k->eval.goodput);
+	cJSON_AddBoolToObject(o, "meets_slo", p->pass[c]);
+	return o;
+}
+
+static cJSON *point_json(const struct ls_sweep_desc *d, const struct ls_sweep_point *p, size_t i)
+{
+	cJSON *o = cJSON_CreateObject(), *clocks = cJSON_CreateObject();
+	if (!o || !clocks || !cJSON_AddItemToObject(o, "clocks", clocks)) {
+		cJSON_Delete(o);
+		cJSON_Delete(clocks);
+		return NULL;
+	}
+	cJSON_AddNumberToObject(o, "index", (double)i);
+	cJSON_AddNumberToObject(o, d->mode[0] == 'r' ? "rate" : "concurrency", p->x);
+	cJSON_AddNumberToObject(o, "repeat", p->repeat);
+	cJSON_AddStringToObject(o, "record", p->record);
+	cJSON_AddStringToObject(o, "result", p->result);
+	cJSON_AddNumberToObject(o, "bench_exit", p->bench_rc);
+	if (p->stopped[0])
+		cJSON_AddStringToObject(o, "stopped", p->stopped);
+	else
+		cJSON_AddNullToObject(o, "stopped");
+	cJSON_AddNumberToObject(o, "wall_s", p->wall_s);
+	cJSON_AddNumberToObject(o, "target_rate", p->target_rate);
+	cJSON_AddNumberToObject(o, "realised_rate", p->realised_rate);
+	cJSON_AddNumberToObject(o, "throughput", p->throughput);
+	cJSON_AddNumberToObject(o, "measured", (double)p->n_measured);
+	cJSON_AddNumberToObject(o, "failed", (double)p->failed);
+	cJSON_AddStringToObject(o, "failures", p->fail_list);
+	cJSON_AddNumberToObject(o, "trimmed", (double)p->trimmed);
+	cJSON_AddNumberToObject(o, "slot_wait_p50_ms", p->slot_wait_p50_ms);
+	cJSON_AddNumberToObject(o, "slot_wait_p99_ms", p->slot_wait_p99_ms);
+	cJSON_AddNumberToObject(o, "itl_p50_ms", p->itl_p50_ms);
+	cJSON_AddNumberToObject(o, "itl_p99_ms", p->itl_p99_ms);
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		cJSON *k = clock_json(d, p, c);
+		if (!k || !cJSON_AddItemToObject(clocks, ls_origin_name((enum ls_origin)c), k))
+			return cJSON_Delete(o), cJSON_Delete(k), NULL;
+	}
+	return o;
+}
+
+static cJSON *sweep_desc_json(const struct ls_sweep_desc *d)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "mode", d->mode);
+	cJSON_AddStringToObject(o, "unit", d->unit);
+	if (d->slo_text)
+		cJSON_AddStringToObject(o, "slo", d->slo_text);
+	else
+		cJSON_AddNullToObject(o, "slo");
+	if (d->slo->goodput_min >= 0)
+		cJSON_AddNumberToObject(o, "goodput_min", d->slo->goodput_min);
+	else
+		cJSON_AddNullToObject(o, "goodput_min");
+	cJSON_AddBoolToObject(o, "search", d->search);
+	cJSON_AddNumberToObject(o, "precision", d->precision);
+	cJSON_AddNumberToObject(o, "repeat", d->repeat);
+	cJSON_AddNumberToObject(o, "warmup_fraction", d->warmup_frac);
+	cJSON_AddNumberToObject(o, "cooldown_fraction", d->cooldown_frac);
+	cJSON_AddStringToObject(o, "dir", d->dir);
+	if (d->stop_reason)
+		cJSON_AddStringToObject(o, "stopped_early", d->stop_reason);
+	else
+		cJSON_AddNullToObject(o, "stopped_early");
+	return o;
+}
+
+/* "capacity": {clock: R|null}, "bracket": {clock: {"met", "failed", "above_all"}}. */
+static int capacity_json(cJSON *root, const struct ls_sweep_summary *s)
+{
+	cJSON *cap = cJSON_AddObjectToObject(root, "capacity"), *br = cJSON_AddObjectToObject(root, "bracket");
+	if (!cap || !br)
+		return -1;
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		const char *name = ls_origin_name((enum ls_origin)c);
+		const struct ls_sweep_cap *k = &s->cap[c];
+		cJSON *b = cJSON_AddObjectToObject(br, name);
+		if (!b)
+			return -1;
+		if (k->has_cap)
+			cJSON_AddNumberToObject(cap, name, k->cap);
+		else
+			cJSON_AddNullToObject(cap, name);
+		if (k->has_fail)
+			cJSON_AddNumberToObject(b, "failed", k->fail);
+		else
+			cJSON_AddNullToObject(b, "failed");
+		cJSON_AddBoolToObject(b, "above_all", s->above_all[c]);
+	}
+	if (s->has_overstatement)
+		cJSON_AddNumberToObject(root, "overstatement_pct", s->overstatement_pct);
+	else
+		cJSON_AddNullToObject(root, "overstatement_pct");
+	return 0;
+}
+
+cJSON *ls_sweep_json(const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n,
+		     const struct ls_sweep_summary *s)
+{
+	cJSON *root = cJSON_CreateObject(), *desc = sweep_desc_json(d), *arr = cJSON_CreateArray();
+	if (!root || !desc || !arr || !cJSON_AddItemToObject(root, "sweep", desc)) {
+		cJSON_Delete(root);
+		cJSON_Delete(desc);
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	cJSON_AddItemToObject(root, "points", arr);
+	for (size_t i = 0; i < n; i++) {
+		cJSON *p = point_json(d, &pts[i], i);
+		if (!p || !cJSON_AddItemToArray(arr, p))
+			return cJSON_Delete(root), cJSON_Delete(p), NULL;
+	}
+	if (capacity_json(root, s))
+		return cJSON_Delete(root), NULL;
+	if (s->knee >= 0)
+		cJSON_AddNumberToObject(root, "knee", (double)s->knee);
+	else
+		cJSON_AddNullToObject(root, "knee");
+	return root;
+}
