@@ -36,8 +36,6 @@ static int read_clock(const struct ls_run *run, const struct ls_read_rules *base
 	k->e2el_p50_ms = stat_at(&m.e2el, 50);
 	k->e2el_p99_ms = stat_at(&m.e2el, 99);
 	if (c == LS_ORIGIN_SCHEDULED) { /* clock-free figures: once */
-		p->realised_rate = m.realised_rate;
-		p->throughput = m.request_throughput;
 		p->n_measured = m.n_measured;
 		p->failed = m.failed;
 		ls_metrics_fail_list(&m, p->fail_list, sizeof(p->fail_list));
@@ -55,6 +53,16 @@ static int read_clock(const struct ls_run *run, const struct ls_read_rules *base
 int ls_sweep_point_read(struct ls_run *run, const struct ls_read_rules *rules, const struct ls_slo_set *slo,
 			double warm, double cool, struct ls_sweep_point *p)
 {
+	/* The rates are the whole run's: the trimmed ramp and drain are part of the run's span, so
+	 * rates over the trimmed requests alone would read low. */
+	struct ls_metrics whole;
+	struct ls_read_rules r = *rules;
+	r.n_itl_percentiles = 0;
+	if (ls_metrics_compute(run, &r, NULL, &whole))
+		return -ENOMEM;
+	p->realised_rate = whole.realised_rate;
+	p->throughput = whole.request_throughput;
+	ls_metrics_free(&whole);
 	p->trimmed = ls_sweep_trim(run, warm, cool);
 	p->target_rate = run->target_rate;
 	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
