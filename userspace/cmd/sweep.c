@@ -190,6 +190,11 @@ static int bench_flag(struct sweep_args *a, const char *arg)
 			fprintf(stderr, "latscope sweep: %.*s is set by sweep for each point; leave it out\n", (int)n, arg);
 			return -EINVAL;
 		}
+	if (n == strlen("--harness") && !strncmp(arg, "--harness", n)) {
+		fprintf(stderr, "latscope sweep: --harness: each point is given vLLM's flag names; for SGLang's reading "
+			"give --rules sglang\n");
+		return -EINVAL;
+	}
 	if (n == strlen("--ready-check-timeout-sec") && !strncmp(arg, "--ready-check-timeout-sec", n))
 		a->user_ready_timeout = 1;
 	if (n == strlen("--max-concurrency") && !strncmp(arg, "--max-concurrency", n))
@@ -393,7 +398,9 @@ static int one_point(struct sweep *sw, double x, unsigned r, size_t left)
 	struct ls_sweep_point *p = &sw->pts[sw->n];
 	int gone = 0;
 	if (sweep_run_point(&sw->a, &job, sw->start_s, p, &gone)) {
-		stop_sweep(sw, 1, "point %zu (%s %.6g) could not run; see %s", sw->n, sw->desc.mode, x, p->log);
+		/* bench's usage error is the sweep's: a flag it passed on was wrong. */
+		stop_sweep(sw, p->bench_rc == 2 ? 2 : 1, "point %zu (%s %.6g) could not run; see %s", sw->n,
+			   sw->desc.mode, x, p->log);
 		return 1;
 	}
 	p->repeat = r;

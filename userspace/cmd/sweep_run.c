@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cmd/sweep_int.h"
+#include "base/json_file.h"
 #include "config/profile.h"
 #include "report/record_file.h"
 
@@ -180,6 +181,21 @@ static int watch_child(const struct sweep_args *a, const struct sweep_job *job, 
 	}
 }
 
+/* The last lines of a point's log on stderr: why bench stopped, where the user looks first. */
+static void show_log_tail(const char *log)
+{
+	size_t len;
+	char *text = ls_read_file(log, "latscope sweep", "bench log", &len);
+	if (!text)
+		return;
+	size_t from = len, lines = 0;
+	while (from > 0 && lines < 4)
+		lines += text[--from] == '\n';
+	fprintf(stderr, "  %s ends:\n%s%s", log, text + from + (text[from] == '\n'),
+		len && text[len - 1] != '\n' ? "\n" : "");
+	free(text);
+}
+
 /* The point's record read per clock under the run's own profile. */
 static int read_point(const struct sweep_args *a, struct ls_sweep_point *p, int *server_gone)
 {
@@ -191,6 +207,7 @@ static int read_point(const struct sweep_args *a, struct ls_sweep_point *p, int 
 	if (rc) {
 		fprintf(stderr, "latscope sweep: point %s left no readable record (bench exited %d; its output is in %s)\n",
 			p->record, p->bench_rc, p->log);
+		show_log_tail(p->log);
 		ls_run_free(&run);
 		return rc;
 	}
