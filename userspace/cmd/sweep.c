@@ -79,7 +79,9 @@ static void usage(FILE *out)
 		"Every other flag is a `latscope bench` flag, given to each point (latscope bench --help);\n"
 		"sweep sets --request-rate (or --max-concurrency), --record, --save-result, --result-dir and\n"
 		"--result-filename itself. Under --rates, --max-concurrency C is the slot limit of every point:\n"
-		"that is where the started clock hides the wait.\n"
+		"that is where the started clock hides the wait. Concurrency points are a closed loop\n"
+		"(--arrival closed: each user sends when its last request ends) unless --arrival or\n"
+		"--request-rate is given: then they are the slot limit under that arrival.\n"
 		"\n"
 		"exit: 0 done; 1 a point could not run (the server went away, bench failed): the points done are\n"
 		"kept; 2 usage; 3 no point met the SLO (scheduled clock); 4 every point met it (raise --max);\n"
@@ -92,7 +94,7 @@ static void usage(FILE *out)
 }
 
 /* Flags sweep sets per point: a user's copy would fight it. */
-static const char *const owned[] = { "--request-rate", "--record", "--save-result", "--result-dir",
+static const char *const owned[] = { "--record", "--save-result", "--result-dir",
 				     "--result-filename", "--append-result", "--html", "--trace" };
 
 /* "1,2,4" into a->list. */
@@ -201,6 +203,10 @@ static int bench_flag(struct sweep_args *a, const char *arg)
 		a->user_max_conc = 1;
 	if (n == strlen("--num-prompts") && !strncmp(arg, "--num-prompts", n))
 		a->user_num_prompts = 1;
+	if (n == strlen("--request-rate") && !strncmp(arg, "--request-rate", n))
+		a->user_rate = 1;
+	if (n == strlen("--arrival") && !strncmp(arg, "--arrival", n))
+		a->user_arrival = 1;
 	a->bench[a->n_bench++] = (char *)arg;
 	return 0;
 }
@@ -231,6 +237,8 @@ static int check_args(struct sweep_args *a)
 		why = "give the points: --rates LIST, --concurrency LIST or --search rate|concurrency";
 	else if (a->search && !a->slo.n && a->slo.goodput_min < 0)
 		why = "--search needs an SLO to search for (--slo, --goodput-min)";
+	else if (!a->concurrency && a->user_rate)
+		why = "--request-rate is what a rate sweep sets per point; leave it out";
 	else if (a->concurrency && a->user_max_conc)
 		why = "--max-concurrency is what a concurrency sweep sets per point; leave it out";
 	else if (a->concurrency && a->point_s > 0)

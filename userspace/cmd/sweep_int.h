@@ -26,6 +26,7 @@ struct sweep_args {
 	const char *dir, *output;
 	int      user_ready_timeout; /* the user gave --ready-check-timeout-sec */
 	int      user_max_conc, user_num_prompts; /* ... --max-concurrency, --num-prompts */
+	int      user_rate, user_arrival;     /* ... --request-rate, --arrival */
 	/* bench's flags, in the user's order (argv pointers) */
 	char   **bench;
 	size_t   n_bench;

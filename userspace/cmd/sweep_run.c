@@ -51,6 +51,13 @@ static char **point_argv(const struct sweep_args *a, const struct sweep_job *job
 	snprintf(num[0], sizeof(num[0]), a->concurrency ? "%.0f" : "%.6g", job->x);
 	v[k++] = a->concurrency ? "--max-concurrency" : "--request-rate";
 	v[k++] = num[0];
+	if (a->concurrency && !a->user_arrival && !a->user_rate) {
+		/* Closed loop: each of the C users sends its next request when its last one ends.
+		 * (bench's default, every request due at once behind C slots, would read the burst's
+		 * queue as the scheduled clock's latency.) */
+		v[k++] = "--arrival";
+		v[k++] = "closed";
+	}
 	if (a->point_s > 0) {
 		double n = ceil(job->x * a->point_s);
 		snprintf(num[1], sizeof(num[1]), "%.0f", n > a->min_requests ? n : a->min_requests);

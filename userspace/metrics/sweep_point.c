@@ -139,7 +139,8 @@ void ls_sweep_summarise(const struct ls_sweep_point *pts, size_t n, const struct
 		s->above_all[c] = s->cap[c].has_cap && !s->cap[c].has_fail;
 	}
 	const struct ls_sweep_cap *st = &s->cap[LS_ORIGIN_STARTED], *sc = &s->cap[LS_ORIGIN_SCHEDULED];
-	if (st->has_cap && sc->has_cap && sc->cap > 0) {
+	/* Only a bracketed scheduled capacity can be overstated: one above every point is unknown. */
+	if (st->has_cap && sc->has_cap && sc->has_fail && sc->cap > 0) {
 		s->has_overstatement = 1;
 		s->overstatement_pct = (st->cap / sc->cap - 1.0) * 100.0;
 	}

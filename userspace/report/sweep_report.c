@@ -82,6 +82,9 @@ void ls_sweep_print_summary(FILE *out, const struct ls_sweep_desc *d, const stru
 	fprintf(out, ", per clock the latency starts from:\n");
 	for (int c = 0; c < LS_ORIGIN__COUNT; c++)
 		print_cap(out, d, s, c);
+	if (d->mode[0] == 'c' && n && pts[0].target_rate <= 0)
+		fprintf(out, "  (closed loop: every request is due at the run's start, so the scheduled clock counts the wait\n"
+			"   for a free user from there; admitted is each user's own clock)\n");
 	if (s->has_overstatement)
 		fprintf(out, "  a harness that starts its clock at `started` (vLLM, SGLang) %s capacity by %+.1f %%%s "
 			"(started %.2f vs scheduled %.2f %s)\n",
