@@ -84,7 +84,8 @@ static void usage(FILE *out)
 		"--request-rate is given: then they are the slot limit under that arrival.\n"
 		"\n"
 		"exit: 0 done; 1 a point could not run (the server went away, bench failed): the points done are\n"
-		"kept; 2 usage; 3 no point met the SLO (scheduled clock); 4 every point met it (raise --max);\n"
+		"kept; 2 usage; 3 no point met the SLO (scheduled clock; admitted in a closed loop); 4 every point\n"
+		"met it (raise --max);\n"
 		"5 stopped early by --time-budget or a signal (the capacity is a bracket).\n"
 		"\n"
 		"example:\n"
@@ -471,14 +472,17 @@ static int make_dir(struct sweep *sw)
 /* The exit code the answer gives, when nothing stopped the sweep early. */
 static int verdict_rc(const struct sweep *sw)
 {
-	const struct ls_sweep_cap *k = &sw->sum.cap[LS_ORIGIN_SCHEDULED];
+	/* A closed loop has no schedule (every request is due at the start): its users' clock is
+	 * admitted. */
+	int c = sw->a.concurrency && sw->n && sw->pts[0].target_rate <= 0 ? LS_ORIGIN_ADMITTED : LS_ORIGIN_SCHEDULED;
+	const struct ls_sweep_cap *k = &sw->sum.cap[c];
 	if (sw->rc)
 		return sw->rc;
 	if (!sw->a.slo_text && sw->a.slo.goodput_min < 0)
 		return 0; /* a list without an SLO: the table is the answer */
 	if (!k->has_cap)
 		return SWEEP_EXIT_NONE_MET;
-	return sw->sum.above_all[LS_ORIGIN_SCHEDULED] ? SWEEP_EXIT_ALL_MET : 0;
+	return sw->sum.above_all[c] ? SWEEP_EXIT_ALL_MET : 0;
 }
 
 int cmd_sweep(int argc, char **argv)
