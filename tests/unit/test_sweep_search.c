@@ -196,3 +196,19 @@ Test(sweep_search, summary_gives_the_overstatement)
 	cr_expect_eq(ls_sweep_knee(thr, lat, 3), 1);
 	cr_expect_eq(ls_sweep_knee(thr, lat, 0), -1);
 }
+
+Test(sweep_search, spreads_are_per_x_mean_and_sd)
+{
+	struct ls_slo_set slo = { .n = 1, .slo = { { LS_SLO_TTFT, 99, 100 } }, .goodput_min = -1 };
+	struct ls_sweep_point p[] = { pt(10, 60, 20, ""), pt(20, 90, 30, ""), pt(10, 80, 40, "") };
+	p[0].throughput = 9;
+	p[2].throughput = 11;
+	struct ls_sweep_spread sp[3];
+	cr_assert_eq(ls_sweep_spreads(p, 3, &slo, sp, 3), 2, "two distinct x");
+	cr_expect(sp[0].x == 10 && sp[0].n == 2 && sp[1].x == 20 && sp[1].n == 1);
+	cr_expect(fabs(sp[0].mean_ms[0][0] - 70) < 1e-9 && fabs(sp[0].sd_ms[0][0] - 10) < 1e-9, "scheduled %g +- %g",
+		  sp[0].mean_ms[0][0], sp[0].sd_ms[0][0]);
+	cr_expect(fabs(sp[0].mean_ms[2][0] - 30) < 1e-9 && fabs(sp[0].sd_ms[2][0] - 10) < 1e-9, "started per clock");
+	cr_expect(fabs(sp[0].throughput_mean - 10) < 1e-9 && fabs(sp[0].throughput_sd - 1) < 1e-9);
+	cr_expect_eq(sp[1].sd_ms[0][0], 0, "one run: no spread");
+}

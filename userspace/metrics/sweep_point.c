@@ -154,3 +154,67 @@ void ls_sweep_summarise(const struct ls_sweep_point *pts, size_t n, const struct
 	}
 	s->knee = ls_sweep_knee(thr, lat, m);
 }
+
+/* Welford's running mean and variance: one pass, no cancellation. */
+struct acc {
+	double n, mean, m2;
+};
+
+static void acc_add(struct acc *a, double v)
+{
+	a->n += 1;
+	double d = v - a->mean;
+	a->mean += d / a->n;
+	a->m2 += d * (v - a->mean);
+}
+
+static double acc_sd(const struct acc *a)
+{
+	return a->n > 0 ? sqrt(a->m2 / a->n) : 0.0;
+}
+
+/* The spread of the points at x. */
+static void spread_at(const struct ls_sweep_point *pts, size_t n, const struct ls_slo_set *slo, double x,
+		      struct ls_sweep_spread *o)
+{
+	struct acc v[LS_ORIGIN__COUNT][LS_SLO_MAX], g[LS_ORIGIN__COUNT], thr = { 0 };
+	memset(v, 0, sizeof(v));
+	memset(g, 0, sizeof(g));
+	memset(o, 0, sizeof(*o));
+	o->x = x;
+	for (size_t i = 0; i < n; i++) {
+		if (!same_x(pts[i].x, x))
+			continue;
+		o->n++;
+		acc_add(&thr, pts[i].throughput);
+		for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+			acc_add(&g[c], pts[i].clock[c].eval.goodput);
+			for (size_t s = 0; s < slo->n; s++)
+				acc_add(&v[c][s], pts[i].clock[c].eval.value_ms[s]);
+		}
+	}
+	o->throughput_mean = thr.mean;
+	o->throughput_sd = acc_sd(&thr);
+	for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+		o->goodput_mean[c] = g[c].mean;
+		o->goodput_sd[c] = acc_sd(&g[c]);
+		for (size_t s = 0; s < slo->n; s++) {
+			o->mean_ms[c][s] = v[c][s].mean;
+			o->sd_ms[c][s] = acc_sd(&v[c][s]);
+		}
+	}
+}
+
+size_t ls_sweep_spreads(const struct ls_sweep_point *pts, size_t n, const struct ls_slo_set *slo,
+			struct ls_sweep_spread *out, size_t cap)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n && m < cap; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < m && !seen; j++)
+			seen = same_x(out[j].x, pts[i].x);
+		if (!seen)
+			spread_at(pts, n, slo, pts[i].x, &out[m++]);
+	}
+	return m;
+}

@@ -163,4 +163,17 @@ struct ls_sweep_summary {
 void ls_sweep_summarise(const struct ls_sweep_point *pts, size_t n, const struct ls_slo_set *slo,
 			struct ls_sweep_obs *obs_buf, struct ls_sweep_summary *s);
 
+/* One x over its repeats: mean and spread (population standard deviation) of each SLO value
+ * per clock, of goodput and of the completed throughput. */
+struct ls_sweep_spread {
+	double x;
+	size_t n;
+	double mean_ms[LS_ORIGIN__COUNT][LS_SLO_MAX], sd_ms[LS_ORIGIN__COUNT][LS_SLO_MAX];
+	double goodput_mean[LS_ORIGIN__COUNT], goodput_sd[LS_ORIGIN__COUNT];
+	double throughput_mean, throughput_sd;
+};
+/* One entry per distinct x of pts, in first-run order, up to cap; returns how many. */
+size_t ls_sweep_spreads(const struct ls_sweep_point *pts, size_t n, const struct ls_slo_set *slo,
+			struct ls_sweep_spread *out, size_t cap);
+
 #endif

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "report/sweep_report.h"
 
@@ -72,9 +73,31 @@ static void print_cap(FILE *out, const struct ls_sweep_desc *d, const struct ls_
 		fprintf(out, "%.2f %s (the next point, %.2f, failed)\n", k->cap, d->unit, k->fail);
 }
 
+/* The spread of each x run more than once (--repeat): mean +- sd per clock. */
+static void print_spreads(FILE *out, const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n)
+{
+	struct ls_sweep_spread *sp = d->repeat > 1 ? malloc(n * sizeof(*sp)) : NULL;
+	if (!sp)
+		return; /* one run per x (or no memory for the block): the table says it all */
+	size_t m = ls_sweep_spreads(pts, n, d->slo, sp, n);
+	fprintf(out, "\nrepeats: mean +- sd over the runs at each %s (s/a/st)\n", d->mode);
+	for (size_t i = 0; i < m; i++) {
+		fprintf(out, "  %9.2f x%zu  done %.2f +- %.2f req/s", sp[i].x, sp[i].n, sp[i].throughput_mean,
+			sp[i].throughput_sd);
+		for (size_t k = 0; k < d->slo->n; k++) {
+			fprintf(out, "  %s p%g", ls_slo_metric_name(d->slo->slo[k].metric), d->slo->slo[k].pct);
+			for (int c = 0; c < (clock_free(d->slo->slo[k].metric) ? 1 : LS_ORIGIN__COUNT); c++)
+				fprintf(out, "%s%.1f+-%.1f", c ? "/" : " ", sp[i].mean_ms[c][k], sp[i].sd_ms[c][k]);
+		}
+		fprintf(out, "  goodput %.1f+-%.1f %%\n", sp[i].goodput_mean[0] * 100, sp[i].goodput_sd[0] * 100);
+	}
+	free(sp);
+}
+
 void ls_sweep_print_summary(FILE *out, const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n,
 			    const struct ls_sweep_summary *s)
 {
+	print_spreads(out, d, pts, n);
 	fprintf(out, "\ncapacity at the SLO (%s%s", d->slo_text ? d->slo_text : "none given",
 		d->slo->goodput_min >= 0 ? "" : ")");
 	if (d->slo->goodput_min >= 0)
@@ -225,6 +248,44 @@ static int capacity_json(cJSON *root, const struct ls_sweep_summary *s)
 	return 0;
 }
 
+/* "repeats": per x, the mean and sd per clock (only with --repeat above 1). */
+static int spreads_json(cJSON *root, const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n)
+{
+	if (d->repeat <= 1 || !n)
+		return 0;
+	struct ls_sweep_spread *sp = malloc(n * sizeof(*sp));
+	cJSON *arr = cJSON_AddArrayToObject(root, "repeats");
+	if (!sp || !arr)
+		return free(sp), -1;
+	size_t m = ls_sweep_spreads(pts, n, d->slo, sp, n);
+	for (size_t i = 0; i < m; i++) {
+		cJSON *o = cJSON_CreateObject(), *clocks;
+		if (!o || !cJSON_AddItemToArray(arr, o))
+			return cJSON_Delete(o), free(sp), -1;
+		if (!(clocks = cJSON_AddObjectToObject(o, "clocks")))
+			return free(sp), -1;
+		cJSON_AddNumberToObject(o, d->mode[0] == 'r' ? "rate" : "concurrency", sp[i].x);
+		cJSON_AddNumberToObject(o, "runs", (double)sp[i].n);
+		cJSON_AddNumberToObject(o, "throughput_mean", sp[i].throughput_mean);
+		cJSON_AddNumberToObject(o, "throughput_sd", sp[i].throughput_sd);
+		for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+			cJSON *k = cJSON_AddObjectToObject(clocks, ls_origin_name((enum ls_origin)c));
+			cJSON *mean = k ? cJSON_AddArrayToObject(k, "slo_mean_ms") : NULL;
+			cJSON *sd = k ? cJSON_AddArrayToObject(k, "slo_sd_ms") : NULL;
+			if (!mean || !sd)
+				return free(sp), -1;
+			for (size_t s = 0; s < d->slo->n; s++) {
+				cJSON_AddItemToArray(mean, cJSON_CreateNumber(sp[i].mean_ms[c][s]));
+				cJSON_AddItemToArray(sd, cJSON_CreateNumber(sp[i].sd_ms[c][s]));
+			}
+			cJSON_AddNumberToObject(k, "goodput_mean", sp[i].goodput_mean[c]);
+			cJSON_AddNumberToObject(k, "goodput_sd", sp[i].goodput_sd[c]);
+		}
+	}
+	free(sp);
+	return 0;
+}
+
 cJSON *ls_sweep_json(const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n,
 		     const struct ls_sweep_summary *s)
 {
@@ -241,7 +302,7 @@ cJSON *ls_sweep_json(const struct ls_sweep_desc *d, const struct ls_sweep_point 
 		if (!p || !cJSON_AddItemToArray(arr, p))
 			return cJSON_Delete(root), cJSON_Delete(p), NULL;
 	}
-	if (capacity_json(root, s))
+	if (capacity_json(root, s) || spreads_json(root, d, pts, n))
 		return cJSON_Delete(root), NULL;
 	if (s->knee >= 0)
 		cJSON_AddNumberToObject(root, "knee", (double)s->knee);
