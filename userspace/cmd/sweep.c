@@ -18,6 +18,7 @@
 #include "base/opts.h"
 #include "base/outfile.h"
 #include "cmd/sweep_int.h"
+#include "config/profile.h"
 #include "report/sweep_report.h"
 
 #define MAX_POINTS 256 /* runs in one sweep, repeats included */
@@ -55,6 +56,8 @@ static void usage(FILE *out)
 		"  --slo SPEC             e.g. \"ttft:p99<=500ms,itl:p99<=50ms,e2el:p90<=10s\": metric (ttft, itl,\n"
 		"                         e2el, tpot), percentile, limit in us, ms (default) or s; each over the\n"
 		"                         point's successful requests, under each clock\n"
+		"  --profiles LIST        also read the points under these profiles' read rules (e.g.\n"
+		"                         vllm,sglang,honest) and give each one's capacity per clock [the run's only]\n"
 		"  --goodput-min F        also: at least this fraction of the measured requests meets every\n"
 		"                         limit on its own (a failed request never does), e.g. 0.99 [not checked]\n"
 		"\n"
@@ -120,6 +123,31 @@ static int parse_list(struct sweep_args *a, const char *flag, const char *v)
 	}
 }
 
+/* --profiles vllm,sglang,honest: each must load now, not after the sweep's hour. */
+static int parse_profiles(struct sweep_args *a, const char *v)
+{
+	if (!v || !*v || strlen(v) >= sizeof(a->profiles_buf)) {
+		fprintf(stderr, "latscope sweep: --profiles needs a list of profiles, e.g. vllm,sglang,honest\n");
+		return -EINVAL;
+	}
+	snprintf(a->profiles_buf, sizeof(a->profiles_buf), "%s", v);
+	a->n_profiles = 0;
+	char *save = NULL;
+	for (char *t = strtok_r(a->profiles_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct ls_profile prof;
+		if (a->n_profiles == SWEEP_MAX_PROFILES) {
+			fprintf(stderr, "latscope sweep: --profiles: at most %d\n", SWEEP_MAX_PROFILES);
+			return -EINVAL;
+		}
+		if (ls_profile_load(t, &prof)) {
+			fprintf(stderr, "latscope sweep: --profiles '%s': no such profile\n", t);
+			return -EINVAL;
+		}
+		a->profiles[a->n_profiles++] = t;
+	}
+	return a->n_profiles ? 0 : -EINVAL;
+}
+
 static int num_arg(const char *flag, const char *v, double lo, double hi, double *out)
 {
 	if (v && !ls_opt_parse_double(v, lo, hi, out))
@@ -175,6 +203,8 @@ static int sweep_flag(struct sweep_args *a, const char *f, const char *v)
 		*(f[2] == 'r' ? &a->repeat : &a->min_requests) = (unsigned)d;
 		return 1;
 	}
+	if (!strcmp(f, "--profiles"))
+		return parse_profiles(a, v) ? -EINVAL : 1;
 	if (!strcmp(f, "--dir") || !strcmp(f, "--output")) {
 		if (!v || !*v)
 			return fprintf(stderr, "latscope sweep: %s needs a path\n", f), -EINVAL;
@@ -303,6 +333,8 @@ struct sweep {
 	char                  dir[256];
 	char                  stop[512];  /* why the sweep stopped early, "" when it did not */
 	int                   rc;         /* 1 or SWEEP_EXIT_EARLY once stopped early */
+	const char           *profile_names[SWEEP_MAX_PROFILES];
+	struct ls_sweep_summary profile_sums[SWEEP_MAX_PROFILES];
 };
 
 /* The distinct x run so far with their verdicts, into sw->obs; how many. */
@@ -414,8 +446,10 @@ static int one_point(struct sweep *sw, double x, unsigned r, size_t left)
 	}
 	p->repeat = r;
 	sw->n++;
-	if (sw->n == 1)
+	if (sw->n == 1) {
+		sw->desc.run_profile = p->rules;
 		ls_sweep_print_header(stdout, &sw->desc);
+	}
 	ls_sweep_print_point(stdout, &sw->desc, p, sw->n - 1);
 	fflush(stdout);
 	after_point(sw, p, gone);
@@ -448,6 +482,28 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	sweep_interrupted = 1;
+}
+
+/* --profiles: the points read again under each; a profile that cannot read them is left out
+ * with its reason said (the sweep's own answer stands). */
+static void read_profiles(struct sweep *sw)
+{
+	struct ls_sweep_point *tmp = sw->a.n_profiles ? malloc(sw->n * sizeof(*tmp)) : NULL;
+	struct ls_sweep_obs *obs = tmp ? malloc(sw->n * sizeof(*obs)) : NULL;
+	size_t k = 0;
+	if (sw->a.n_profiles && !obs)
+		fprintf(stderr, "latscope sweep: out of memory reading the points under --profiles\n");
+	for (size_t i = 0; obs && i < sw->a.n_profiles; i++) {
+		if (sweep_read_as(&sw->a, sw->a.profiles[i], sw->pts, sw->n, tmp))
+			continue;
+		ls_sweep_summarise(tmp, sw->n, &sw->a.slo, obs, &sw->profile_sums[k]);
+		sw->profile_names[k++] = sw->a.profiles[i];
+	}
+	sw->desc.n_profiles = k;
+	sw->desc.profile_names = sw->profile_names;
+	sw->desc.profile_sums = sw->profile_sums;
+	free(obs);
+	free(tmp);
 }
 
 /* The points' directory: --dir, else sweep-<date>; created. */
@@ -512,6 +568,10 @@ int cmd_sweep(int argc, char **argv)
 	sw->start_s = sweep_now_s();
 	run_points(sw);
 	sweep_obs(sw);
+	if (sw->n) {
+		sw->desc.run_profile = sw->pts[0].rules;
+		read_profiles(sw);
+	}
 	sw->desc.stop_reason = sw->stop[0] ? sw->stop : NULL;
 	if (sw->n && (sw->a.slo_text || sw->a.slo.goodput_min >= 0))
 		ls_sweep_print_summary(stdout, &sw->desc, sw->pts, sw->n, &sw->sum);

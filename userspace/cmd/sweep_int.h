@@ -8,6 +8,7 @@
 #include "metrics/sweep_slo.h"
 
 #define SWEEP_MAX_LIST 64
+#define SWEEP_MAX_PROFILES 8
 
 struct sweep_args {
 	int      concurrency;     /* 1: points are --max-concurrency; 0: --request-rate */
@@ -27,6 +28,10 @@ struct sweep_args {
 	int      user_ready_timeout; /* the user gave --ready-check-timeout-sec */
 	int      user_max_conc, user_num_prompts; /* ... --max-concurrency, --num-prompts */
 	int      user_rate, user_arrival;     /* ... --request-rate, --arrival */
+	/* --profiles: read rules the points are read under again, after the sweep */
+	const char *profiles[SWEEP_MAX_PROFILES];
+	size_t   n_profiles;
+	char     profiles_buf[512];
 	/* bench's flags, in the user's order (argv pointers) */
 	char   **bench;
 	size_t   n_bench;
@@ -45,6 +50,11 @@ struct sweep_job {
  * start, or left no record). start_s is the sweep's start on the monotonic clock. */
 int sweep_run_point(const struct sweep_args *a, const struct sweep_job *job, double start_s,
 		    struct ls_sweep_point *p, int *server_gone);
+
+/* The points' records read again under another profile's read rules (--profiles): out[i] is
+ * pts[i] as that profile reads it. 0 or -errno (said). */
+int sweep_read_as(const struct sweep_args *a, const char *profile, const struct ls_sweep_point *pts, size_t n,
+		  struct ls_sweep_point *out);
 
 /* Set by SIGINT/SIGTERM: the sweep ends after the point that is running (bench gets the
  * signal too, from the terminal, and ends that point the way it ends a run). */

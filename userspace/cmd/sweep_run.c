@@ -203,8 +203,8 @@ static void show_log_tail(const char *log)
 	free(text);
 }
 
-/* The point's record read per clock under the run's own profile. */
-static int read_point(const struct sweep_args *a, struct ls_sweep_point *p, int *server_gone)
+/* The point's record read per clock under profile (NULL: the run's own). */
+static int read_point(const struct sweep_args *a, struct ls_sweep_point *p, const char *profile, int *server_gone)
 {
 	struct ls_run run = { 0 };
 	struct ls_record_meta meta;
@@ -218,8 +218,9 @@ static int read_point(const struct sweep_args *a, struct ls_sweep_point *p, int 
 		ls_run_free(&run);
 		return rc;
 	}
-	rc = ls_profile_load(meta.profile[0] ? meta.profile : "vllm", &prof);
+	rc = ls_profile_load(profile ? profile : meta.profile[0] ? meta.profile : "vllm", &prof);
 	if (!rc) {
+		snprintf(p->rules, sizeof(p->rules), "%s", prof.name);
 		ls_profile_read_rules(&prof, meta.spec.has_avg ? meta.spec.avg_accept_len : 0, &rules);
 		rc = ls_sweep_point_read(&run, &rules, &a->slo, a->warm, a->cool, p);
 		if (rc)
@@ -248,5 +249,25 @@ int sweep_run_point(const struct sweep_args *a, const struct sweep_job *job, dou
 	p->wall_s = sweep_now_s() - t0;
 	if (rc)
 		return rc;
-	return read_point(a, p, server_gone);
+	return read_point(a, p, NULL, server_gone);
+}
+
+int sweep_read_as(const struct sweep_args *a, const char *profile, const struct ls_sweep_point *pts, size_t n,
+		  struct ls_sweep_point *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		int gone;
+		struct ls_sweep_point *o = &out[i];
+		memset(o, 0, sizeof(*o));
+		o->x = pts[i].x;
+		o->repeat = pts[i].repeat;
+		o->bench_rc = pts[i].bench_rc;
+		memcpy(o->stopped, pts[i].stopped, sizeof(o->stopped));
+		memcpy(o->record, pts[i].record, sizeof(o->record));
+		memcpy(o->log, pts[i].log, sizeof(o->log));
+		int rc = read_point(a, o, profile, &gone);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }

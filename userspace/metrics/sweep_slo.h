@@ -125,6 +125,7 @@ struct ls_sweep_point {
 	int      bench_rc;        /* bench's exit status; -1 did not exit normally */
 	char     stopped[32];     /* "" ran to its end, "oversaturated", "budget" */
 	char     record[512], result[512], log[512];
+	char     rules[64];       /* the profile whose read rules read it */
 	double   wall_s;          /* the bench process, start to exit */
 	double   target_rate;     /* 0: closed loop / inf */
 	double   realised_rate;   /* requests started per second */

@@ -73,6 +73,27 @@ static void print_cap(FILE *out, const struct ls_sweep_desc *d, const struct ls_
 		fprintf(out, "%.2f %s (the next point, %.2f, failed)\n", k->cap, d->unit, k->fail);
 }
 
+/* --profiles: the capacity each profile's read rules give on the same points. */
+static void print_profiles(FILE *out, const struct ls_sweep_desc *d)
+{
+	if (!d->n_profiles)
+		return;
+	fprintf(out, "  the same points under other read rules (capacity at the points run; the search followed %s):\n",
+		d->run_profile ? d->run_profile : "the run's");
+	fprintf(out, "    %-12s %12s %12s %12s\n", "rules", "scheduled", "admitted", "started");
+	for (size_t i = 0; i < d->n_profiles; i++) {
+		fprintf(out, "    %-12s", d->profile_names[i]);
+		for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+			const struct ls_sweep_cap *k = &d->profile_sums[i].cap[c];
+			char v[32] = "none";
+			if (k->has_cap)
+				snprintf(v, sizeof(v), "%s%.2f", d->profile_sums[i].above_all[c] ? ">=" : "", k->cap);
+			fprintf(out, " %12s", v);
+		}
+		fputc('\n', out);
+	}
+}
+
 /* The spread of each x run more than once (--repeat): mean +- sd per clock. */
 static void print_spreads(FILE *out, const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n)
 {
@@ -118,6 +139,7 @@ void ls_sweep_print_summary(FILE *out, const struct ls_sweep_desc *d, const stru
 		fprintf(out, "  knee (largest throughput / median E2EL from scheduled): point %ld, %.2f %s: %.2f req/s done, "
 			"median E2EL %.1f ms\n", s->knee, pts[s->knee].x, d->unit, pts[s->knee].throughput,
 			pts[s->knee].clock[LS_ORIGIN_SCHEDULED].e2el_p50_ms);
+	print_profiles(out, d);
 	if (d->stop_reason)
 		fprintf(out, "  the sweep stopped early: %s\n", d->stop_reason);
 	fprintf(out, "  each point's run: %s/point-K.jsonl (latscope report reads it), its result point-K.json, "
@@ -212,6 +234,8 @@ static cJSON *sweep_desc_json(const struct ls_sweep_desc *d)
 	cJSON_AddNumberToObject(o, "warmup_fraction", d->warmup_frac);
 	cJSON_AddNumberToObject(o, "cooldown_fraction", d->cooldown_frac);
 	cJSON_AddStringToObject(o, "dir", d->dir);
+	if (d->run_profile)
+		cJSON_AddStringToObject(o, "rules", d->run_profile);
 	if (d->stop_reason)
 		cJSON_AddStringToObject(o, "stopped_early", d->stop_reason);
 	else
@@ -245,6 +269,29 @@ static int capacity_json(cJSON *root, const struct ls_sweep_summary *s)
 		cJSON_AddNumberToObject(root, "overstatement_pct", s->overstatement_pct);
 	else
 		cJSON_AddNullToObject(root, "overstatement_pct");
+	return 0;
+}
+
+/* "capacity_by_profile": {name: {clock: R|null}} for --profiles. */
+static int profiles_json(cJSON *root, const struct ls_sweep_desc *d)
+{
+	if (!d->n_profiles)
+		return 0;
+	cJSON *all = cJSON_AddObjectToObject(root, "capacity_by_profile");
+	if (!all)
+		return -1;
+	for (size_t i = 0; i < d->n_profiles; i++) {
+		cJSON *o = cJSON_AddObjectToObject(all, d->profile_names[i]);
+		if (!o)
+			return -1;
+		for (int c = 0; c < LS_ORIGIN__COUNT; c++) {
+			const struct ls_sweep_cap *k = &d->profile_sums[i].cap[c];
+			if (k->has_cap)
+				cJSON_AddNumberToObject(o, ls_origin_name((enum ls_origin)c), k->cap);
+			else
+				cJSON_AddNullToObject(o, ls_origin_name((enum ls_origin)c));
+		}
+	}
 	return 0;
 }
 
@@ -302,7 +349,7 @@ cJSON *ls_sweep_json(const struct ls_sweep_desc *d, const struct ls_sweep_point 
 		if (!p || !cJSON_AddItemToArray(arr, p))
 			return cJSON_Delete(root), cJSON_Delete(p), NULL;
 	}
-	if (capacity_json(root, s) || spreads_json(root, d, pts, n))
+	if (capacity_json(root, s) || spreads_json(root, d, pts, n) || profiles_json(root, d))
 		return cJSON_Delete(root), NULL;
 	if (s->knee >= 0)
 		cJSON_AddNumberToObject(root, "knee", (double)s->knee);

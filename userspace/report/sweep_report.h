@@ -21,6 +21,11 @@ struct ls_sweep_desc {
 	unsigned repeat;
 	double warmup_frac, cooldown_frac;
 	const char *stop_reason; /* why the sweep ended early, NULL when it finished */
+	const char *run_profile;  /* the read rules of the table and the search */
+	/* --profiles: the same points read under each of these profiles' rules */
+	size_t n_profiles;
+	const char *const *profile_names;
+	const struct ls_sweep_summary *profile_sums;
 };
 
 /* The table's header (its SLO columns follow d->slo). */
