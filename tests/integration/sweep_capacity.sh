@@ -11,7 +11,8 @@
 #  B. --rates 30,45,60,90 with --max-concurrency 5: the wait moves into the client's slots, so
 #     the started clock meets the SLO where the scheduled one does not: started capacity above
 #     scheduled, scheduled never above the engine's 50 req/s; the over-saturated 90 req/s point
-#     is stopped early; each point's record reads back with `latscope report`.
+#     is stopped early; each point's record reads back with `latscope report`; --html draws a
+#     curve per clock.
 #  C. the server killed during the second point: exit 1, the first point kept in --output, and
 #     the reason said.
 # Exit 0 pass, 77 skip, else fail. ~45 s.
@@ -58,7 +59,7 @@ fi
 
 # B. the same engine behind 5 client slots.
 timeout 60 "$BIN" sweep --rates 30,45,60,90 --slo 'ttft:p90<=80ms' --point-seconds 2 --min-requests 20 \
-	--dir "$tmp/b" --output "$tmp/b.json" --max-concurrency 5 "${BENCH[@]}" >"$tmp/b.out" 2>"$tmp/b.err"
+	--dir "$tmp/b" --output "$tmp/b.json" --html "$tmp/b.html" --max-concurrency 5 "${BENCH[@]}" >"$tmp/b.out" 2>"$tmp/b.err"
 rc=$?
 cat "$tmp/b.out"
 [ $rc -eq 0 ] || bad "B: sweep exited $rc: $(tail -3 "$tmp/b.err")"
@@ -70,6 +71,8 @@ if [ -s "$tmp/b.json" ]; then
 		"$sched" "$started" ||
 		bad "B: want scheduled in [30, 52.5] and started above it: scheduled $sched, started $started"
 	[ "$stopped" = oversaturated ] || bad "B: the 90 req/s point (the engine serves 50) was not stopped as over-saturated"
+	[ "$(grep -o '<polyline' "$tmp/b.html" 2>/dev/null | wc -l)" -eq 3 ] ||
+		bad "B: the --html page should draw one curve per clock for the one SLO"
 	"$BIN" report "$tmp/b/point-1.jsonl" >"$tmp/b.report" 2>&1 ||
 		bad "B: latscope report of a point's record failed: $(tail -3 "$tmp/b.report")"
 	grep -q "Successful requests" "$tmp/b.report" || bad "B: report of point-1.jsonl printed no result block"

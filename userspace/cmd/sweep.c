@@ -77,14 +77,17 @@ static void usage(FILE *out)
 		"  --dir DIR              the points' runs [sweep-YYYYmmdd-HHMMSS]\n"
 		"  --output FILE          the sweep as JSON: \"points\", \"capacity\" {scheduled, admitted, started}\n"
 		"                         (null where no point met the SLO), rewritten whole after each point\n"
+		"  --html FILE            a page: capacity per clock, and per SLO each clock's throughput-latency\n"
+		"                         curve with the SLO's limit (inline SVG, no script)\n"
 		"  -h, --help             this help\n"
 		"\n"
 		"Every other flag is a `latscope bench` flag, given to each point (latscope bench --help);\n"
 		"sweep sets --request-rate (or --max-concurrency), --record, --save-result, --result-dir and\n"
-		"--result-filename itself. Under --rates, --max-concurrency C is the slot limit of every point:\n"
-		"that is where the started clock hides the wait. Concurrency points are a closed loop\n"
-		"(--arrival closed: each user sends when its last request ends) unless --arrival or\n"
-		"--request-rate is given: then they are the slot limit under that arrival.\n"
+		"--result-filename itself (and refuses --trace, --append-result and --harness). Under --rates,\n"
+		"--max-concurrency C is the slot limit of every point: that is where the started clock hides\n"
+		"the wait. Concurrency points are a closed loop (--arrival closed: each user sends when its\n"
+		"last request ends) unless --arrival or --request-rate is given: then they are the slot limit\n"
+		"under that arrival.\n"
 		"\n"
 		"exit: 0 done; 1 a point could not run (the server went away, bench failed): the points done are\n"
 		"kept; 2 usage; 3 no point met the SLO (scheduled clock; admitted in a closed loop); 4 every point\n"
@@ -99,7 +102,7 @@ static void usage(FILE *out)
 
 /* Flags sweep sets per point: a user's copy would fight it. */
 static const char *const owned[] = { "--record", "--save-result", "--result-dir",
-				     "--result-filename", "--append-result", "--html", "--trace" };
+				     "--result-filename", "--append-result", "--trace" };
 
 /* "1,2,4" into a->list. */
 static int parse_list(struct sweep_args *a, const char *flag, const char *v)
@@ -205,10 +208,10 @@ static int sweep_flag(struct sweep_args *a, const char *f, const char *v)
 	}
 	if (!strcmp(f, "--profiles"))
 		return parse_profiles(a, v) ? -EINVAL : 1;
-	if (!strcmp(f, "--dir") || !strcmp(f, "--output")) {
+	if (!strcmp(f, "--dir") || !strcmp(f, "--output") || !strcmp(f, "--html")) {
 		if (!v || !*v)
 			return fprintf(stderr, "latscope sweep: %s needs a path\n", f), -EINVAL;
-		*(f[2] == 'd' ? &a->dir : &a->output) = v;
+		*(f[2] == 'd' ? &a->dir : f[2] == 'o' ? &a->output : &a->html) = v;
 		return 1;
 	}
 	return 0;
@@ -552,7 +555,8 @@ int cmd_sweep(int argc, char **argv)
 		free(sw);
 		return rc < 0 ? 0 : rc;
 	}
-	if (make_dir(sw) || (sw->a.output && ls_outfile_check("--output", sw->a.output, 1))) {
+	if (make_dir(sw) || (sw->a.output && ls_outfile_check("--output", sw->a.output, 1)) ||
+	    (sw->a.html && ls_outfile_check("--html", sw->a.html, 1))) {
 		free(sw->a.bench);
 		free(sw);
 		return 1;
@@ -577,7 +581,10 @@ int cmd_sweep(int argc, char **argv)
 		ls_sweep_print_summary(stdout, &sw->desc, sw->pts, sw->n, &sw->sum);
 	else if (sw->stop[0])
 		printf("the sweep stopped: %s\n", sw->stop);
-	rc = write_output(sw) && !sw->rc ? 1 : verdict_rc(sw);
+	int werr = write_output(sw);
+	if (sw->a.html && sw->n && ls_sweep_html_write(sw->a.html, &sw->desc, sw->pts, sw->n, &sw->sum))
+		werr = -EIO;
+	rc = werr && !sw->rc ? 1 : verdict_rc(sw);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	free(sw->a.bench);

@@ -24,7 +24,7 @@ struct sweep_args {
 	double   warm, cool;
 	double   budget_s;        /* 0: none */
 	int      oversat_stop;
-	const char *dir, *output;
+	const char *dir, *output, *html;
 	int      user_ready_timeout; /* the user gave --ready-check-timeout-sec */
 	int      user_max_conc, user_num_prompts; /* ... --max-concurrency, --num-prompts */
 	int      user_rate, user_arrival;     /* ... --request-rate, --arrival */

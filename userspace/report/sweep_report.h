@@ -41,4 +41,9 @@ void ls_sweep_print_summary(FILE *out, const struct ls_sweep_desc *d, const stru
 struct cJSON *ls_sweep_json(const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n,
 			    const struct ls_sweep_summary *s);
 
+/* --html: one self-contained page (inline SVG): capacity per clock, and per SLO the
+ * throughput-latency curve of each clock with the SLO's limit. 0 or -errno (said). */
+int ls_sweep_html_write(const char *path, const struct ls_sweep_desc *d, const struct ls_sweep_point *pts, size_t n,
+			const struct ls_sweep_summary *s);
+
 #endif
