@@ -4,10 +4,12 @@
 # 10 output tokens (ignore_eos, --prefill-token-us 0) = 100 ms in the batch, so the engine serves
 # at most 5 / 0.1 s = 50 req/s. Arrivals are constant, so below 50 nothing queues and above it
 # the queue grows for the whole point.
-#  A. --search rate, no client slots: the scheduled clock's capacity in [-5 %, +3 %] of 50 req/s
-#     (above the engine's ceiling the queue grows: a capacity read from the failing end of the
-#     bracket, 52.5, is a bug), and
-#     the started clock agrees with it within 10 % (no slot: nothing to hide).
+#  A. --search rate, no client slots: the scheduled clock's capacity within 5 % of 50 req/s (the
+#     failing end of the last bracket, 52.5, is out: reading capacity from it is a bug), and the
+#     started clock agrees with it within 10 % (no slot: nothing to hide). Why the SLO is 100 ms
+#     and a point 3 s: at 5 % over 50 req/s the queue grows ~2.5 requests a second, ~140 ms of
+#     wait by the 90th percentile of a 3 s point, a clear failure; at 95 % a stall of the shared
+#     VM (tens of ms) drains before the p90 sees it.
 #  B. --rates 30,45,60,90 with --max-concurrency 5: the wait moves into the client's slots, so
 #     the started clock meets the SLO where the scheduled one does not: started capacity above
 #     scheduled, scheduled never above the engine's 50 req/s; the over-saturated 90 req/s point
@@ -39,8 +41,8 @@ EXPECTED=50 # req/s: max_batch / (output tokens x step) = 5 / (10 x 0.010 s)
 jq_() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # A. search, no slots.
-timeout 60 "$BIN" sweep --search rate --start 10 --max 100 --precision 0.05 --slo 'ttft:p90<=50ms' \
-	--point-seconds 2 --min-requests 20 --dir "$tmp/a" --output "$tmp/a.json" "${BENCH[@]}" \
+timeout 60 "$BIN" sweep --search rate --start 10 --max 100 --precision 0.05 --slo 'ttft:p90<=100ms' \
+	--point-seconds 3 --min-requests 20 --dir "$tmp/a" --output "$tmp/a.json" "${BENCH[@]}" \
 	>"$tmp/a.out" 2>"$tmp/a.err"
 rc=$?
 cat "$tmp/a.out"
@@ -49,8 +51,8 @@ if [ -s "$tmp/a.json" ]; then
 	read -r sched adm started n <<<"$(jq_ "$tmp/a.json" \
 		"j['capacity']['scheduled'], j['capacity']['admitted'], j['capacity']['started'], len(j['points'])")"
 	echo "A: capacity scheduled $sched admitted $adm started $started req/s over $n points (expected $EXPECTED)"
-	python3 -c "import sys; c=float(sys.argv[1]); sys.exit(0 if 0.95 * $EXPECTED <= c <= 1.03 * $EXPECTED else 1)" \
-		"$sched" || bad "A: scheduled capacity $sched is not within [-5 %, +3 %] of $EXPECTED req/s"
+	python3 -c "import sys; c=float(sys.argv[1]); sys.exit(0 if 0.95 * $EXPECTED <= c < 1.05 * $EXPECTED else 1)" \
+		"$sched" || bad "A: scheduled capacity $sched is not within 5 % of $EXPECTED req/s"
 	python3 -c "import sys; s,t=map(float,sys.argv[1:]); sys.exit(0 if abs(t / s - 1) <= 0.10 else 1)" \
 		"$sched" "$started" || bad "A: without slots the started clock ($started) should agree with scheduled ($sched)"
 else
