@@ -243,9 +243,12 @@ static cJSON *sweep_desc_json(const struct ls_sweep_desc *d)
 	return o;
 }
 
-/* "capacity": {clock: R|null}, "bracket": {clock: {"met", "failed", "above_all"}}. */
-static int capacity_json(cJSON *root, const struct ls_sweep_summary *s)
+/* "capacity": {clock: R|null}, "bracket": {clock: {"met", "failed", "above_all"}}; all null
+ * without an SLO (a list of points read as they are: there is nothing to be within). */
+static int capacity_json(cJSON *root, const struct ls_sweep_desc *d, const struct ls_sweep_summary *full)
 {
+	struct ls_sweep_summary none = { .knee = full->knee };
+	const struct ls_sweep_summary *s = d->slo->n || d->slo->goodput_min >= 0 ? full : &none;
 	cJSON *cap = cJSON_AddObjectToObject(root, "capacity"), *br = cJSON_AddObjectToObject(root, "bracket");
 	if (!cap || !br)
 		return -1;
@@ -349,7 +352,7 @@ cJSON *ls_sweep_json(const struct ls_sweep_desc *d, const struct ls_sweep_point 
 		if (!p || !cJSON_AddItemToArray(arr, p))
 			return cJSON_Delete(root), cJSON_Delete(p), NULL;
 	}
-	if (capacity_json(root, s) || spreads_json(root, d, pts, n) || profiles_json(root, d))
+	if (capacity_json(root, d, s) || spreads_json(root, d, pts, n) || profiles_json(root, d))
 		return cJSON_Delete(root), NULL;
 	if (s->knee >= 0)
 		cJSON_AddNumberToObject(root, "knee", (double)s->knee);
