@@ -17,7 +17,8 @@
 #     curve per clock.
 #  C. the server killed during the second point: exit 1, the first point kept in --output, and
 #     the reason said.
-# Exit 0 pass, 77 skip, else fail. ~45 s.
+#  D. an SLO no point meets: exit 3, capacity null; one every point meets: exit 4, capacity 20.
+# Exit 0 pass, 77 skip, else fail. ~50 s (on this 2-vCPU VM at a load average of 5).
 set -u
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
@@ -41,7 +42,7 @@ EXPECTED=50 # req/s: max_batch / (output tokens x step) = 5 / (10 x 0.010 s)
 jq_() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # A. search, no slots.
-timeout 60 "$BIN" sweep --search rate --start 10 --max 100 --precision 0.05 --slo 'ttft:p90<=100ms' \
+timeout 60 "$BIN" sweep --search rate --start 20 --max 100 --precision 0.05 --slo 'ttft:p90<=100ms' \
 	--point-seconds 3 --min-requests 20 --dir "$tmp/a" --output "$tmp/a.json" "${BENCH[@]}" \
 	>"$tmp/a.out" 2>"$tmp/a.err"
 rc=$?
@@ -81,6 +82,16 @@ if [ -s "$tmp/b.json" ]; then
 else
 	bad "B: no --output JSON"
 fi
+
+# D. an SLO no point meets (exit 3, capacity null) and one every point meets (exit 4).
+for case in "1ms 3 None" "10s 4 20"; do
+	read -r limit want cap <<<"$case"
+	"$BIN" sweep --rates 20 --slo "ttft:p90<=$limit" --point-seconds 1 --min-requests 20 --dir "$tmp/d$want" \
+		--output "$tmp/d$want.json" "${BENCH[@]}" >"$tmp/d.out" 2>&1
+	rc=$?
+	got=$(jq_ "$tmp/d$want.json" "j['capacity']['scheduled']" 2>/dev/null)
+	[ $rc -eq "$want" ] && [ "$got" = "$cap" ] || bad "D: ttft:p90<=$limit: want exit $want and capacity $cap, got $rc and $got"
+done
 
 # C. the server dies during the second point.
 "$BIN" sweep --rates 20,20,20 --point-seconds 3 --min-requests 20 --dir "$tmp/c" --output "$tmp/c.json" \

@@ -192,6 +192,16 @@ Test(sweep_search, summary_gives_the_overstatement)
 	cr_expect(s.cap[0].cap == 10 && s.cap[2].cap == 40, "scheduled %g started %g", s.cap[0].cap, s.cap[2].cap);
 	cr_expect(s.has_overstatement && fabs(s.overstatement_pct - 300) < 1e-9, "%g %%", s.overstatement_pct);
 	cr_expect_eq(s.knee, 1, "power 20/0.25 beats 10/0.15 and 20/0.4");
+	cr_expect_eq(ls_sweep_verdict_of(&s, LS_ORIGIN_SCHEDULED), LS_SWEEP_FOUND);
+	cr_expect_eq(ls_sweep_verdict_of(&s, LS_ORIGIN_STARTED), LS_SWEEP_FOUND, "started failed at 80");
+	struct ls_sweep_point all[] = { pt(10, 50, 20, ""), pt(20, 60, 20, "") };
+	ls_sweep_summarise(all, 2, &slo, buf, &s);
+	cr_expect_eq(ls_sweep_verdict_of(&s, LS_ORIGIN_SCHEDULED), LS_SWEEP_ALL_MET);
+	cr_expect(!s.has_overstatement, "a scheduled capacity above every point cannot be overstated");
+	struct ls_sweep_point none[] = { pt(10, 500, 20, ""), pt(20, 600, 20, "") };
+	ls_sweep_summarise(none, 2, &slo, buf, &s);
+	cr_expect_eq(ls_sweep_verdict_of(&s, LS_ORIGIN_SCHEDULED), LS_SWEEP_NONE_MET);
+	cr_expect_eq(ls_sweep_verdict_of(&s, LS_ORIGIN_STARTED), LS_SWEEP_ALL_MET);
 	double thr[] = { 10, 20, 20 }, lat[] = { 0.1, 0.1, 1.0 };
 	cr_expect_eq(ls_sweep_knee(thr, lat, 3), 1);
 	cr_expect_eq(ls_sweep_knee(thr, lat, 0), -1);

@@ -534,14 +534,19 @@ static int verdict_rc(const struct sweep *sw)
 	/* A closed loop has no schedule (every request is due at the start): its users' clock is
 	 * admitted. */
 	int c = sw->a.concurrency && sw->n && sw->pts[0].target_rate <= 0 ? LS_ORIGIN_ADMITTED : LS_ORIGIN_SCHEDULED;
-	const struct ls_sweep_cap *k = &sw->sum.cap[c];
 	if (sw->rc)
 		return sw->rc;
 	if (!sw->a.slo_text && sw->a.slo.goodput_min < 0)
 		return 0; /* a list without an SLO: the table is the answer */
-	if (!k->has_cap)
+	switch (ls_sweep_verdict_of(&sw->sum, (enum ls_origin)c)) {
+	case LS_SWEEP_NONE_MET:
 		return SWEEP_EXIT_NONE_MET;
-	return sw->sum.above_all[c] ? SWEEP_EXIT_ALL_MET : 0;
+	case LS_SWEEP_ALL_MET:
+		return SWEEP_EXIT_ALL_MET;
+	case LS_SWEEP_FOUND:
+		break;
+	}
+	return 0;
 }
 
 int cmd_sweep(int argc, char **argv)

@@ -218,3 +218,10 @@ size_t ls_sweep_spreads(const struct ls_sweep_point *pts, size_t n, const struct
 	}
 	return m;
 }
+
+enum ls_sweep_verdict ls_sweep_verdict_of(const struct ls_sweep_summary *s, enum ls_origin clock)
+{
+	if (!s->cap[clock].has_cap)
+		return LS_SWEEP_NONE_MET;
+	return s->above_all[clock] ? LS_SWEEP_ALL_MET : LS_SWEEP_FOUND;
+}

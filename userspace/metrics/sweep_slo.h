@@ -160,6 +160,15 @@ struct ls_sweep_summary {
 	long   knee;                        /* index into the points (scheduled clock's median E2EL), -1 none */
 	size_t n_x;                         /* distinct x run */
 };
+/* The sweep's answer in one word, from the clock that decides it (scheduled; admitted in a
+ * closed loop, which has no schedule). */
+enum ls_sweep_verdict {
+	LS_SWEEP_FOUND,    /* a capacity below a failing point */
+	LS_SWEEP_NONE_MET, /* no point met the SLO */
+	LS_SWEEP_ALL_MET,  /* no point failed: the capacity is above what was run */
+};
+enum ls_sweep_verdict ls_sweep_verdict_of(const struct ls_sweep_summary *s, enum ls_origin clock);
+
 /* Fills s from pts; obs_buf holds at least n entries (scratch). */
 void ls_sweep_summarise(const struct ls_sweep_point *pts, size_t n, const struct ls_slo_set *slo,
 			struct ls_sweep_obs *obs_buf, struct ls_sweep_summary *s);
