@@ -87,6 +87,8 @@ run_mpmd() { # name n-per-offset... : offsets (first rank 0 s)
 
 run_mpmd plus 0 10 86400
 check_ranks plus 0 10 86400
+grep -q "latscope report $tmp/plus.jsonl.rank0 ... $tmp/plus.jsonl.rank2\` reports what finished" "$tmp/plus.err" ||
+	fail "rank 0 does not say which rank files to report should the job be cut"
 run_mpmd minus 0 -5
 check_ranks minus 0 -5
 

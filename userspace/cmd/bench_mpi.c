@@ -269,6 +269,11 @@ static int open_rank_file(uint64_t start_local_ns)
 	}
 	g.rank_file = ls_record_open(path, &m);
 	free(path);
+	if (g.rank_file && g.rank == 0) /* mpirun's Ctrl-C ends the ranks before they can merge */
+		fprintf(stderr, "latscope bench: each rank writes its requests to %s.rank<K> as they finish; should "
+			"the job be cut (Ctrl-C of mpirun ends every rank within a second), `latscope report "
+			"%s.rank0 ... %s.rank%d` reports what finished\n", g.cfg->record_path, g.cfg->record_path,
+			g.cfg->record_path, g.size - 1);
 	return g.rank_file ? 0 : -1;
 }
 
