@@ -64,6 +64,25 @@ struct io_uring_sqe *drv_sqe(struct drv *d)
 	return sqe;
 }
 
+/* The monotonic offset of this process's time namespace ("monotonic S NS" in
+ * /proc/self/timens_offsets; 0 outside one, or without the file). An MPI rank can run in one
+ * (tests/integration/mpi_run.sh gives a rank a known clock offset that way), and io_uring reads
+ * an absolute timeout on the host's clock: the kernel does not move it into the namespace's as
+ * clock_nanosleep does, so a deadline in our clock would fire off by this much. */
+static int64_t timens_monotonic_ns(void)
+{
+	FILE *f = fopen("/proc/self/timens_offsets", "r");
+	char line[128];
+	long long s, ns;
+	int64_t off = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "monotonic %lld %lld", &s, &ns) == 2)
+			off = (int64_t)s * 1000000000ll + ns;
+	if (f)
+		fclose(f);
+	return off;
+}
+
 /* Tries the cheapest setup first: completions run only when the loop waits (DEFER_TASKRUN),
  * so a burst of readiness does not interrupt frame processing. */
 static int ring_init(struct drv *d)
@@ -79,6 +98,7 @@ static int ring_init(struct drv *d)
 		rc = io_uring_queue_init_params(RING_SQ_ENTRIES, &d->ring, &p);
 		if (rc == 0) {
 			d->ring_ok = 1;
+			d->timens_mono_ns = timens_monotonic_ns();
 			return 0;
 		}
 		if (rc != -EINVAL)
@@ -98,8 +118,9 @@ static void arm_timer(struct drv *d, uint64_t when)
 	struct io_uring_sqe *sqe = drv_sqe(d);
 	if (!sqe)
 		return;
-	d->timer_ts.tv_sec = (long long)(when / 1000000000ull);
-	d->timer_ts.tv_nsec = (long long)(when % 1000000000ull);
+	uint64_t host = (uint64_t)((int64_t)when - d->timens_mono_ns); /* the clock io_uring reads */
+	d->timer_ts.tv_sec = (long long)(host / 1000000000ull);
+	d->timer_ts.tv_nsec = (long long)(host % 1000000000ull);
 	if (d->timer_armed_ns) {
 		io_uring_prep_timeout_update(sqe, &d->timer_ts, (uint64_t)(uintptr_t)&d->timer_op,
 					     IORING_TIMEOUT_ABS);

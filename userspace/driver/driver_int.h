@@ -121,6 +121,7 @@ struct drv {
 	struct drv_op timer_op;
 	uint64_t timer_armed_ns;        /* deadline of the armed timeout, 0 = none */
 	struct __kernel_timespec timer_ts;
+	int64_t  timens_mono_ns;        /* this process's time namespace: its CLOCK_MONOTONIC - the host's */
 
 	int      sigfd;
 	struct drv_op sig_op;
