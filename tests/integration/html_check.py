@@ -10,8 +10,12 @@
                                             this check cannot place is a failure. With the record
                                             file (and the attribution file bench writes beside it):
                                             the attribution tables and bars equal the parts of the
-                                            requests, and the per-second charts equal one-second
-                                            buckets of the records' frames.
+                                            requests, the per-second charts' axis and output equal
+                                            one-second buckets of the records' frames, and (vLLM's
+                                            first-token rule) the TTFT and ITL-per-frame CDFs and
+                                            the timeline's rows equal the records' stamps. Not
+                                            checked: the in-flight values, the per-token ITL and
+                                            client-delay CDFs, the tokens-per-frame bars.
   html_check.py dom DOM.html               after the scripts: data-rendered == data-charts, no
                                             data-error; prints "HEIGHT RECTS-JSON" for the screenshot
   html_check.py pixels PNG RECTS-JSON      every chart region of the screenshot is drawn: several
@@ -274,6 +278,51 @@ def check_per_second(pg, tree, rec, charts):
     if got != want or sum(bins.values()) != sum(want):
         pg.bad.append('output tokens/s: the page draws %s, the records\' frames give %s' % (got[:8], want[:8]))
 
+def cdf_percents():  # report_html_page.c's: every half percent, finer in the tail
+    return [i * 0.5 for i in range(199)] + [99.0 + i * 0.1 for i in range(11)]
+
+def same_cdf(pg, what, pts, values):
+    """A CDF series' points are [percentile of values (3 decimals), percent]."""
+    want = [[round(pct(values, q), 3), round(q, 1)] for q in cdf_percents()]
+    if len(pts) != len(want) or any(abs(a[0] - b[0]) > 0.0011 or abs(a[1] - b[1]) > 1e-9 for a, b in zip(pts, want)):
+        diff = next(((a, b) for a, b in zip(pts, want) if abs(a[0] - b[0]) > 0.0011 or a[1] != b[1]), None)
+        pg.bad.append('%s: %d points, first difference %s (page) vs %s (records)' % (what, len(pts), diff and diff[0], diff and diff[1]))
+
+def check_distributions(pg, rec, charts, gate):
+    """The TTFT CDFs (each clock), the ITL-per-frame CDF and the timeline's rows, from the records,
+    under a profile whose first token is the first frame with choices (vLLM's)."""
+    if gate != 'choices':
+        return
+    reqs = sorted((r for r in rec if 'id' in r and not r.get('warmup')), key=lambda r: r['id'])  # the run's order
+    end = [r for r in rec if 'latscope_run_end' in r]
+    tok = lambda r: [f[0] for f in r['frames'] if f[6] & 1]
+    ok = [r for r in reqs if r.get('fail') == 'ok' and tok(r)]
+    cdfs = [c for c in charts if c['kind'] == 'cdf']
+    by_name = {e['name']: e['pts'] for c in cdfs for e in c['series']}
+    for clock in ('scheduled', 'admitted', 'started'):
+        if 'from ' + clock in by_name:
+            same_cdf(pg, 'TTFT CDF from ' + clock, by_name['from ' + clock], [(tok(r)[0] - r[clock + '_ns']) / 1e6 for r in ok])
+    if 'per frame' in by_name:
+        same_cdf(pg, 'ITL CDF per frame', by_name['per frame'], [(b - a) / 1e6 for r in ok for a, b in zip(tok(r), tok(r)[1:])])
+    tl = [c for c in charts if c['kind'] == 'timeline']
+    if not tl:
+        return
+    t0 = end[0]['start_ns'] if end and end[0].get('start_ns') else min(r['scheduled_ns'] for r in reqs if r['scheduled_ns'])
+    step = max(1, (len(reqs) + 1999) // 2000)  # LS_HTML_TIMELINE_MAX rows at most
+    for row, rid, r in zip(tl[0]['rows'], tl[0]['ids'], reqs[::step]):
+        good = r in ok
+        last = max([r['finished_ns']] + [f[0] for f in r['frames']]) if good else r['finished_ns']
+        s = [r['scheduled_ns'] or r['started_ns'], r['admitted_ns'], r['started_ns'], max(r['tls_ns'], r['connect_ns']),
+             r['sent_ns'], tok(r)[0] if good else 0, last]
+        for k in range(1, 7):
+            s[k] = max(s[k], s[k - 1])
+        want = [round((x - t0) / 1e6, 2) if x > t0 else 0 for x in s]
+        if rid != r['id'] or any(abs(a - b) > 0.011 for a, b in zip(row, want)):
+            pg.bad.append('timeline row of request %s: %s, the records give %s (request %s)' % (rid, row, want, r['id']))
+            return
+    if len(tl[0]['rows']) != len(reqs[::step]):
+        pg.bad.append('timeline: %d rows for %d requests' % (len(tl[0]['rows']), len(reqs[::step])))
+
 def check_records(pg, tree, record, text):
     rec = load_jsonl(record)
     charts = chart_data(text)
@@ -291,6 +340,7 @@ def check_records(pg, tree, record, text):
         check_attr_bars(pg, lines, charts)
         print('html_check: %d attribution tables and their bars equal %s' % (n, attr))
     check_per_second(pg, tree, rec, charts)
+    check_distributions(pg, rec, charts, tree.get('latscope', {}).get('rules', {}).get('ttft_gate'))
 
 def check_static(page, result=None, record=None):
     text = open(page, encoding='utf-8').read()
