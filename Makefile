@@ -76,7 +76,7 @@ SKEL      := $(GEN)/latscope.skel.h
 VMLINUX   := $(GEN)/vmlinux.h
 BPF_ARCH  := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
-.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu check-layout
+.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu check-layout mutants
 all: $(BIN) gpu
 
 deps:
@@ -253,3 +253,8 @@ clean:
 # Header dependencies of every object this build knows (make ignores the ones not built yet).
 -include $(patsubst %.o,%.d,$(LIB_OBJS) $(MAIN_OBJ) $(patsubst %.c,$(BUILD)/obj/%.o,$(UNIT_SRCS) $(INTEG_SRCS)) \
            $(patsubst %,$(BUILD)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(BUILD)/obj/tests/fuzz/replay_main.o)
+
+# Realistic bugs the tests must catch (tests/mutants.list), each applied to a scratch copy of the
+# tree: fails on any the tests let through. Minutes; not part of make test.
+mutants: all unit-bins
+	$(Q)scripts/mutants.py

@@ -8,6 +8,7 @@ every check holds, 1 with the failed ones listed.
   mpi_check.py attribution ATTRIBUTION.jsonl MERGED.jsonl TRUTH.jsonl N
 """
 import json
+import os
 import statistics
 import sys
 
@@ -77,6 +78,16 @@ def ttft_itl(reqs, truth):
     return tc, tt, ic, it
 
 
+def report_counts(text):
+    """The report's "Successful requests:" and "Failed requests:" figures."""
+    got = {}
+    for line in text.splitlines():
+        for key in ("Successful requests:", "Failed requests:"):
+            if line.startswith(key):
+                got[key] = int(line.split(":")[1].split()[0])
+    return got
+
+
 def merged(single, merged_path, truth_path, n, num, rate, report, rank_files):
     n, num, rate = int(n), int(num), float(rate)
     sh, sreqs, send = load(single)
@@ -84,23 +95,32 @@ def merged(single, merged_path, truth_path, n, num, rate, report, rank_files):
     measured = [r for r in mreqs if not r["warmup"]]
     ids = sorted(r["id"] for r in measured)
     ok = sum(r["fail"] == "ok" for r in measured)
-    check(len(measured) == num and ok + (len(measured) - ok) == num,
-          f"{n} ranks: completed {ok} + failed {len(measured) - ok} = num-prompts {num}")
+    # The report's own counts against the merged records' (read apart from each other).
+    got = report_counts(open(report).read())
+    check(got.get("Successful requests:") == ok and got.get("Failed requests:") == len(measured) - ok
+          and ok + (len(measured) - ok) == num and len(measured) == num,
+          f"{n} ranks: the report says {got.get('Successful requests:')} successful and "
+          f"{got.get('Failed requests:')} failed; the merged records hold {ok} ok and "
+          f"{len(measured) - ok} failed of num-prompts {num}")
     check(ids == list(range(num)), f"{n} ranks: every request id exactly once in the merged record")
 
-    # The clocks: each rank's offset within its stated uncertainty of 0 (one host, one clock).
+    # The clocks: each rank's offset within its stated uncertainty of the one it has: 0 on this
+    # host's clock, +MPI_SHIFT_S s for ranks 1.. run in a time namespace (mpi_lib.bash), so the
+    # offset's sign is seen (clock_k - clock_0, mpi.h).
+    shift = int(float(os.environ.get("MPI_SHIFT_S") or 0) * 1e9)
     uncs = []
-    for path in rank_files:
+    for k, path in enumerate(rank_files):
         h, _, e = load(path)
         c = h["clock"]
+        want = shift if k else 0
         uncs.append(c["unc_ns"])
-        check(abs(c["offset_ns"]) <= c["unc_ns"],
-              f"{path.rsplit('/', 1)[-1]}: clock offset {c['offset_ns']} ns within +-{c['unc_ns']} ns of 0")
+        check(abs(c["offset_ns"] - want) <= c["unc_ns"],
+              f"{path.rsplit('/', 1)[-1]}: clock offset {c['offset_ns']} ns within +-{c['unc_ns']} ns of {want}")
         if e is not None and "clock_after" in e:
             a = e["clock_after"]
             uncs.append(a["unc_ns"])
-            check(abs(a["offset_ns"]) <= a["unc_ns"],
-                  f"{path.rsplit('/', 1)[-1]}: after the run {a['offset_ns']} ns within +-{a['unc_ns']} ns")
+            check(abs(a["offset_ns"] - want) <= a["unc_ns"],
+                  f"{path.rsplit('/', 1)[-1]}: after the run {a['offset_ns']} ns within +-{a['unc_ns']} ns of {want}")
 
     # One schedule: the merged scheduled offsets are a single process's with the same seed.
     s0, m0 = run_start(sh, send), run_start(mh, mend)
@@ -147,12 +167,7 @@ def killed(report, rank_files):
         check(True, f"{path.rsplit('/', 1)[-1]}: {len(reqs)} whole lines"
               f"{'' if end else ' (no run_end: cut)'}")
         ids |= {r["id"] for r in reqs if not r["warmup"]}
-    text = open(report).read()
-    got = {}
-    for line in text.splitlines():
-        for key in ("Successful requests:", "Failed requests:"):
-            if line.startswith(key):
-                got[key] = int(line.split(":")[1].split()[0])
+    got = report_counts(open(report).read())
     total = got.get("Successful requests:", -1) + got.get("Failed requests:", 0)
     check(total == len(ids), f"latscope report of the rank files: {total} requests, each finished one once "
           f"({len(ids)} distinct ids on disk)")

@@ -38,10 +38,18 @@ start_sim() { # extra sim flags...
 # mpirun -n N latscope bench ARGS... (MPI_X=VAR: mpirun -x VAR too), stdout and stderr to
 # $tmp/NAME.out / .err; returns its exit code (124 past 60 s: a run here takes ~5 s). A build
 # without libopenmpi-dev says "MPI is off in this build": skip then.
+# MPI_SHIFT_S=S: ranks 1.. run in a time namespace whose CLOCK_MONOTONIC reads the host's + S s
+# (unshare --time --monotonic S, MPMD: rank 0 on the host's clock), so each has a known offset to
+# rank 0 of +S s, as ranks on hosts booted at different times have.
 run_mpi() { # name n bench-args...
 	local name=$1 n=$2 rc
 	shift 2
-	timeout -k 5 60 "${MPIRUN[@]}" ${MPI_X:+-x "$MPI_X"} -n "$n" "$BIN" bench "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	if [ -n "${MPI_SHIFT_S:-}" ]; then
+		timeout -k 5 60 "${MPIRUN[@]}" ${MPI_X:+-x "$MPI_X"} -n 1 "$BIN" bench "$@" : -n $((n - 1)) \
+			unshare --time --monotonic "$MPI_SHIFT_S" "$BIN" bench "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	else
+		timeout -k 5 60 "${MPIRUN[@]}" ${MPI_X:+-x "$MPI_X"} -n "$n" "$BIN" bench "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+	fi
 	rc=$?
 	if grep -q "MPI is off in this build" "$tmp/$name.err"; then
 		skip "this latscope was built without libopenmpi-dev: MPI is off in this build"

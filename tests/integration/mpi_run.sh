@@ -2,8 +2,10 @@
 # tests/integration/mpi_run.sh — `mpirun -n 2` and `-n 3 latscope bench` against `latscope sim
 # --truth` on this host: completed + failed = num-prompts and every id once in the merged record;
 # the merged scheduled offsets equal a single process's with the same seed; the realised rate is
-# the target; median TTFT and ITL agree with the truth; each rank's clock offset is within its
-# stated uncertainty of 0; each rank has its own probes or says why not; with probes on (root and
+# the target; median TTFT and ITL agree with the truth; the report's success and failure counts
+# are the records'; each rank's clock offset is within its stated uncertainty of its own: 0, or
+# +1000 s for -n 2's rank 1, run in a time namespace (the offset's sign, and the start instant
+# moved into that rank's clock the right way); each rank has its own probes or says why not; with probes on (root and
 # BTF, the simulator watched), the attribution covers every rank's requests, each from its own
 # rank's events, and its server part of TTFT agrees with the truth per rank; `latscope report` of
 # the rank files gives the bench's numbers; a merge that does not fit is spilled. Skips (77)
@@ -38,14 +40,17 @@ check_attribution() { # tag n
 for n in 2 3; do
 	# -n 2 without probes (each rank says so), -n 3 with them where root and BTF allow (the
 	# simulator watched: the server's part split out).
-	probes=(--probes off)
-	[ $n -eq 3 ] && probes=(--probes auto --server-pid "$sim_pid")
-	run_mpi "n$n" "$n" "${ARGS[@]}" "${probes[@]}" --record "$tmp/n$n.jsonl" ||
+	# -n 2's rank 1 runs in a time namespace whose clock is the host's + 1000 s (probes off: the
+	# kernel's stamps stay in the host's clock): its offset must be +1000 s, and the start it is
+	# given must be rank 0's in its clock, or its schedule is not the single process's.
+	probes=(--probes off) shift=1000
+	[ $n -eq 3 ] && probes=(--probes auto --server-pid "$sim_pid") shift=
+	MPI_SHIFT_S=$shift run_mpi "n$n" "$n" "${ARGS[@]}" "${probes[@]}" --record "$tmp/n$n.jsonl" ||
 		{ tail -20 "$tmp/n$n.err"; fail "mpirun -n $n latscope bench exited $?"; }
 	sed -n '/MPI: /,/^merge: /p' "$tmp/n$n.out"
 	ranks=()
 	for ((k = 0; k < n; k++)); do ranks+=("$tmp/n$n.jsonl.rank$k"); done
-	python3 "$CHECK" merged "$tmp/single.jsonl" "$tmp/n$n.jsonl" "$tmp/truth.jsonl" "$n" $NUM $RATE \
+	MPI_SHIFT_S=$shift python3 "$CHECK" merged "$tmp/single.jsonl" "$tmp/n$n.jsonl" "$tmp/truth.jsonl" "$n" $NUM $RATE \
 		"$tmp/n$n.out" "${ranks[@]}" || fail "mpirun -n $n: see the checks above"
 	# The rank files merged by `latscope report` read as the merged file does.
 	"$BIN" report "${ranks[@]}" >"$tmp/n$n.ranks.txt" 2>"$tmp/n$n.ranks.err" || fail "latscope report of the rank files"

@@ -4,7 +4,8 @@
 # headers and body and answers with an OpenAI completions stream. Checks vLLM's --header,
 # --request-id-prefix, sampling flags, --logprobs, --extra-body, --served-model-name and
 # --lora-modules round-robin; SGLang's payload defaults (temperature 0.0, best_of 1) and
-# --lora-name (model and lora_path); and that the record file names the headers without
+# --lora-name (model and lora_path); every sampling flag at its zero or boundary value (temperature
+# 0, top_p 1, top_k -1, penalties 0, seed 0 in the extra body, max_tokens 1); and that the record file names the headers without
 # their values; the headers go to GET /v1/models too, as vLLM sends them there.
 set -u
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -69,6 +70,13 @@ if ! "$BIN" bench --harness sglang --backend vllm "${common[@]}" --lora-name ad1
 	echo "FAIL: the SGLang-flag run exited non-zero"; tail -5 "$tmp/sglang.log"; exit 1
 fi
 mv "$tmp/requests.jsonl" "$tmp/sglang.jsonl"
+# Every sampling flag at its zero or boundary value, and max_tokens 1: each is on the wire.
+if ! "$BIN" bench "${common[@]}" --random-output-len 1 --temperature 0 \
+	--top-p 1 --top-k -1 --min-p 0 --frequency-penalty 0 --presence-penalty 0 --repetition-penalty 1 \
+	--extra-body '{"seed": 0}' >"$tmp/zero.log" 2>&1; then
+	echo "FAIL: the zero-value run exited non-zero"; tail -5 "$tmp/zero.log"; exit 1
+fi
+mv "$tmp/requests.jsonl" "$tmp/zero.jsonl"
 
 python3 - "$tmp" <<'PY'
 import json, sys
@@ -100,6 +108,14 @@ for r in s:
     want(b.get("temperature") == 0.0 and b.get("best_of") == 1, f"SGLang defaults {b}")
     want(b.get("model") == "ad1" and b.get("lora_path") == "ad1", f"SGLang LoRA {b}")
     want(b.get("ignore_eos") is True, f"SGLang ignore_eos {b.get('ignore_eos')}")
+z = load("zero.jsonl")
+want(len(z) == 4, f"zero-value run: {len(z)} requests seen, want 4")
+zero = {"temperature": 0, "top_p": 1, "top_k": -1, "min_p": 0, "frequency_penalty": 0, "presence_penalty": 0,
+        "repetition_penalty": 1, "seed": 0, "max_tokens": 1}
+for r in z:
+    b = r["body"]
+    got = {k: b.get(k) for k in zero}
+    want(got == zero and all(type(b.get(k)) in (int, float) for k in zero), f"zero values sent {got}")
 head = json.loads(open(f"{d}/rec.jsonl").readline())
 req = head.get("request", {})
 want(req.get("headers", {}).get("Authorization") == "<redacted>", f"record headers {req.get('headers')}")
@@ -110,5 +126,5 @@ want(sg.get("backend") == "vllm" and sg.get("completed") == 4, f"SGLang JSONL {s
 if fails:
     print("FAIL: " + "; ".join(fails[:6]))
     sys.exit(1)
-print("ok: headers, request ids, sampling, logprobs, extra body, LoRA (vLLM and SGLang), record redaction")
+print("ok: headers, request ids, sampling (and at zero), logprobs, extra body, LoRA (vLLM and SGLang), record redaction")
 PY

@@ -55,6 +55,43 @@ static int port_accepts(int port)
 	return ok;
 }
 
+/* The files of the simulators this process started and has not stopped: a test that fails
+ * an assertion never reaches its t_sim_stop, so they are removed when the test's process exits. */
+#define T_SIMS_MAX 16
+static char sim_files[T_SIMS_MAX][2][256];
+
+static void remove_sim_files(void)
+{
+	for (int i = 0; i < T_SIMS_MAX && !getenv("T_KEEP"); i++)
+		for (int k = 0; k < 2; k++)
+			if (sim_files[i][k][0])
+				unlink(sim_files[i][k]);
+}
+
+static void track_sim_files(const struct t_sim *sim, int on)
+{
+	static int registered;
+	if (!registered)
+		registered = !atexit(remove_sim_files);
+	for (int i = 0; i < T_SIMS_MAX; i++) {
+		if (on ? sim_files[i][0][0] != 0 : strcmp(sim_files[i][0], sim->truth) != 0)
+			continue;
+		snprintf(sim_files[i][0], sizeof(sim_files[i][0]), "%s", on ? sim->truth : "");
+		snprintf(sim_files[i][1], sizeof(sim_files[i][1]), "%s", on ? sim->log : "");
+		return;
+	}
+}
+
+void t_unlink_record(const char *path)
+{
+	char attr[512];
+	size_t len = strlen(path);
+	int jsonl = len > 6 && !strcmp(path + len - 6, ".jsonl");
+	snprintf(attr, sizeof(attr), "%.*s.attribution.jsonl", (int)(jsonl ? len - 6 : len), path);
+	unlink(path);
+	unlink(attr);
+}
+
 int t_sim_start(struct t_sim *sim, int tls, const char *const *extra)
 {
 	memset(sim, 0, sizeof(*sim));
@@ -65,6 +102,7 @@ int t_sim_start(struct t_sim *sim, int tls, const char *const *extra)
 	snprintf(sim->truth, sizeof(sim->truth), "/tmp/latscope-truth-%d-%d.jsonl", getpid(), sim->port);
 	snprintf(sim->log, sizeof(sim->log), "/tmp/latscope-sim-%d-%d.log", getpid(), sim->port);
 	unlink(sim->truth);
+	track_sim_files(sim, 1);
 
 	const char *argv[96];
 	char port[16];
@@ -130,6 +168,7 @@ void t_sim_stop(struct t_sim *sim)
 		unlink(sim->truth);
 		unlink(sim->log);
 	}
+	track_sim_files(sim, 0);
 }
 
 static char *slurp_fd(int fd)

@@ -22,6 +22,9 @@ int t_free_port(void);
  * extra is NULL-terminated (may be NULL). tls: 1 to use https in url. 0 or -1. */
 int t_sim_start(struct t_sim *sim, int tls, const char *const *extra);
 void t_sim_stop(struct t_sim *sim);
+/* Removes a --record file and the attribution file bench writes beside it (FILE.attribution.jsonl
+ * for FILE.jsonl, else FILE.attribution.jsonl). */
+void t_unlink_record(const char *path);
 
 /* Runs latscope with argv (NULL-terminated, without the binary), stdout into *out
  * (malloc'd, NUL-terminated), stderr into *err when err != NULL. Returns the exit code, or

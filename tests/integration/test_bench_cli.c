@@ -134,7 +134,7 @@ Test(bench_cli, jsonl_trace_replay_follows_timestamps, .timeout = 30)
 	cr_expect_eq(run.requests[3].output_len, 1);
 	ls_run_free(&run);
 	unlink(ds);
-	unlink(rec);
+	t_unlink_record(rec);
 	free(out);
 	free(err);
 }
@@ -202,5 +202,5 @@ Test(bench_cli, sigint_reports_what_finished, .timeout = 40)
 	free(out);
 	close(out_fd);
 	unlink(outp);
-	unlink(rec);
+	t_unlink_record(rec);
 }

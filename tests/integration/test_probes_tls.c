@@ -1,9 +1,10 @@
 /* The handshake split end to end (root): the driver sends HTTPS requests over fresh connections
  * to `latscope sim --tls` (TLS 1.3 and 1.2) on loopback with the probes on this process and the
  * simulator. Per request the TLS handshake's network + client + server is its span exactly, with
- * 1 (1.3) or 2 (1.2) round trips, and network is within tens of microseconds of the flights'
- * kernel-to-kernel times computed here from the raw events; without the server watched the
- * round trips are network+server. */
+ * 1 (1.3) or 2 (1.2) round trips, network is within tens of microseconds of the flights'
+ * kernel-to-kernel times and server of the server's kernel arrival -> reply leaving, both
+ * computed here from the raw events (client the span's rest: each part checked, not only their
+ * sum); without the server watched the round trips are network+server. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,9 +52,11 @@ static int read_by(const struct ls_sock_events *s, uint64_t from, uint64_t to, u
 /* The flights' kernel-to-kernel times in [from, to], from the raw events of both sockets: the
  * writes of both sides in time order, a flight being the writes up to a change of side, timed
  * from its last write's send start to the other kernel's arrival of its last byte. A last client
- * flight (TLS 1.3's Finished) is answered by nothing and not counted. */
+ * flight (TLS 1.3's Finished) is answered by nothing and not counted. *srv_ns: the server's own
+ * time, each answered client flight's arrival in the server's kernel -> the server's answering
+ * flight leaving (its last write's send start). */
 static uint64_t flights_k2k(const struct ls_sock_events *cs, const struct ls_sock_events *ss, uint64_t from,
-			    uint64_t to, int *n_flights)
+			    uint64_t to, int *n_flights, uint64_t *srv_ns)
 {
 	struct write w[64];
 	size_t n = 0, ci = 0, si = 0;
@@ -78,6 +81,7 @@ static uint64_t flights_k2k(const struct ls_sock_events *cs, const struct ls_soc
 		if (i + 1 == n || w[i + 1].server != w[i].server)
 			f[nf++] = i;
 	*n_flights = 0;
+	*srv_ns = 0;
 	for (size_t k = 0; k < nf; k++) {
 		size_t i = f[k];
 		/* Waited for: a server flight the client read to its end before SSL_connect returned,
@@ -88,6 +92,8 @@ static uint64_t flights_k2k(const struct ls_sock_events *cs, const struct ls_soc
 		uint64_t at = arrived(w[i].server ? cs : ss, w[i].ts, w[i].end);
 		cr_assert(at, "flight at %llu never arrived", (unsigned long long)w[i].ts);
 		sum += at - w[i].ts;
+		if (!w[i].server && w[f[srv_k]].ts >= at)
+			*srv_ns += w[f[srv_k]].ts - at;
 		(*n_flights)++;
 	}
 	return sum;
@@ -138,12 +144,24 @@ static void handshakes(const char *tls_max, int watch_server)
 			     "request %zu: network+client+server is not the handshake", i);
 		cr_assert_gt(t->ns[LS_PART_SERVER], 0, "request %zu", i);
 		int flights = 0;
+		uint64_t srv_k = 0;
 		uint64_t k2k = flights_k2k(ls_evstore_find(st, q->client_cookie), ls_evstore_find(st, q->server_cookie),
-					   q->tls_start_ns, q->tls_end_ns, &flights);
+					   q->tls_start_ns, q->tls_end_ns, &flights, &srv_k);
 		uint64_t net = t->ns[LS_PART_NETWORK], diff = net > k2k ? net - k2k : k2k - net;
 		cr_assert_geq(flights, 2 * rounds_want, "request %zu: %d flights", i, flights);
 		cr_assert_leq(diff, K2K_TOL_NS, "request %zu: network %llu ns, flights kernel to kernel %llu ns", i,
 			      (unsigned long long)net, (unsigned long long)k2k);
+		/* Each part against its own stamps, not only the sum: a split that swapped client and
+		 * server would keep the sum and the network part. Client is the span's rest. */
+		uint64_t srv = t->ns[LS_PART_SERVER], cli = t->ns[LS_PART_CLIENT];
+		uint64_t cli_k = q->tls_span_ns > k2k + srv_k ? q->tls_span_ns - k2k - srv_k : 0;
+		diff = srv > srv_k ? srv - srv_k : srv_k - srv;
+		cr_assert_leq(diff, K2K_TOL_NS, "request %zu: server %llu ns, its kernel's arrival -> reply leaving "
+			      "%llu ns (client %llu ns, by the stamps %llu ns)", i, (unsigned long long)srv,
+			      (unsigned long long)srv_k, (unsigned long long)cli, (unsigned long long)cli_k);
+		diff = cli > cli_k ? cli - cli_k : cli_k - cli;
+		cr_assert_leq(diff, 2 * K2K_TOL_NS, "request %zu: client %llu ns, by the stamps %llu ns", i,
+			      (unsigned long long)cli, (unsigned long long)cli_k);
 	}
 	char *text = NULL;
 	size_t len = 0;

@@ -256,19 +256,26 @@ Test(sim_engine, prefix_cache_skips_prefill_until_flushed)
 	for (int i = 0; i < 320; i++)
 		snprintf(body + strlen(body), sizeof(body) - strlen(body), "%s%d", i ? "," : "", 258 + (i * 7) % 120);
 	strcat(body, "],\"max_tokens\":2,\"ignore_eos\":true,\"stream\":true}");
+	/* The same prompt's first 200 tokens, then others: its first 12 blocks of 16 are cached. */
+	char part[8192] = "{\"prompt\":[";
+	for (int i = 0; i < 320; i++)
+		snprintf(part + strlen(part), sizeof(part) - strlen(part), "%s%d", i ? "," : "",
+			 i < 200 ? 258 + (i * 7) % 120 : 259 + (i * 11) % 97);
+	strcat(part, "],\"max_tokens\":2,\"ignore_eos\":true,\"stream\":true}");
 	struct t_resp r;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		if (i == 2) {
 			t_request(sim.port, "POST", "/flush_cache", NULL, "", &r, 5000);
 			t_resp_free(&r);
 		}
-		t_request(sim.port, "POST", "/v1/completions", NULL, body, &r, 5000);
+		t_request(sim.port, "POST", "/v1/completions", NULL, i == 3 ? part : body, &r, 5000);
 		cr_assert_eq(r.status, 200);
 		t_resp_free(&r);
 	}
 	cJSON **lines;
 	int n = stop_and_truth(&lines);
-	cr_assert_eq(n, 3);
+	cr_assert_eq(n, 4);
+	cr_expect_eq(num(lines[3], "cached_tokens"), 192, "a shared prefix is cached by whole blocks");
 	cr_expect_eq(num(lines[0], "cached_tokens"), 0);
 	cr_expect_eq(num(lines[1], "cached_tokens"), 319, "all but the last prompt token is cached");
 	cr_expect_eq(num(cJSON_GetArrayItem(cJSON_GetObjectItem(lines[1], "steps"), 0), "prefill_tokens"), 1);

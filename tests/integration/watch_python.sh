@@ -8,7 +8,9 @@
 # 2's) is D less the truth's spacing (within -1 .. +2.5 ms: the client's own work per chunk and
 # its wake-up on a shared CPU), and the P50 is above D = 0's by more than 1 ms. (The P50 is
 # stream 3's, D - 2 ms, only while the three streams stay in step, which a loaded machine breaks.)
-# --harness-result on the client's own JSON puts its reported ITL next to the kernel's.
+# --harness-result on the client's own JSON puts its reported ITL next to the kernel's. Every figure
+# watch prints in its summary and in the harness's block is read back from its output and compared
+# with a source watch did not compute: the client's JSON, the simulator's truth, the raw reads.
 . "$(dirname "$0")/watch_lib.bash"
 need_probes
 need_python
@@ -62,6 +64,52 @@ assert len(itl) == len(gaps), (len(itl), len(gaps))
 assert abs(pct(gaps, 50) - 25.0) < 1.0, "kernel gaps are not the simulator's 25 ms step"
 if D == 0:
     assert abs(pct(itl, 50) - pct(gaps, 50)) < 1.0
+PY
+	py_check "$D" "$TMP/out$D.txt" "$TMP/res$D.json" "$TMP/rec$D.jsonl" "$TMP/truth.jsonl" <<'PY'
+# What watch printed, row by row, against sources it did not compute: the client's own JSON for the
+# "Reported by the harness" block, the simulator's truth for the kernel-level rows, and the record's
+# raw reads (picked out by the truth's frame times) for the held first frame.
+import json, sys
+D = float(sys.argv[1])
+text = open(sys.argv[2]).read()
+res = json.load(open(sys.argv[3]))
+reqs = [r for r in (json.loads(l) for l in open(sys.argv[4])) if r.get("type") == "request"]
+truth = [json.loads(l) for l in open(sys.argv[5])]
+def pct(v, q):
+    v = sorted(v); p = (len(v) - 1) * q / 100.0; lo = int(p); hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (p - lo)
+def row(label, after=None):  # the numbers printed after label (on its first line after `after`)
+    t = text if after is None else text[text.index(after):]
+    assert label in t, f"no row {label!r} in watch's output"
+    return [float(x) for x in t.split(label, 1)[1].split("\n", 1)[0].split()]
+def figures(v, qs):  # n, mean, then each percentile (or max), ms
+    out = [len(v), sum(v) / len(v)]
+    return out + [max(v) if q == "max" else pct(v, q) for q in qs]
+def same(label, got, want, tol):
+    print(f"  {label}: printed {got}, want {[round(x, 3) for x in want]} (+-{tol} ms)")
+    assert len(got) == len(want) and got[0] == want[0], f"{label}: n {got[:1]} vs {want[0]}"
+    for g, w in zip(got[1:], want[1:]):
+        assert abs(g - w) <= tol, f"{label}: printed {g} where the independent figure is {w:.3f}"
+# The harness's block: its own arrays, to the printed 3 decimals.
+same("TTFT reported", row("TTFT reported"), figures([v * 1e3 for v in res["ttfts"]], [50, 99]), 0.0015)
+same("ITL reported", row("ITL reported"), figures([v * 1e3 for v in res["itls"]], [50, 99]), 0.0015)
+# Kernel level against the truth: sent -> first frame is the simulator's received -> first token frame
+# written, and the gaps are its token frames' spacing (loopback adds microseconds to each end; the
+# simulator's read of the request comes up to ~0.7 ms after the send on a busy host: 1.5 ms).
+tok = [[f["t"] for f in t["frames"] if f["kind"] == "tokens"] for t in truth]
+ttft = [(f[0] - t["received"]) / 1e6 for f, t in zip(tok, truth)]
+gaps = [(b - a) / 1e6 for f in tok for a, b in zip(f, f[1:])]
+same("TTFT kernel", row("TTFT: request sent -> first frame arrived"), figures(ttft, [50, 90, 99, "max"]), 1.5)
+same("ITL kernel", row("ITL: arrival-to-arrival gaps"), figures(gaps, [50, 90, 99, "max"]), 1.5)
+# The held first frame: per request, the first read of bytes that arrived after the truth's first
+# token frame was written (the head came a step before it); held = its read - its arrival.
+held = []
+for r in reqs:
+    t = min(truth, key=lambda t: abs(t["received"] - r["sent_ns"]))
+    first = min(t["frames"][i]["t"] for i in range(len(t["frames"])) if t["frames"][i]["kind"] == "tokens")
+    a, b, _ = min((x for x in r["reads"] if x[0] >= first), key=lambda x: x[0])
+    held.append((b - a) / 1e6)
+same("held first frame", row("per first frame of a response"), figures(held, [50, 90, 99, "max"]), 0.0015)
 PY
 }
 for D in 0 5; do # a second try when the first missed: another job may have held the CPU

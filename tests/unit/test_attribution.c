@@ -15,10 +15,14 @@
 #define C_COOKIE 100
 #define S_COOKIE 200
 
+/* Added to every sequence number the scenarios stamp (the kernel's start at random: a stream
+ * can wrap 2^32 anywhere). */
+static uint32_t g_seq0;
+
 static void ev(struct ls_evstore *st, uint64_t cookie, uint8_t role, uint16_t kind, uint64_t ts_us,
 	       uint32_t seq, uint32_t len)
 {
-	struct ls_event e = t_ev(cookie, role, kind, ts_us, seq, len, 0);
+	struct ls_event e = t_ev(cookie, role, kind, ts_us, seq ? seq + g_seq0 : 0, len, 0);
 
 	if (kind == LS_EV_CONNECT) /* these cases' connects carry no ports */
 		e.lport = e.rport = 0;
@@ -156,6 +160,49 @@ Test(attribution, exact_parts_fresh_connection_server_watched)
 	ls_attribution_free(a);
 	ls_evstore_free(st);
 	ls_request_free(&r);
+}
+
+/* The same stream with its sequence numbers wrapping 2^32 between the response head and the
+ * first frame (both directions): every part and every frame's stamps as without the wrap. */
+Test(attribution, sequence_numbers_that_wrap_give_the_same_parts)
+{
+	struct ls_attribution *a[2];
+	struct ls_request r[2];
+	struct ls_run run[2];
+	const uint32_t shifts[2] = { 0, 0u - 5130u }; /* 5100 -> 2^32 - 30, 5160 -> 30 */
+
+	for (int k = 0; k < 2; k++) {
+		struct ls_evstore *st = ls_evstore_new();
+		memset(&r[k], 0, sizeof(r[k]));
+		g_seq0 = shifts[k];
+		scenario_run(&run[k], &r[k]);
+		scenario_client(st);
+		scenario_server(st);
+		g_seq0 = 0;
+		a[k] = ls_attribute(&run[k], st, NULL, 0, t_honest_rules(), NULL);
+		cr_assert_not_null(a[k]);
+		ls_evstore_free(st);
+	}
+	const struct ls_req_attr *q = &a[0]->req[0], *w = &a[1]->req[0];
+	cr_expect_eq(w->flags, q->flags, "flags %#x, unwrapped %#x", w->flags, q->flags);
+	cr_expect_eq(w->server_read_ns, q->server_read_ns);
+	cr_expect_eq(w->ttft_ns, q->ttft_ns);
+	cr_assert_eq(w->n_gaps, q->n_gaps);
+	for (int part = 0; part < LS_PART__COUNT; part++) {
+		cr_expect_eq(w->ttft.ns[part], q->ttft.ns[part], "TTFT %s", ls_part_name((enum ls_part)part));
+		cr_expect_eq(w->e2el.ns[part], q->e2el.ns[part], "E2EL %s", ls_part_name((enum ls_part)part));
+		for (uint32_t g = 0; g < q->n_gaps; g++)
+			cr_expect_eq(w->gaps[g].ns[part], q->gaps[g].ns[part], "gap %u %s", g,
+				     ls_part_name((enum ls_part)part));
+	}
+	for (size_t f = 0; f < r[0].n_frames; f++) {
+		cr_expect_eq(w->frames[f].kernel_ns, q->frames[f].kernel_ns, "frame %zu", f);
+		cr_expect_eq(w->frames[f].server_write_ns, q->frames[f].server_write_ns, "frame %zu", f);
+	}
+	for (int k = 0; k < 2; k++) {
+		ls_attribution_free(a[k]);
+		ls_request_free(&r[k]);
+	}
 }
 
 Test(attribution, no_server_events_is_network_plus_server)

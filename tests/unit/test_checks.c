@@ -92,6 +92,28 @@ Test(checks, failures_condition_the_percentiles)
 	free_run(run);
 }
 
+/* A 200 whose stream ended before any token: the profile counts it failed (no_token_ok off), and
+ * the failures check says so, though no transfer failed. */
+Test(checks, a_stream_without_a_token_is_a_failure)
+{
+	struct ls_run *run = new_run(3);
+	for (int i = 0; i < 2; i++)
+		req(&run->requests[i], (uint64_t)i, (uint64_t)i * 5, 20, 8, 1, 8);
+	struct ls_request *r = &run->requests[2];
+	ls_request_reset(r, 2);
+	r->prompt_len = 100;
+	r->output_len = 8;
+	r->scheduled_ns = r->admitted_ns = r->started_ns = T0 + 10 * MS;
+	r->http_status = 200;
+	r->done_frame_ns = r->finished_ns = T0 + 30 * MS; /* [DONE] and nothing before it */
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	const struct ls_check *f = &c.c[LS_CHECK_FAILURES];
+	cr_expect(!f->ok, "a tokenless stream passed the failures check: %s", f->text);
+	cr_expect(strncmp(f->text, "ok: ", 4), "%s", f->text);
+	free_run(run);
+}
+
 Test(checks, token_counts_that_disagree)
 {
 	struct ls_run *run = new_run(2);

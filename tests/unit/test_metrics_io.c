@@ -253,6 +253,49 @@ Test(metrics_report, text_has_vllm_layout_and_latscope_lines, .init = cr_redirec
 	ls_run_free(&run);
 }
 
+/* The result JSON's figures are the requests': three requests whose TTFTs are 1, 2 and 6 ms
+ * (first frame 1, 2, 6 ms after started) give mean 3, median 2 and P99 5.92 (numpy's rule). */
+Test(metrics_report, json_figures_are_the_requests)
+{
+	struct ls_run run = { 0 };
+	uint64_t base = 1000000000000ull, ttft_us[3] = { 1000, 2000, 6000 };
+	run.requests = calloc(3, sizeof(*run.requests));
+	run.n_requests = 3;
+	for (int i = 0; i < 3; i++) {
+		fill(&run.requests[i], (uint64_t)i, base + (uint64_t)i * 100000000ull, 0);
+		struct ls_request *r = &run.requests[i];
+		for (uint32_t f = 0; f < r->n_frames; f++) /* frames 1 ms apart from the TTFT on */
+			r->frames[f].arrived_ns = r->started_ns + (ttft_us[i] + f * 1000) * 1000;
+		r->done_frame_ns = r->finished_ns = r->frames[r->n_frames - 1].arrived_ns;
+	}
+	run.start_ns = base;
+	run.end_ns = base + 1000000000ull;
+	struct ls_profile p;
+	ls_profile_builtin("vllm", &p);
+	struct ls_read_rules rules = p.read;
+	ls_percentiles_parse("50,99", &rules);
+	struct ls_metrics m;
+	cr_assert_eq(ls_metrics_compute(&run, &rules, NULL, &m), 0);
+	struct ls_report_ctx ctx = { .profile = "vllm", .request_rate = INFINITY, .backend = "openai", .model = "m",
+				     .percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL };
+	char *text = ls_report_json(&m, &run, &ctx);
+	cJSON *root = cJSON_Parse(text);
+	cr_assert_not_null(root);
+	const struct { const char *key; double want; } v[] = {
+		{ "mean_ttft_ms", 3.0 }, { "median_ttft_ms", 2.0 }, { "p50_ttft_ms", 2.0 }, { "p99_ttft_ms", 5.92 },
+		{ "mean_itl_ms", 1.0 }, { "median_itl_ms", 1.0 }, { "completed", 3 },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, v[i].key);
+		cr_expect(cJSON_IsNumber(n) && fabs(n->valuedouble - v[i].want) < 1e-9, "%s: %g, want %g", v[i].key,
+			  cJSON_IsNumber(n) ? n->valuedouble : -1.0, v[i].want);
+	}
+	cJSON_Delete(root);
+	free(text);
+	ls_metrics_free(&m);
+	ls_run_free(&run);
+}
+
 Test(metrics_report, json_has_vllm_keys)
 {
 	struct ls_run run = one_request_run();

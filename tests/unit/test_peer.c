@@ -454,3 +454,66 @@ Test(peer_cli, config_file_takes_rules_and_lists, .init = cr_redirect_stderr)
 	cr_expect_eq(c.peer.n_metadata, 1);
 	ls_config_free(&c);
 }
+
+/* Every sampling parameter at its zero or boundary value (temperature 0 is the most common in
+ * benchmarks; top_p 1, top_k -1, penalties 0, repetition_penalty 1): given is sent, whatever the
+ * value, on the command line and in a --config file, in every body that carries sampling, and
+ * named in the record's summary. A value of 0 is not "not given". */
+static const double boundary[LS_SAMP__COUNT] = {
+	[LS_SAMP_TEMPERATURE] = 0, [LS_SAMP_TOP_P] = 1, [LS_SAMP_TOP_K] = -1, [LS_SAMP_MIN_P] = 0,
+	[LS_SAMP_FREQUENCY_PENALTY] = 0, [LS_SAMP_PRESENCE_PENALTY] = 0, [LS_SAMP_REPETITION_PENALTY] = 1,
+};
+
+static void expect_boundary_sent(const struct ls_request_extra *x, const char *where)
+{
+	cr_expect_eq(x->sampling_set, (1u << LS_SAMP__COUNT) - 1, "%s: sampling_set %#x", where, x->sampling_set);
+	const struct { enum ls_backend be; const char *body, *in; } bodies[] = {
+		{ LS_BACKEND_OPENAI, "{\"model\":\"m\",\"prompt\":\"hi\",\"max_tokens\":1}", NULL },
+		{ LS_BACKEND_OPENAI_CHAT, "{\"model\":\"m\",\"messages\":[],\"max_tokens\":1}", NULL },
+		{ LS_BACKEND_SGLANG, "{\"text\":\"hi\",\"sampling_params\":{\"max_new_tokens\":1}}", "sampling_params" },
+	};
+	for (size_t b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
+		cJSON *j = applied(x, bodies[b].be, bodies[b].body, NULL);
+		const cJSON *o = bodies[b].in ? cJSON_GetObjectItem(j, bodies[b].in) : j;
+		for (int k = 0; k < LS_SAMP__COUNT; k++) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, ls_sampling_keys[k]);
+			cr_expect(cJSON_IsNumber(v), "%s: backend %d: %s = %g not sent", where, bodies[b].be,
+				  ls_sampling_keys[k], boundary[k]);
+			if (cJSON_IsNumber(v))
+				cr_expect_float_eq(v->valuedouble, boundary[k], 0, "%s: %s", where, ls_sampling_keys[k]);
+		}
+		cJSON_Delete(j);
+	}
+	char *sum = ls_request_extra_summary(x, LS_BACKEND_OPENAI, 0);
+	cJSON *j = cJSON_Parse(sum);
+	const cJSON *s = cJSON_GetObjectItem(j, "sampling");
+	for (int k = 0; k < LS_SAMP__COUNT; k++)
+		cr_expect(cJSON_IsNumber(cJSON_GetObjectItem(s, ls_sampling_keys[k])), "%s: summary lacks %s: %s", where,
+			  ls_sampling_keys[k], sum);
+	cJSON_Delete(j);
+	free(sum);
+}
+
+Test(peer_cli, sampling_at_zero_and_boundaries_is_sent, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--temperature", "0", "--top-p", "1", "--top-k", "-1", "--min-p", "0",
+			    "--frequency-penalty", "0", "--presence-penalty", "0", "--repetition-penalty", "1", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	expect_boundary_sent(&c.peer.req, "argv");
+	ls_config_free(&c);
+
+	char path[] = "/tmp/latscope-peercfg-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	const char *text = "{\"temperature\": 0, \"top-p\": 1, \"top-k\": -1, \"min-p\": 0.0, \"frequency-penalty\": 0,"
+			   " \"presence-penalty\": -0.0, \"repetition-penalty\": 1}";
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	const char *b[] = { "--config", path, NULL };
+	int rc = t_config_parse(&c, b);
+	unlink(path);
+	cr_assert_eq(rc, 0, "%s", t_stderr_text());
+	expect_boundary_sent(&c.peer.req, "--config");
+	ls_config_free(&c);
+}

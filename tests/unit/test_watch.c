@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "report/watch_report.h"
 #include "watch/watch.h"
 #include "t_unit.h"
 
@@ -52,6 +53,18 @@ static void one_stream(struct ls_evstore *st)
 	CEV(LS_EV_CLOSE, 50100, 0, 0, 5 << 8 | 7);
 }
 
+/* d is n values with this mean, P50, P90, P99 and max, all in us. */
+static void expect_dist(const struct ls_watch_dist *d, size_t n, double mean, double p50, double p90, double p99,
+			double max)
+{
+	cr_expect_eq(d->n, n);
+	cr_expect_float_eq(d->mean_ns, mean * US, 1, "mean %.0f ns", d->mean_ns);
+	cr_expect_float_eq(d->p50_ns, p50 * US, 1, "P50 %.0f ns", d->p50_ns);
+	cr_expect_float_eq(d->p90_ns, p90 * US, 1, "P90 %.0f ns", d->p90_ns);
+	cr_expect_float_eq(d->p99_ns, p99 * US, 1, "P99 %.0f ns", d->p99_ns);
+	cr_expect_float_eq(d->max_ns, max * US, 1, "max %.0f ns", d->max_ns);
+}
+
 Test(watch, exchanges_head_reads_and_gaps)
 {
 	struct ls_evstore *st = ls_evstore_new();
@@ -84,15 +97,104 @@ Test(watch, exchanges_head_reads_and_gaps)
 	cr_expect_eq(w.ex[1].head_apart, 0, "a single burst is the whole response");
 	cr_expect_eq(w.ex[1].first_data_ns, 45000 * US);
 
+	/* Every figure of the summary, each worked out by hand from one_stream's stamps. */
 	struct ls_watch_summary s;
 	cr_assert_eq(ls_watch_summarise(&w, &s), 0);
-	cr_expect_eq(s.held_read.n, 5);
-	cr_expect_float_eq(s.held_read.max_ns, 100 * US, 1, "the second request's read, 100 us late");
-	cr_expect_float_eq(s.held_read.p50_ns, 30 * US, 1);
-	cr_expect_eq(s.connect_to_sent.n, 1);
-	cr_expect_float_eq(s.connect_to_sent.p50_ns, 90 * US, 1);
-	cr_expect_float_eq(s.ttft_kernel.p50_ns, (9900 * US + 4990 * US) / 2.0, 1);
+	cr_expect_eq(s.n_conns, 1);
+	cr_expect_eq(s.n_ex, 2);
+	cr_expect_eq(s.n_conns_connect_seen, 1);
 	cr_expect_float_eq(s.conns_per_request, 0.5, 1e-9);
+	/* reads held 20 (head), 50, 10, 30 (frames), 100 us (second response) */
+	expect_dist(&s.held_read, 5, 42, 30, 80, 98, 100);
+	/* first frames: 10,000 -> 10,050 and 45,000 -> 45,100 (not the head's 150 -> 170) */
+	expect_dist(&s.held_first, 2, 75, 75, 95, 99.5, 100);
+	expect_dist(&s.connect_to_sent, 1, 90, 90, 90, 90, 90);
+	expect_dist(&s.connect_to_est, 1, 30, 30, 30, 30, 30);
+	expect_dist(&s.est_to_sent, 1, 60, 60, 60, 60, 60);
+	cr_expect_eq(s.tls.n, 0);
+	cr_expect_eq(s.n_handshakes, 0);
+	cr_expect_eq(s.n_conns_tls, 0);
+	/* sent 100 -> first frame 10,000; sent 40,010 -> 45,000 (the head at 150 is not the frame) */
+	expect_dist(&s.ttft_kernel, 2, 7445, 7445, 9409, 9850.9, 9900);
+	/* frames 10 ms apart; the head is no data burst, the second response one burst */
+	expect_dist(&s.itl_kernel, 2, 10000, 10000, 10000, 10000, 10000);
+	cr_expect_eq(s.n_head_apart, 1);
+	cr_expect_eq(s.n_server, 0, "no server events: no parts");
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+/* The numbers after label on the line of text that holds it; how many were read. */
+static int row_numbers(const char *text, const char *label, double *v, int max)
+{
+	const char *p = strstr(text, label);
+	int n = 0, used;
+
+	cr_assert_not_null(p, "no line \"%s\" in:\n%s", label, text);
+	p += strlen(label);
+	while (n < max && *p != '\n' && sscanf(p, " %lf%n", &v[n], &used) == 1) {
+		p += used;
+		n++;
+	}
+	return n;
+}
+
+/* label's row: n, then the ms figures want (mean, P50, ...) to the printed 3 decimals. */
+static void expect_row(const char *text, const char *label, double n, const double *want, int k)
+{
+	double v[8];
+
+	cr_assert_eq(row_numbers(text, label, v, 8), k + 1, "%s: %d numbers wanted", label, k + 1);
+	cr_expect_float_eq(v[0], n, 1e-9, "%s: n", label);
+	for (int i = 0; i < k; i++)
+		cr_expect_float_eq(v[i + 1], want[i], 6e-4, "%s: figure %d is %.3f, want %.4f", label, i, v[i + 1],
+				   want[i]);
+}
+
+/* The text watch prints for one_stream, with a harness result whose TTFTs and ITLs differ:
+ * every row shows its own figure (the summary's, the harness's arrays), not a neighbour's. */
+Test(watch, report_prints_each_figure_from_its_own_source)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_summary s;
+	struct ls_watch_opts o = { 0 };
+	uint64_t ttfts[2] = { 100000000, 300000000 }, itls[3] = { 10000000, 20000000, 30000000 };
+	struct ls_harness_result hr = { .ttfts = ttfts, .n_ttfts = 2, .itls = itls, .n_itls = 3, .format = "generic" };
+	struct ls_watch_report_ctx ctx = { .what = "test", .notes = "", .harness_path = "r.json", .max_rows = 10 };
+	char *text = NULL;
+	size_t len = 0;
+
+	one_stream(st);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(ls_watch_summarise(&w, &s), 0);
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	ls_watch_report_text(out, &w, &s, &hr, &ctx);
+	fclose(out);
+	expect_row(text, "per read (oldest byte it delivered)", 5, (double[]){ .042, .030, .080, .098, .100 }, 5);
+	expect_row(text, "per first frame of a response", 2, (double[]){ .075, .075, .095, .0995, .100 }, 5);
+	expect_row(text, "connect() -> request sent (1st on a conn)", 1, (double[]){ .09, .09, .09, .09, .09 }, 5);
+	expect_row(text, "  connect() -> ESTABLISHED", 1, (double[]){ .03, .03, .03, .03, .03 }, 5);
+	expect_row(text, "ESTABLISHED (or TLS done) -> request sent", 1, (double[]){ .06, .06, .06, .06, .06 }, 5);
+	expect_row(text, "TTFT: request sent -> first frame arrived", 2,
+		   (double[]){ 7.445, 7.445, 9.409, 9.8509, 9.9 }, 5);
+	expect_row(text, "ITL: arrival-to-arrival gaps", 2, (double[]){ 10, 10, 10, 10, 10 }, 5);
+	/* the harness's block: mean, P50, P99 of its own arrays, then the kernel's beside them */
+	expect_row(text, "TTFT reported", 2, (double[]){ 200, 200, 298 }, 3);
+	expect_row(strstr(text, "TTFT reported"), "  kernel-level", 2, (double[]){ 7.445, 7.445, 9.8509 }, 3);
+	expect_row(text, "ITL reported", 3, (double[]){ 20, 20, 29.8 }, 3);
+	expect_row(strstr(text, "ITL reported"), "  kernel-level", 2, (double[]){ 10, 10, 10 }, 3);
+	/* per request: sent, conn>sent, sent>1stB, sent>1stF, held 1stF, reads, held P50, held max, last */
+	double v[12];
+	const char *req = strstr(text, "Per request");
+	cr_assert_not_null(req);
+	req = strchr(strchr(req, '\n') + 1, '\n'); /* past the title and the column names */
+	cr_assert_eq(row_numbers(req, "\n", v, 11), 11, "%s", req);
+	const double want0[11] = { 0, 0, .1, .09, .05, 9.9, .05, 4, .025, .05, 30 };
+	for (int i = 0; i < 11; i++)
+		cr_expect_float_eq(v[i], want0[i], 6e-4, "request 0 column %d: %.3f, want %.3f", i, v[i], want0[i]);
+	free(text);
 	ls_watch_free(&w);
 	ls_evstore_free(st);
 }
