@@ -164,11 +164,16 @@ static int detokenize_ok(struct ls_server *s, uint32_t id)
 	return -2;
 }
 
-/* The vocabulary from /v1/models' vocab_size; 0 when it does not say. */
+/* The vocabulary from /v1/models' vocab_size (vLLM, SGLang) or meta.n_vocab (llama.cpp's
+ * llama-server, whose /detokenize answers an id past the vocabulary with a 500, not a 4xx, so
+ * the search below cannot find it); 0 when it does not say. */
 static uint32_t listed_vocab(struct ls_server *s)
 {
 	cJSON *root = get_json(s, "/v1/models", NULL);
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(first_model(root), "vocab_size");
+	const cJSON *model = first_model(root);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(model, "vocab_size");
+	if (!v)
+		v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "meta"), "n_vocab");
 	uint32_t vocab = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9 ? (uint32_t)v->valuedouble : 0;
 	cJSON_Delete(root);
 	return vocab;
