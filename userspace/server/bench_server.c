@@ -105,15 +105,14 @@ char *ls_server_first_model(struct ls_server *s)
 	return name;
 }
 
-int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens)
+static int tokenize(struct ls_server *s, const char *field, const char *text, uint32_t *tokens)
 {
-	struct ls_server *s = ctx;
 	cJSON *req = cJSON_CreateObject();
 	if (!req)
 		return -ENOMEM;
 	if (s->model)
 		cJSON_AddStringToObject(req, "model", s->model);
-	cJSON_AddStringToObject(req, "prompt", text);
+	cJSON_AddStringToObject(req, field, text);
 	char *body = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	if (!body)
@@ -131,6 +130,23 @@ int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens)
 	else
 		rc = -EPROTO;
 	cJSON_Delete(root);
+	return rc;
+}
+
+int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens)
+{
+	struct ls_server *s = ctx;
+	if (s->tokenize_content)
+		return tokenize(s, "content", text, tokens);
+	int rc = tokenize(s, "prompt", text, tokens);
+	if (rc || *tokens || !*text)
+		return rc;
+	uint32_t n = 0;
+	rc = tokenize(s, "content", text, &n);
+	if (!rc && n) {
+		s->tokenize_content = 1;
+		*tokens = n;
+	}
 	return rc;
 }
 
