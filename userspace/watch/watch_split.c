@@ -3,7 +3,12 @@
  * server's side of each exchange. The head rule (timing only: the probes never read payload):
  * servers that stream (vLLM, SGLang, the simulator) write the response head as soon as they
  * take the request, and the first token a step or more later. The first burst is the head when
- * a second one follows and the first came in under a quarter of the time to the second. */
+ * a second one follows and the first came in under a quarter of the time to the second; or when
+ * the gap after it stands out from the stream's own (over 4 times the median of the later
+ * gaps) and is longer than the wait for it: llama.cpp's llama-server writes its head once it has
+ * tokenized the prompt (~3 ms on one thread) and the first token after the prompt step (~8 ms),
+ * which the quarter rule took for a first frame, so the prompt step was counted as an
+ * inter-token gap and left out of TTFT. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +100,28 @@ void ls_watch_heads_by_server(struct ls_watch *w)
 	w->n_gaps = out;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* 1 when exchange x's first gap is over 4 times the median of the gaps after it (the first 63
+ * of them: enough for a median) and longer than to_first, the wait for the first burst. */
+static int first_gap_stands_out(const struct ls_watch *w, const struct ls_watch_exchange *x, uint64_t to_first)
+{
+	uint64_t later[63];
+	size_t n = x->n_gaps - 1;
+	if (x->n_gaps < 3)
+		return 0;
+	if (n > 63)
+		n = 63;
+	memcpy(later, &w->gaps[x->first_gap + 1], n * sizeof(*later));
+	qsort(later, n, sizeof(*later), cmp_u64);
+	uint64_t first = w->gaps[x->first_gap];
+	return first > 4 * later[n / 2] && first > to_first;
+}
+
 int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 {
 	struct ls_watch *w = b->w;
@@ -134,7 +161,8 @@ int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 	x->burst2_ns = burst_ts[1];
 	x->burst2_seq = burst_from[1];
 	uint64_t to_first = burst_ts[0] > x->sent_ns ? burst_ts[0] - x->sent_ns : 0;
-	if (x->n_bursts >= 2 && x->sent_ns && 4 * to_first < burst_ts[1] - burst_ts[0])
+	if (x->n_bursts >= 2 && x->sent_ns &&
+	    (4 * to_first < burst_ts[1] - burst_ts[0] || first_gap_stands_out(w, x, to_first)))
 		head_apart(w, ix);
 	first_data_read(w, ix, first_read);
 	return 0;
