@@ -112,11 +112,14 @@ def check_times(c, reqs, res, eng, a):
     c.ok(d <= 3.0 + 0.15 * pct(pred, 50),
          f"decode span P50 {pct(span, 50):.2f} ms vs the engine's predicted_ms P50 {pct(pred, 50):.2f} ms")
     if a.concurrency and a.slots and a.concurrency <= a.slots:
-        # No request waits for a slot: TTFT is the prompt step plus at most a decode step or
-        # two of the others' and the loopback; tens of ms more is a TTFT from the wrong stamp.
+        # No request waits for a slot: TTFT is the prompt step plus a batch step or two of the
+        # others' and the HTTP thread's turn (slower together on a loaded machine: the bound
+        # grows with the prompt step); a stamp from the wrong event (the schedule, the slot, a
+        # late read) is hundreds of ms more here.
         sent = sorted(ms(first_frame_ns(r) - r["sent_ns"]) for r in reqs)
         gap = pct(sent, 50) - pct(p_ms, 50)
-        c.ok(gap <= 25.0, f"with no slot wait, TTFT from sent P50 - prompt_ms P50 = {gap:.2f} ms (<= 25)")
+        bound = 25.0 + pct(p_ms, 50)
+        c.ok(gap <= bound, f"with no slot wait, TTFT from sent P50 - prompt_ms P50 = {gap:.2f} ms (<= {bound:.1f})")
 
 
 def check_attribution(c, path, reqs, eng, a):

@@ -20,13 +20,12 @@ timeout 60 "$BIN" watch --server-pid "$SRV" --record "$TMP/curl.jsonl" --output 
 	fail "watch around curl exited $?: $(tail -3 "$TMP/curl.err")"
 grep -q '"stop":true' "$TMP/curl.out" || fail "curl's stream has no stop frame"
 cp "$TMP/server.log" "$TMP/server.curl.log"
-# A slow Poisson rate: llama-server closes a connection after a streamed response, and a client
-# that reuses it before the close arrives loses the request (docs/engine.md); spaced out, the
-# client sees the close and opens a new one.
+# A connection per request: llama-server closes a connection after a streamed response, and a
+# client that reuses it before the close arrives loses the request (docs/engine.md).
 timeout 90 "$BIN" watch --server-pid "$SRV" --record "$TMP/py.jsonl" --output "$TMP/py.txt" \
 	--harness-result "$TMP/py_res.json" -- "$PY" "$ROOT/tests/clients/aiohttp_client.py" \
 	--base-url "$URL" --model m --num-prompts 8 --max-concurrency 2 --request-rate 8 --seed 3 \
-	--input-words 40 --output-len 12 --ignore-eos --save-result "$TMP/py_res.json" \
+	--input-words 40 --output-len 12 --ignore-eos --force-close --save-result "$TMP/py_res.json" \
 	>"$TMP/py.out" 2>"$TMP/py.err" || fail "watch around the aiohttp client exited $?: $(tail -3 "$TMP/py.err")"
 sed -n '/Kernel-level/,/unattributed/p' "$TMP/py.txt"
 "$PY" - "$TMP" <<'PY' || fail "watch disagrees with the engine (above)"
@@ -47,6 +46,10 @@ def ok(cond, what):
     global bad
     print(("ok    " if cond else "MISS  ") + what)
     bad += not cond
+# watch's first burst spans LS_WATCH_PREAMBLE_NS (2 ms: TLS tickets and the head): a head that
+# comes less than that before the first token (a loaded machine delays the head) ends TTFT at the
+# head, up to 2 ms short. A head taken for the first token (the bug) is short by the prompt step.
+SLACK = 2.0
 # curl: one request, joined exactly (the engine served one).
 e = engine(f"{tmp}/server.curl.log")
 x = reqs(f"{tmp}/curl.jsonl")
@@ -55,8 +58,8 @@ if len(e) == 1 and len(x) == 1:
     e, x = e[0], x[0]
     ttft = (x["first_frame_ns"] - x["sent_ns"]) / 1e6
     srv = (x["server_write_ns"] - x["server_read_ns"]) / 1e6 if x.get("server_read_ns") else -1
-    ok(ttft >= e["prompt eval"][0], f"curl: kernel TTFT {ttft:.2f} ms >= the engine's prompt_ms {e['prompt eval'][0]:.2f}")
-    ok(srv >= e["prompt eval"][0], f"curl: server read -> first frame write {srv:.2f} ms >= prompt_ms")
+    ok(ttft >= e["prompt eval"][0] - SLACK, f"curl: kernel TTFT {ttft:.2f} ms >= the engine's prompt_ms {e['prompt eval'][0]:.2f} - 2")
+    ok(srv >= e["prompt eval"][0] - SLACK, f"curl: server read -> first frame write {srv:.2f} ms >= prompt_ms - 2")
     # The stream from the first token to the last byte against the engine's first token to its
     # last (predicted_ms): a head taken for the first token adds the prompt step to it.
     span = (x["last_byte_ns"] - x["first_frame_ns"]) / 1e6
@@ -69,8 +72,8 @@ res = json.load(open(f"{tmp}/py_res.json"))
 ok(len(x) == len(e) == res["completed"] == 8, f"aiohttp: watched {len(x)}, served {len(e)}, completed {res['completed']} of 8")
 kern = sorted((r["first_frame_ns"] - r["sent_ns"]) / 1e6 for r in x)
 pm = sorted(v["prompt eval"][0] for v in e)
-under = [k for k in range(min(len(kern), len(pm))) if kern[k] < pm[k]]
-ok(not under, f"aiohttp: kernel TTFT >= prompt_ms at every rank (min {kern[0]:.2f} vs {pm[0]:.2f} ms; below: {under})")
+under = [k for k in range(min(len(kern), len(pm))) if kern[k] < pm[k] - SLACK]
+ok(not under, f"aiohttp: kernel TTFT >= prompt_ms - 2 at every rank (min {kern[0]:.2f} vs {pm[0]:.2f} ms; below: {under})")
 rep = sorted(t * 1e3 for t in res["ttfts"])
 under = [k for k in range(min(len(kern), len(rep))) if rep[k] < kern[k]]
 ok(not under, f"aiohttp: its reported TTFT >= the kernel's at every rank (P50 {rep[len(rep)//2]:.2f} vs {kern[len(kern)//2]:.2f} ms)")
