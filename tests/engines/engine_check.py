@@ -84,6 +84,16 @@ def check_counts(c, reqs, res, eng, before, after, a):
     frame_tok = sorted(sum(fr[4] for fr in r["frames"] if fr[4] > 0) for r in reqs)
     if any(x > 0 for x in frame_tok):  # backends that count tokens per frame
         c.ok(frame_tok == eng_out, f"tokens counted frame by frame: {summary(frame_tok)}")
+    # The prompt latscope built (its prompt_len: counted by the server's /tokenize for text)
+    # against the tokens the engine evaluated: the same, plus a constant for a chat template
+    # (give or take a token where the template meets the text).
+    lens = [r["prompt_len"] for r in reqs]
+    over = [r["usage_prompt_tokens"] - r["prompt_len"] for r in reqs]
+    c.ok(min(lens) > 0 and min(over) >= 0 and max(over) - min(over) <= 2,
+         f"prompt_len {min(lens)}..{max(lens)} + a constant {min(over)}..{max(over)} = the engine's prompt tokens")
+    if a.input_len:
+        c.ok(all(abs(x - a.input_len) <= max(2, a.input_len // 10) for x in lens),
+             f"every prompt within 10% of the {a.input_len} tokens asked ({min(lens)}..{max(lens)})")
     d_prompt = (after["prompt_tokens_total"] + after.get("prompt_tokens_cached_total", 0)
                 - before["prompt_tokens_total"] - before.get("prompt_tokens_cached_total", 0))
     lat_in = sum(r["usage_prompt_tokens"] for r in reqs)
@@ -166,6 +176,7 @@ def main():
     p.add_argument("--slots", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=0)
     p.add_argument("--output-len", type=int, default=0)
+    p.add_argument("--input-len", type=int, default=0)
     p.add_argument("--attribution", action="store_true")
     p.add_argument("--skip-tasks", default="", help="engine task ids of earlier runs on the server")
     a = p.parse_args()

@@ -12,4 +12,4 @@ bench probes --backend openai --dataset-name random --random-input-len 32 --rand
 	--num-prompts 16 --max-concurrency 16 --ignore-eos --connection per-request \
 	--probes on --server-pid "$SRV"
 sed -n '/Where the latency went/,/^(percentiles/p' "$TMP/probes.out" | head -24
-check probes --slots 2 --concurrency 16 --output-len 16 --attribution
+check probes --slots 2 --concurrency 16 --output-len 16 --input-len 32 --attribution

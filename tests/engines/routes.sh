@@ -11,6 +11,6 @@ for backend in openai openai-chat llama.cpp-native; do
 	bench "$backend" --backend "$backend" --dataset-name random --random-input-len 32 \
 		--random-output-len 16 --num-prompts 24 --max-concurrency 4 --ignore-eos --connection per-request
 	echo "== $backend: $(grep -m1 'Median TTFT' "$TMP/$backend.out")"
-	check "$backend" --slots 4 --concurrency 4 --output-len 16
+	check "$backend" --slots 4 --concurrency 4 --output-len 16 --input-len 32
 	stop_server
 done
