@@ -68,11 +68,23 @@ def first_frame_ns(r):
     return t[0] if t else 0
 
 
+def check_failures(c, reqs, a):
+    """Every request ok; or, with --reused-resets (a keep-alive pool on llama-server, which
+    closes a connection after each stream), the failures only requests sent on a pooled
+    connection the server had closed: they never reached it. Returns the ok requests."""
+    bad = [r for r in reqs if r["fail"] != "ok"]
+    if not a.reused_resets:
+        c.ok(not bad, f"all {len(reqs)} requests ok (failures: {sorted(set(r['fail'] for r in bad))})")
+        return reqs
+    race = [r for r in bad if r["fail"] == "reset_before_headers" and "reused connection" in r["error"]]
+    c.ok(len(race) == len(bad), f"{len(bad)} of {len(reqs)} failed, each a reset before headers on a reused "
+         f"connection ({sorted(set(r['fail'] for r in bad))})")
+    return [r for r in reqs if r["fail"] == "ok"]
+
+
 def check_counts(c, reqs, res, eng, before, after, a):
     n = len(reqs)
-    c.ok(all(r["fail"] == "ok" for r in reqs),
-         f"all {n} requests ok (failures: {sorted(set(r['fail'] for r in reqs if r['fail'] != 'ok'))})")
-    c.ok(len(eng) == n, f"the engine served {len(eng)} requests, latscope sent {n}")
+    c.ok(len(eng) == n, f"the engine served {len(eng)} requests, latscope has {n} that succeeded")
     lat_out = sorted(r["usage_completion_tokens"] for r in reqs)
     eng_out = sorted(t["predicted_n"] for t in eng)
     c.ok(lat_out == eng_out, f"output tokens per request: latscope {summary(lat_out)}, engine predicted_n {summary(eng_out)}")
@@ -123,12 +135,13 @@ def check_times(c, reqs, res, eng, a):
          f"decode span P50 {pct(span, 50):.2f} ms vs the engine's predicted_ms P50 {pct(pred, 50):.2f} ms")
     if a.concurrency and a.slots and a.concurrency <= a.slots:
         # No request waits for a slot: TTFT is the prompt step plus a batch step or two of the
-        # others' and the HTTP thread's turn (slower together on a loaded machine: the bound
-        # grows with the prompt step); a stamp from the wrong event (the schedule, the slot, a
-        # late read) is hundreds of ms more here.
+        # others' and the HTTP thread's turn, all slower together on a loaded machine (measured
+        # at load 8 on 2 cores: 126 ms over a 96 ms prompt step), so the bound grows with the
+        # prompt step; a stamp from the wrong event (the schedule, the client's slot) is
+        # seconds more here.
         sent = sorted(ms(first_frame_ns(r) - r["sent_ns"]) for r in reqs)
         gap = pct(sent, 50) - pct(p_ms, 50)
-        bound = 25.0 + pct(p_ms, 50)
+        bound = 25.0 + 2 * pct(p_ms, 50)
         c.ok(gap <= bound, f"with no slot wait, TTFT from sent P50 - prompt_ms P50 = {gap:.2f} ms (<= {bound:.1f})")
 
 
@@ -178,6 +191,7 @@ def main():
     p.add_argument("--output-len", type=int, default=0)
     p.add_argument("--input-len", type=int, default=0)
     p.add_argument("--attribution", action="store_true")
+    p.add_argument("--reused-resets", action="store_true", help="failures allowed: resets on reused connections")
     p.add_argument("--skip-tasks", default="", help="engine task ids of earlier runs on the server")
     a = p.parse_args()
     base = f"{a.tmp}/{a.name}"
@@ -188,6 +202,7 @@ def main():
     skip = {int(x) for x in a.skip_tasks.split(",") if x}
     eng = engine_requests(f"{a.tmp}/server.log", skip)
     c = Checks()
+    reqs = check_failures(c, reqs, a)
     check_counts(c, reqs, res, eng, before, after, a)
     check_times(c, reqs, res, eng, a)
     if a.attribution:
