@@ -13,8 +13,13 @@
 # the package is not what it should be), 2 (package could not be fetched).
 set -euo pipefail
 PKG_VERSION=3.22.1 # exact: the llama.cpp commit (so the cache key) follows from it
-CACHE=${LATSCOPE_ENGINE_CACHE:-/var/cache/latscope/engine}
-DL=${LATSCOPE_DL_CACHE:-/var/cache/latscope/dl}
+# The machine-wide cache as root (or where it is writable), else the user's.
+root_cache=/var/cache/latscope
+if [ "$(id -u)" -ne 0 ] && ! { mkdir -p "$root_cache" 2>/dev/null && [ -w "$root_cache" ]; }; then
+	root_cache=${XDG_CACHE_HOME:-$HOME/.cache}/latscope
+fi
+CACHE=${LATSCOPE_ENGINE_CACHE:-$root_cache/engine}
+DL=${LATSCOPE_DL_CACHE:-$root_cache/dl}
 TGZ=$DL/node-llama-cpp-$PKG_VERSION.tgz
 UNPACK=$DL/node-llama-cpp-$PKG_VERSION # the tarball's package/ lands here
 BUNDLE=$UNPACK/package/llama/gitRelease.bundle
@@ -60,13 +65,22 @@ build() { # src log
 	local src=$1 log=$2
 	if [ ! -d "$src/.git" ]; then
 		rm -rf "$src.tmp"
-		git clone -q "$BUNDLE" "$src.tmp" >>"$log" 2>&1 && mv "$src.tmp" "$src"
+		git -c advice.detachedHead=false clone -q "$BUNDLE" "$src.tmp" >>"$log" 2>&1 && mv "$src.tmp" "$src"
 	fi
 	# CPU only, Release, nothing but the server (the flags the issue measured: ~17 min, 2 cores).
 	cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
 		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-		-DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON >>"$log" 2>&1 &&
-		cmake --build "$src/build" --target llama-server -j"$(nproc)" >>"$log" 2>&1
+		-DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON >>"$log" 2>&1 || return 1
+	cmake --build "$src/build" --target llama-server -j"$(nproc)" >>"$log" 2>&1 &
+	local pid=$! n=0
+	# A progress line a minute (cmake's last [ NN%]), so a 17-minute build is not a silent one.
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		n=$((n + 1))
+		[ $((n % 60)) -eq 0 ] &&
+			say "building: $(grep -o '^\[ *[0-9]*%\]' "$log" | tail -1) after $((n / 60)) min"
+	done
+	wait "$pid"
 }
 
 main() {
