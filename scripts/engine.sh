@@ -65,7 +65,7 @@ build() { # src log
 	local src=$1 log=$2
 	if [ ! -d "$src/.git" ]; then
 		rm -rf "$src.tmp"
-		git -c advice.detachedHead=false clone -q "$BUNDLE" "$src.tmp" >>"$log" 2>&1 && mv "$src.tmp" "$src"
+		git -c advice.detachedHead=false clone -q "$BUNDLE" "$src.tmp" >>"$log" 2>&1 && mv "$src.tmp" "$src" || return 1
 	fi
 	# CPU only, Release, nothing but the server (the flags the issue measured: ~17 min, 2 cores).
 	cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF \
