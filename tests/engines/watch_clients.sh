@@ -11,7 +11,7 @@ need_engine
 [ "$(id -u)" -eq 0 ] || skip "not root: latscope watch needs root for the eBPF probes"
 [ -r /sys/kernel/btf/vmlinux ] || skip "no kernel BTF (/sys/kernel/btf/vmlinux): the probes cannot load"
 "$PY" -c 'import aiohttp' 2>/dev/null || skip "no $PY with aiohttp (Debian python3-aiohttp)"
-start_server 4 --no-cache-prompt # the client sends one prompt: no step would be left to see
+start_server 4
 # A short prompt: its step (~8 ms) is under 4 times the head's wait (~3 ms), the case the
 # quarter rule alone took the head for the first token in.
 body='{"prompt":"hello there my friend","n_predict":12,"stream":true}'
@@ -20,12 +20,15 @@ timeout 60 "$BIN" watch --server-pid "$SRV" --record "$TMP/curl.jsonl" --output 
 	fail "watch around curl exited $?: $(tail -3 "$TMP/curl.err")"
 grep -q '"stop":true' "$TMP/curl.out" || fail "curl's stream has no stop frame"
 cp "$TMP/server.log" "$TMP/server.curl.log"
+# 16 requests, 4 at a time, one prompt (the engine caches it: a prompt step of one token, batched
+# with the others' decoding): most first tokens come one batch step after their head, or within
+# watch's 2 ms preamble, which timing alone cannot tell; the size of the heads it did find can.
 # A connection per request: llama-server closes a connection after a streamed response, and a
 # client that reuses it before the close arrives loses the request (docs/engine.md).
 timeout 90 "$BIN" watch --server-pid "$SRV" --record "$TMP/py.jsonl" --output "$TMP/py.txt" \
 	--harness-result "$TMP/py_res.json" -- "$PY" "$ROOT/tests/clients/aiohttp_client.py" \
-	--base-url "$URL" --model m --num-prompts 8 --max-concurrency 2 --request-rate 8 --seed 3 \
-	--input-words 40 --output-len 12 --ignore-eos --force-close --save-result "$TMP/py_res.json" \
+	--base-url "$URL" --model m --num-prompts 16 --max-concurrency 4 --seed 3 \
+	--input-words 20 --output-len 16 --ignore-eos --force-close --save-result "$TMP/py_res.json" \
 	>"$TMP/py.out" 2>"$TMP/py.err" || fail "watch around the aiohttp client exited $?: $(tail -3 "$TMP/py.err")"
 sed -n '/Kernel-level/,/unattributed/p' "$TMP/py.txt"
 "$PY" - "$TMP" <<'PY' || fail "watch disagrees with the engine (above)"
@@ -46,9 +49,10 @@ def ok(cond, what):
     global bad
     print(("ok    " if cond else "MISS  ") + what)
     bad += not cond
-# watch's first burst spans LS_WATCH_PREAMBLE_NS (2 ms: TLS tickets and the head): a head that
-# comes less than that before the first token (a loaded machine delays the head) ends TTFT at the
-# head, up to 2 ms short. A head taken for the first token (the bug) is short by the prompt step.
+# watch's first burst spans LS_WATCH_PREAMBLE_NS (2 ms: TLS tickets and the head): with one
+# request there is no head size to go by, and a head that comes less than that before the first
+# token (a loaded machine delays the head) ends TTFT at the head, up to 2 ms short. A head taken
+# for the first token (the bug) is short by the prompt step.
 SLACK = 2.0
 # curl: one request, joined exactly (the engine served one).
 e = engine(f"{tmp}/server.curl.log")
@@ -69,11 +73,13 @@ if len(e) == 1 and len(x) == 1:
 e = engine(f"{tmp}/server.log")[1:]  # after curl's
 x = reqs(f"{tmp}/py.jsonl")
 res = json.load(open(f"{tmp}/py_res.json"))
-ok(len(x) == len(e) == res["completed"] == 8, f"aiohttp: watched {len(x)}, served {len(e)}, completed {res['completed']} of 8")
+ok(len(x) == len(e) == res["completed"] == 16, f"aiohttp: watched {len(x)}, served {len(e)}, completed {res['completed']} of 16")
+heads = sum(1 for r in x if r["head_apart"])
+ok(heads == len(x), f"aiohttp: {heads} of {len(x)} heads told from the first token")
 kern = sorted((r["first_frame_ns"] - r["sent_ns"]) / 1e6 for r in x)
 pm = sorted(v["prompt eval"][0] for v in e)
-under = [k for k in range(min(len(kern), len(pm))) if kern[k] < pm[k] - SLACK]
-ok(not under, f"aiohttp: kernel TTFT >= prompt_ms - 2 at every rank (min {kern[0]:.2f} vs {pm[0]:.2f} ms; below: {under})")
+under = [k for k in range(min(len(kern), len(pm))) if kern[k] < pm[k]]
+ok(not under, f"aiohttp: kernel TTFT >= prompt_ms at every rank (min {kern[0]:.2f} vs {pm[0]:.2f} ms; below: {under})")
 rep = sorted(t * 1e3 for t in res["ttfts"])
 under = [k for k in range(min(len(kern), len(rep))) if rep[k] < kern[k]]
 ok(not under, f"aiohttp: its reported TTFT >= the kernel's at every rank (P50 {rep[len(rep)//2]:.2f} vs {kern[len(kern)//2]:.2f} ms)")

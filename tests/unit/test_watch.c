@@ -378,3 +378,43 @@ Test(watch, even_gaps_keep_the_first_burst_as_a_frame)
 	ls_watch_free(&w);
 	ls_evstore_free(st);
 }
+
+/* Five requests on one connection to a server whose head is 185 bytes. Two have their head
+ * 0.1 ms after the send and the first frame 10 ms later (the timing rule finds the head). Three,
+ * as llama-server batching them writes: the head 3 ms in, the first frame 1 ms after it (inside
+ * the 2 ms preamble: one burst with the head), then frames 2 ms apart. No majority; the heads
+ * the rule found are all 185 bytes, so the three bursts' first 185 bytes, their own arrival,
+ * are heads too, and each TTFT ends at its first frame. */
+Test(watch, head_of_the_size_the_timing_rule_found)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+	uint32_t seq = 5000;
+
+	for (int r = 0; r < 5; r++) {
+		uint64_t t0 = 100000 * (uint64_t)(r + 1);
+		uint64_t head = r < 2 ? 100 : 3000, first = r < 2 ? 10000 : 4000;
+		CEV(LS_EV_SEND_START, t0, 1000 + 100 * r, 100, 0);
+		CEV(LS_EV_SEND_END, t0 + 5, 1100 + 100 * r, 100, 0);
+		CEV(LS_EV_ARRIVED, t0 + head, seq + 185, 0, seq);
+		CEV(LS_EV_READ, t0 + head + 10, seq + 185, 185, 0);
+		seq += 185;
+		for (int f = 0; f < 4; f++) {
+			uint64_t at = t0 + first + 2000 * (uint64_t)f;
+			CEV(LS_EV_ARRIVED, at, seq + 120, 0, seq);
+			CEV(LS_EV_READ, at + 10, seq + 120, 120, 0);
+			seq += 120;
+		}
+	}
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 5);
+	for (int r = 0; r < 5; r++) {
+		uint64_t t0 = 100000ull * (r + 1);
+		cr_expect_eq(w.ex[r].head_apart, 1, "request %d", r);
+		cr_expect_eq(w.ex[r].first_data_ns, (t0 + (r < 2 ? 10000 : 4000)) * US, "request %d", r);
+		cr_expect_eq(w.ex[r].first_data_read_ns, (t0 + (r < 2 ? 10000 : 4000) + 10) * US, "request %d", r);
+	}
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
