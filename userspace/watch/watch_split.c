@@ -1,6 +1,6 @@
 /* watch_split.c — inside one exchange: its arrivals grouped in bursts (LS_WATCH_BURST_NS),
  * the response head told apart, the first frame, the arrival-to-arrival gaps; and the watched
- * server's side of each exchange. The head rule (timing only: the probes never read payload):
+ * server's side of each exchange. The head rule (timing and sizes: the probes never read payload):
  * servers that stream (vLLM, SGLang, the simulator) write the response head as soon as they
  * take the request, and the first token a step or more later. The first burst is the head when
  * a second one follows and the first came in under a quarter of the time to the second; or when
@@ -8,7 +8,8 @@
  * gaps) and is longer than the wait for it: llama.cpp's llama-server writes its head once it has
  * tokenized the prompt (~3 ms on one thread) and the first token after the prompt step (~8 ms),
  * which the quarter rule took for a first frame, so the prompt step was counted as an
- * inter-token gap and left out of TTFT. */
+ * inter-token gap and left out of TTFT. Across a server's responses, the size of the heads
+ * these found tells the rest (ls_watch_heads_by_server). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
