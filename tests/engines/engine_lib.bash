@@ -10,7 +10,16 @@ BIN=${LATSCOPE_BIN:-$ROOT/build/latscope}
 PY=/usr/bin/python3 # Debian's, with python3-numpy (a pyenv python3 on PATH may lack it)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/latscope-engine.XXXXXX") || exit 1
 SRV=0
-cleanup() { stop_server; [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"; }
+# A failed test keeps its files (the engine's log, latscope's records) and says where.
+cleanup() {
+	local rc=$?
+	stop_server
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] || [ -n "${KEEP_TMP:-}" ]; then
+		echo "(its files: $TMP)"
+	else
+		rm -rf "$TMP"
+	fi
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
