@@ -76,7 +76,7 @@ SKEL      := $(GEN)/latscope.skel.h
 VMLINUX   := $(GEN)/vmlinux.h
 BPF_ARCH  := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
-.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu check-layout mutants
+.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu check-layout mutants engine
 all: $(BIN) gpu
 
 deps:
@@ -147,7 +147,16 @@ endif
 test: deps
 	$(Q)$(MAKE) -j$(JOBS) --no-print-directory all unit-bins check-layout
 	$(Q)$(MAKE) -j$(JOBS) --no-print-directory SAN=1 san-bins
+	$(Q)scripts/engine.sh --test
 	$(Q)tests/run
+
+# llama.cpp's llama-server for the engine tests (tests/engines/, docs/engine.md): built once per
+# machine from the source npm's node-llama-cpp@3.22.1 ships, into a cache keyed by the llama.cpp
+# commit ($$LATSCOPE_ENGINE_CACHE, default /var/cache/latscope/engine); seconds when cached. The
+# last line is the binary's path. Under `make test` a package that cannot be fetched is a skip of
+# the engine tests, a build that fails is a failure.
+engine: deps
+	$(Q)scripts/engine.sh
 
 # No include points up the pipeline (the stage order is in scripts/check-layout.sh), and no
 # function is over 80 lines (data tables are not functions).

@@ -42,6 +42,9 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save-result", default=None, help="write the result JSON here")
     p.add_argument("--request-timeout", type=float, default=60.0)
+    p.add_argument("--force-close", action="store_true",
+                   help="a new connection per request (llama-server closes one after a stream: a "
+                        "pooled connection reused before that close arrives loses its request)")
     return p.parse_args(argv)
 
 
@@ -117,7 +120,8 @@ async def run(args):
         if args.insecure:
             ssl_ctx.check_hostname = False
             ssl_ctx.verify_mode = ssl.CERT_NONE
-    connector = aiohttp.TCPConnector(limit=args.max_concurrency or 0, ssl=ssl_ctx)
+    connector = aiohttp.TCPConnector(limit=args.max_concurrency or 0, ssl=ssl_ctx,
+                                     force_close=args.force_close)
     timeout = aiohttp.ClientTimeout(total=args.request_timeout)
     sem = asyncio.Semaphore(args.max_concurrency) if args.max_concurrency > 0 else None
 

@@ -107,3 +107,46 @@ Test(backend_peer, trt_frames)
 	cr_expect_eq(t_decode(&d, LS_BACKEND_TRT, "{\"error\":\"model not ready\"}"), -EPROTO);
 	cr_expect_eq(t_decode(&d, LS_BACKEND_TRT, "not json"), -EBADMSG);
 }
+
+Test(backend_peer, llamacpp_native_body)
+{
+	enum ls_backend b;
+	cr_assert_eq(ls_backend_parse("llama.cpp-native", &b), 0);
+	cr_expect_eq(b, LS_BACKEND_LLAMACPP);
+	cr_expect_str_eq(ls_backend_default_endpoint(b), "/completion");
+	cr_expect(!ls_backend_needs_text(b) && !ls_backend_sends_model(b) && ls_backend_final_frame_ends(b));
+	struct ls_prompt ids = { .token_ids = (uint32_t[]){ 7, 9 }, .n_token_ids = 2, .output_len = 4 };
+	cJSON *r = t_body_json(b, "m", &ids, 1);
+	cr_expect_eq(cJSON_GetArraySize(t_json_get(r, "prompt")), 2, "token ids go as they are");
+	cr_expect_eq(t_json_get(r, "n_predict")->valueint, 4);
+	cr_expect(cJSON_IsTrue(t_json_get(r, "stream")) && cJSON_IsTrue(t_json_get(r, "ignore_eos")));
+	cr_expect_null(t_json_get(r, "model"));
+	cJSON_Delete(r);
+}
+
+/* What llama-server streams on /completion (captured from de3ff81): content deltas, a
+ * cumulative tokens_predicted, and a last frame with stop: true and the counts. */
+Test(backend_peer, llamacpp_native_frames)
+{
+	struct t_dec d;
+	t_dec_init(&d);
+	cr_assert_eq(t_decode(&d, LS_BACKEND_LLAMACPP, "{\"index\":0,\"content\":\"e\",\"tokens\":[274],\"stop\":false,"
+						     "\"id_slot\":-1,\"tokens_predicted\":1,\"tokens_evaluated\":10}"), 0);
+	cr_expect_eq(d.fr.text_len, 1);
+	cr_expect_eq(d.fr.tokens, 1);
+	cr_expect(!(d.fr.flags & LS_FRAME_FINISH));
+	/* a frame that held a partial character back: two tokens, the text of both */
+	cr_assert_eq(t_decode(&d, LS_BACKEND_LLAMACPP, "{\"content\":\"dc\",\"stop\":false,\"tokens_predicted\":3}"), 0);
+	cr_expect_eq(d.fr.tokens, 2);
+	cr_expect_eq(d.fr.text_len, 2);
+	cr_assert_eq(t_decode(&d, LS_BACKEND_LLAMACPP, "{\"content\":\"\",\"tokens\":[],\"stop\":true,\"tokens_predicted\":3,"
+						     "\"tokens_evaluated\":10,\"timings\":{\"prompt_n\":1}}"), 0);
+	cr_expect(d.fr.flags & LS_FRAME_FINISH);
+	cr_expect(d.fr.flags & LS_FRAME_EMPTY_TEXT);
+	cr_expect_eq(d.fr.tokens, 0);
+	cr_expect_eq(d.req.usage_completion_tokens, 3);
+	cr_expect_eq(d.req.usage_prompt_tokens, 10);
+	cr_expect_eq(t_decode(&d, LS_BACKEND_LLAMACPP, "{\"error\":{\"code\":400,\"message\":\"Prompt contains invalid tokens\"}}"),
+		     -EPROTO);
+	cr_expect(strstr(d.req.error, "invalid tokens"), "%s", d.req.error);
+}

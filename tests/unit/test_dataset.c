@@ -131,6 +131,31 @@ Test(dataset, random_text_meets_the_counted_length)
 	ls_dataset_free(&ds);
 }
 
+/* A character-level vocabulary (the engine tests' random model): ~one token per 2 bytes, so
+ * 3-5 per word, and a BOS. Stepping by (target - got) words diverged there (480 tokens for 32). */
+static int count_pairs(void *ctx, const char *text, uint32_t *tokens)
+{
+	(*(int *)ctx)++;
+	*tokens = (uint32_t)(strlen(text) + 1) / 2 + 1;
+	return 0;
+}
+
+Test(dataset, random_text_converges_on_many_tokens_per_word)
+{
+	struct ls_random_opts o = { .n = 20, .input_len = 32, .output_len = 8, .semantics = LS_RANGE_VLLM,
+				    .vocab_size = 32000, .seed = 3 };
+	struct ls_dataset ds;
+	int calls = 0;
+	cr_assert_eq(ls_dataset_random_text(&ds, &o, count_pairs, &calls), 0);
+	for (size_t i = 0; i < ds.n; i++) {
+		uint32_t counted;
+		count_pairs(&calls, ds.prompts[i].text, &counted);
+		cr_expect_eq(ds.prompts[i].prompt_len, counted, "prompt %zu: prompt_len is what was counted", i);
+		cr_expect(counted >= 28 && counted <= 36, "prompt %zu: %u tokens for a target of 32", i, counted);
+	}
+	ls_dataset_free(&ds);
+}
+
 static char *write_tmp(const char *content)
 {
 	char *path = strdup("/tmp/latscope-ds-XXXXXX");

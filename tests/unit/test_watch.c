@@ -425,3 +425,98 @@ Test(watch, head_rule_follows_the_server_majority)
 	ls_watch_free(&w);
 	ls_evstore_free(st);
 }
+
+/* One request: head `head_us` after the send, then frames at the given offsets (us). */
+static void stream_at(struct ls_evstore *st, uint64_t head_us, const uint64_t *frame_us, int n)
+{
+	uint32_t seq = 5000;
+	CEV(LS_EV_SEND_START, 90, 1000, 100, 0);
+	CEV(LS_EV_SEND_END, 100, 1100, 100, 0);
+	CEV(LS_EV_ARRIVED, 100 + head_us, seq + 185, 0, seq);
+	CEV(LS_EV_READ, 110 + head_us, seq + 185, 185, 0);
+	seq += 185;
+	for (int f = 0; f < n; f++) {
+		CEV(LS_EV_ARRIVED, 100 + frame_us[f], seq + 120, 0, seq);
+		CEV(LS_EV_READ, 110 + frame_us[f], seq + 120, 120, 0);
+		seq += 120;
+	}
+}
+
+/* llama.cpp's llama-server (measured, one thread): the head ~3 ms after the request (it has
+ * tokenized the prompt), the first token after the prompt step (~11 ms), then ~1 ms apart. The
+ * quarter rule misses it (4 x 3 > 8); the first gap standing out of the stream's own tells it. */
+Test(watch, head_told_by_a_first_gap_that_stands_out)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+	const uint64_t frames[6] = { 11000, 12000, 13000, 14100, 15000, 16000 };
+
+	stream_at(st, 2900, frames, 6);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 1);
+	cr_expect_eq(w.ex[0].head_apart, 1);
+	cr_expect_eq(w.ex[0].first_data_ns, 11100 * US, "TTFT ends at the first token, not the head");
+	cr_expect_eq(w.ex[0].n_gaps, 5);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+/* A server that writes its head with the first frame: its first gap is one like the rest, so
+ * the first burst stays the first frame (the rule needs the gap to stand out). */
+Test(watch, even_gaps_keep_the_first_burst_as_a_frame)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+	const uint64_t frames[5] = { 8000, 11000, 14000, 17000, 20000 };
+
+	stream_at(st, 5000, frames, 5);
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 1);
+	cr_expect_eq(w.ex[0].head_apart, 0);
+	cr_expect_eq(w.ex[0].first_data_ns, 5100 * US);
+	cr_expect_eq(w.ex[0].n_gaps, 5);
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}
+
+/* Five requests on one connection to a server whose head is 185 bytes. Two have their head
+ * 0.1 ms after the send and the first frame 10 ms later (the timing rule finds the head). Three,
+ * as llama-server batching them writes: the head 3 ms in, the first frame 1 ms after it (inside
+ * the 2 ms preamble: one burst with the head), then frames 2 ms apart. No majority; the heads
+ * the rule found are all 185 bytes, so the three bursts' first 185 bytes, their own arrival,
+ * are heads too, and each TTFT ends at its first frame. */
+Test(watch, head_of_the_size_the_timing_rule_found)
+{
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_watch w;
+	struct ls_watch_opts o = { 0 };
+	uint32_t seq = 5000;
+
+	for (int r = 0; r < 5; r++) {
+		uint64_t t0 = 100000 * (uint64_t)(r + 1);
+		uint64_t head = r < 2 ? 100 : 3000, first = r < 2 ? 10000 : 4000;
+		CEV(LS_EV_SEND_START, t0, 1000 + 100 * r, 100, 0);
+		CEV(LS_EV_SEND_END, t0 + 5, 1100 + 100 * r, 100, 0);
+		CEV(LS_EV_ARRIVED, t0 + head, seq + 185, 0, seq);
+		CEV(LS_EV_READ, t0 + head + 10, seq + 185, 185, 0);
+		seq += 185;
+		for (int f = 0; f < 4; f++) {
+			uint64_t at = t0 + first + 2000 * (uint64_t)f;
+			CEV(LS_EV_ARRIVED, at, seq + 120, 0, seq);
+			CEV(LS_EV_READ, at + 10, seq + 120, 120, 0);
+			seq += 120;
+		}
+	}
+	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
+	cr_assert_eq(w.n_ex, 5);
+	for (int r = 0; r < 5; r++) {
+		uint64_t t0 = 100000ull * (r + 1);
+		cr_expect_eq(w.ex[r].head_apart, 1, "request %d", r);
+		cr_expect_eq(w.ex[r].first_data_ns, (t0 + (r < 2 ? 10000 : 4000)) * US, "request %d", r);
+		cr_expect_eq(w.ex[r].first_data_read_ns, (t0 + (r < 2 ? 10000 : 4000) + 10) * US, "request %d", r);
+	}
+	ls_watch_free(&w);
+	ls_evstore_free(st);
+}

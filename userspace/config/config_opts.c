@@ -12,7 +12,8 @@ const struct ls_opt ls_config_opts[] = {
 	{ "backend", O_BACKEND, LS_ARG_ONE, "NAME",
 	  "openai (= vllm, sglang-oai, lmdeploy, scalellm: /v1/completions), openai-chat (= vllm-chat, "
 	  "sglang-oai-chat, lmdeploy-chat), sglang (= sglang-native: /generate), tgi (/generate_stream), "
-	  "tensorrt-llm (= trt: /v2/models/ensemble/generate_stream) [the profile's: openai]", "server" },
+	  "tensorrt-llm (= trt: /v2/models/ensemble/generate_stream), llama.cpp-native (llama-server's "
+	  "/completion; llama.cpp is vLLM's name for openai) [the profile's: openai]", "server" },
 	{ "base-url", O_BASE_URL, LS_ARG_ONE, "URL",
 	  "server root, e.g. http://127.0.0.1:8000 (else http://HOST:PORT)", NULL },
 	{ "host", O_HOST, LS_ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },

@@ -27,6 +27,7 @@ static const struct {
 	{ "scalellm", LS_BACKEND_OPENAI },       { "tgi", LS_BACKEND_TGI },
 	{ "tensorrt-llm", LS_BACKEND_TRT },      { "trt", LS_BACKEND_TRT },
 	{ "llama.cpp", LS_BACKEND_OPENAI },      /* vLLM's benchmark sends it OpenAI completions */
+	{ "llama.cpp-native", LS_BACKEND_LLAMACPP },
 };
 #define N_NAMES (sizeof(names) / sizeof(names[0]))
 
@@ -57,6 +58,7 @@ const char *ls_backend_name(enum ls_backend backend)
 	case LS_BACKEND_SGLANG: return "sglang";
 	case LS_BACKEND_TGI: return "tgi";
 	case LS_BACKEND_TRT: return "tensorrt-llm";
+	case LS_BACKEND_LLAMACPP: return "llama.cpp-native";
 	}
 	return "unknown";
 }
@@ -69,6 +71,7 @@ const char *ls_backend_default_endpoint(enum ls_backend backend)
 	case LS_BACKEND_SGLANG: return "/generate";
 	case LS_BACKEND_TGI: return "/generate_stream";
 	case LS_BACKEND_TRT: return "/v2/models/ensemble/generate_stream"; /* SGLang's default model name */
+	case LS_BACKEND_LLAMACPP: return "/completion";
 	}
 	return "/v1/completions";
 }
@@ -79,7 +82,7 @@ void ls_decode_state_init(struct ls_decode_state *st)
 	st->last_text_len = 0;
 }
 
-static cJSON *prompt_json(const struct ls_prompt *prompt)
+cJSON *ls_backend_prompt_json(const struct ls_prompt *prompt)
 {
 	if (prompt->text)
 		return cJSON_CreateString(prompt->text);
@@ -115,7 +118,7 @@ char *ls_backend_body(enum ls_backend backend, const char *model, const struct l
 		errno = EINVAL;
 		return NULL;
 	}
-	if (backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT)
+	if (backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT || backend == LS_BACKEND_LLAMACPP)
 		return ls_backend_body_peer(backend, prompt, ignore_eos, len_out);
 	/* Chat messages carry text: token ids must be detokenized by the caller first. */
 	if (backend == LS_BACKEND_OPENAI_CHAT && !prompt->text) {
@@ -127,7 +130,7 @@ char *ls_backend_body(enum ls_backend backend, const char *model, const struct l
 	if (ok && model && backend != LS_BACKEND_SGLANG)
 		ok = cJSON_AddStringToObject(root, "model", model) != NULL;
 	if (ok && backend == LS_BACKEND_OPENAI) {
-		cJSON *p = prompt_json(prompt);
+		cJSON *p = ls_backend_prompt_json(prompt);
 		ok = p && cJSON_AddItemToObject(root, "prompt", p);
 		if (!ok)
 			cJSON_Delete(p);
@@ -140,7 +143,7 @@ char *ls_backend_body(enum ls_backend backend, const char *model, const struct l
 		ok = ok && cJSON_AddStringToObject(msg, "role", "user") &&
 		     cJSON_AddStringToObject(msg, "content", prompt->text);
 	} else if (ok) {
-		cJSON *p = prompt_json(prompt);
+		cJSON *p = ls_backend_prompt_json(prompt);
 		ok = p && cJSON_AddItemToObject(root, prompt->text ? "text" : "input_ids", p);
 		if (!ok)
 			cJSON_Delete(p);
@@ -431,7 +434,7 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 		      struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req)
 {
 	struct ls_frame_fields f;
-	if (backend != LS_BACKEND_TGI && backend != LS_BACKEND_TRT && ls_frame_fast(backend, data, len, &f)) {
+	if (!ls_backend_is_peer(backend) && ls_frame_fast(backend, data, len, &f)) {
 		fr->text_len = 0;
 		decode_fields(backend, &f, st, fr, req);
 		return 0;
@@ -454,7 +457,7 @@ int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len
 	if (!root)
 		return set_malformed(req, "not JSON", data, len);
 	int rc = 0;
-	if (backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT) {
+	if (ls_backend_is_peer(backend)) {
 		rc = cJSON_IsObject(root) ? ls_backend_decode_peer(backend, root, st, fr, req)
 					  : set_malformed(req, "not an object", data, len);
 		if (!rc && !fr->text_len)

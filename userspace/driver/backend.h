@@ -14,6 +14,8 @@ enum ls_backend {
 	LS_BACKEND_SGLANG,      /* SGLang native /generate: cumulative text + meta_info */
 	LS_BACKEND_TGI,         /* TGI /generate_stream: one token per frame, details on the last */
 	LS_BACKEND_TRT,         /* Triton/TensorRT-LLM /v2/models/M/generate_stream: text_output deltas */
+	LS_BACKEND_LLAMACPP,    /* llama.cpp's native /completion: content deltas, cumulative
+				 * tokens_predicted, the last frame stop: true with timings */
 };
 
 /* "openai" | "openai-chat" | "sglang" and the other names vLLM and SGLang use for them

@@ -1,7 +1,8 @@
 /* backend_peer.c — the generation APIs vLLM's and SGLang's benchmarks still drive besides
  * OpenAI's and SGLang's: TGI's /generate_stream and Triton's (TensorRT-LLM) generate_stream.
  * Bodies are what vLLM's backend_request_func.py sends (async_request_tgi,
- * async_request_trt_llm); frames are what those servers stream. */
+ * async_request_trt_llm); frames are what those servers stream. And llama.cpp's native
+ * /completion (llama-server, tools/server/README.md), which neither benchmark drives. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@ int ls_backend_sends_model(enum ls_backend backend)
 
 int ls_backend_final_frame_ends(enum ls_backend backend)
 {
-	return backend == LS_BACKEND_SGLANG || backend == LS_BACKEND_TGI;
+	/* llama-server's /completion stream ends with its stop: true frame, no [DONE] */
+	return backend == LS_BACKEND_SGLANG || backend == LS_BACKEND_TGI || backend == LS_BACKEND_LLAMACPP;
 }
 
 int ls_backend_eof_ends(enum ls_backend backend)
@@ -61,9 +63,25 @@ static int trt_body(cJSON *root, const struct ls_prompt *prompt, int ignore_eos)
 	return ok;
 }
 
+/* llama.cpp's /completion: {"prompt": text or token ids, "n_predict", "stream", "ignore_eos"}.
+ * The model is the one the server loaded: no model field. */
+static char *llamacpp_body(const struct ls_prompt *prompt, int ignore_eos, size_t *len_out)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON *p = root ? ls_backend_prompt_json(prompt) : NULL;
+	int ok = p && cJSON_AddItemToObject(root, "prompt", p);
+	if (!ok)
+		cJSON_Delete(p);
+	ok = ok && cJSON_AddNumberToObject(root, "n_predict", prompt->output_len) &&
+	     cJSON_AddTrueToObject(root, "stream") && cJSON_AddBoolToObject(root, "ignore_eos", ignore_eos);
+	return ls_backend_print_body(root, ok, len_out);
+}
+
 char *ls_backend_body_peer(enum ls_backend backend, const struct ls_prompt *prompt, int ignore_eos,
 			   size_t *len_out)
 {
+	if (backend == LS_BACKEND_LLAMACPP)
+		return llamacpp_body(prompt, ignore_eos, len_out);
 	if (!prompt->text) { /* neither API takes token ids */
 		errno = EINVAL;
 		return NULL;
@@ -79,6 +97,8 @@ static int error_frame(const cJSON *root, struct ls_request *req)
 	const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
 	if (!err || cJSON_IsNull(err))
 		return 0;
+	if (cJSON_IsObject(err)) /* llama.cpp: {"error": {"code", "message", "type"}} */
+		return ls_backend_stream_error(cJSON_GetObjectItemCaseSensitive(err, "message"), req);
 	return ls_backend_stream_error(err, req);
 }
 
@@ -115,12 +135,44 @@ static void decode_tgi(const cJSON *root, struct ls_decode_state *st, struct ls_
 	}
 }
 
+/* {"content": "new text", "tokens": [ids], "stop": false, "tokens_predicted": k (cumulative),
+ * "tokens_evaluated": prompt tokens}; the last frame has stop: true, the counts and "timings".
+ * A frame's tokens are what tokens_predicted grew by: a frame that holds back a partial UTF-8
+ * character carries a token and no text, the next two tokens and their text. */
+static void decode_llamacpp(const cJSON *root, struct ls_decode_state *st, struct ls_frame *fr,
+			    struct ls_request *req)
+{
+	const cJSON *content = cJSON_GetObjectItemCaseSensitive(root, "content");
+	int32_t cum = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(root, "tokens_predicted"));
+	int32_t prompt = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(root, "tokens_evaluated"));
+	if (cJSON_IsString(content)) {
+		fr->flags |= LS_FRAME_CHOICES;
+		fr->text_len = (uint32_t)strlen(content->valuestring);
+	}
+	if (cum >= 0) {
+		fr->tokens = cum >= st->last_cum_tokens ? cum - st->last_cum_tokens : -1;
+		fr->cum_tokens = cum;
+		st->last_cum_tokens = cum;
+	}
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "stop"))) {
+		fr->flags |= LS_FRAME_FINISH | LS_FRAME_USAGE;
+		if (cum >= 0)
+			req->usage_completion_tokens = cum;
+		if (prompt >= 0)
+			req->usage_prompt_tokens = prompt;
+	}
+}
+
 int ls_backend_decode_peer(enum ls_backend backend, const cJSON *root, struct ls_decode_state *st,
 			   struct ls_frame *fr, struct ls_request *req)
 {
 	int rc = error_frame(root, req);
 	if (rc)
 		return rc;
+	if (backend == LS_BACKEND_LLAMACPP) {
+		decode_llamacpp(root, st, fr, req);
+		return 0;
+	}
 	if (backend == LS_BACKEND_TGI) {
 		decode_tgi(root, st, fr, req);
 		return 0;

@@ -105,15 +105,14 @@ char *ls_server_first_model(struct ls_server *s)
 	return name;
 }
 
-int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens)
+static int tokenize(struct ls_server *s, const char *field, const char *text, uint32_t *tokens)
 {
-	struct ls_server *s = ctx;
 	cJSON *req = cJSON_CreateObject();
 	if (!req)
 		return -ENOMEM;
 	if (s->model)
 		cJSON_AddStringToObject(req, "model", s->model);
-	cJSON_AddStringToObject(req, "prompt", text);
+	cJSON_AddStringToObject(req, field, text);
 	char *body = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	if (!body)
@@ -131,6 +130,23 @@ int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens)
 	else
 		rc = -EPROTO;
 	cJSON_Delete(root);
+	return rc;
+}
+
+int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens)
+{
+	struct ls_server *s = ctx;
+	if (s->tokenize_content)
+		return tokenize(s, "content", text, tokens);
+	int rc = tokenize(s, "prompt", text, tokens);
+	if (rc || *tokens || !*text)
+		return rc;
+	uint32_t n = 0;
+	rc = tokenize(s, "content", text, &n);
+	if (!rc && n) {
+		s->tokenize_content = 1;
+		*tokens = n;
+	}
 	return rc;
 }
 
@@ -164,11 +180,16 @@ static int detokenize_ok(struct ls_server *s, uint32_t id)
 	return -2;
 }
 
-/* The vocabulary from /v1/models' vocab_size; 0 when it does not say. */
+/* The vocabulary from /v1/models' vocab_size (vLLM, SGLang) or meta.n_vocab (llama.cpp's
+ * llama-server, whose /detokenize answers an id past the vocabulary with a 500, not a 4xx, so
+ * the search below cannot find it); 0 when it does not say. */
 static uint32_t listed_vocab(struct ls_server *s)
 {
 	cJSON *root = get_json(s, "/v1/models", NULL);
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(first_model(root), "vocab_size");
+	const cJSON *model = first_model(root);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(model, "vocab_size");
+	if (!v)
+		v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(model, "meta"), "n_vocab");
 	uint32_t vocab = cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9 ? (uint32_t)v->valuedouble : 0;
 	cJSON_Delete(root);
 	return vocab;

@@ -11,6 +11,7 @@ struct ls_server {
 	const char *model;             /* may be NULL */
 	struct ls_http_opts http;
 	uint64_t    tokenize_calls;
+	int         tokenize_content;  /* /tokenize reads "content" (llama.cpp), not "prompt" */
 	char        why[320];          /* what the last failed probe got back, in words */
 };
 
@@ -27,7 +28,9 @@ int ls_server_wait_ready(struct ls_server *s, double timeout_s);
  * (no answer, HTTP 401/403: the API key, another status with its Content-Type, no "data"). */
 char *ls_server_first_model(struct ls_server *s);
 
-/* ls_token_count_fn over POST /tokenize ({"model", "prompt"} -> "count" or len("tokens")). */
+/* ls_token_count_fn over POST /tokenize ({"model", "prompt"} -> "count" or len("tokens")).
+ * llama.cpp's llama-server reads "content" and answers "prompt" with no tokens: an empty answer
+ * for a text that is not empty is asked again with "content", which it then keeps using. */
 int ls_server_count_tokens(void *ctx, const char *text, uint32_t *tokens);
 
 /* 1 when /tokenize answers for a probe text. */

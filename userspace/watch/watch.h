@@ -55,6 +55,9 @@ struct ls_watch_exchange {
 	uint32_t first_gap, n_gaps; /* its arrival-to-arrival gaps: gaps[first_gap ..) (data bursts) */
 	uint64_t burst2_ns;      /* the second burst: where the first frame is when the first is the head */
 	uint32_t burst2_seq;
+	uint32_t burst1_bytes;   /* bytes of the first burst, when a second followed (else 0) */
+	uint64_t arr2_ns;        /* a second arrival inside the first burst: when, */
+	uint32_t arr2_off;       /* and at which byte of the response it starts (0: none) */
 	uint64_t srv_read_ns;    /* the server read the whole request (watched server) */
 	uint64_t srv_write_ns;   /* the server started writing the first frame */
 };

@@ -1,9 +1,15 @@
 /* watch_split.c — inside one exchange: its arrivals grouped in bursts (LS_WATCH_BURST_NS),
  * the response head told apart, the first frame, the arrival-to-arrival gaps; and the watched
- * server's side of each exchange. The head rule (timing only: the probes never read payload):
+ * server's side of each exchange. The head rule (timing and sizes: the probes never read payload):
  * servers that stream (vLLM, SGLang, the simulator) write the response head as soon as they
  * take the request, and the first token a step or more later. The first burst is the head when
- * a second one follows and the first came in under a quarter of the time to the second. */
+ * a second one follows and the first came in under a quarter of the time to the second; or when
+ * the gap after it stands out from the stream's own (over 4 times the median of the later
+ * gaps) and is longer than the wait for it: llama.cpp's llama-server writes its head once it has
+ * tokenized the prompt (~3 ms on one thread) and the first token after the prompt step (~8 ms),
+ * which the quarter rule took for a first frame, so the prompt step was counted as an
+ * inter-token gap and left out of TTFT. Across a server's responses, the size of the heads
+ * these found tells the rest (ls_watch_heads_by_server). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +56,46 @@ static void first_data_read(struct ls_watch *w, uint32_t ix, size_t first_read)
 		}
 }
 
+/* The size of the heads the timing rule found on a server port, when it found two or more and
+ * all of one size (a server's head is the same bytes for every response); 0 else. */
+static uint32_t head_size(const struct ls_watch *w, uint16_t port)
+{
+	uint32_t size = 0, n = 0;
+	for (size_t j = 0; j < w->n_ex; j++) {
+		const struct ls_watch_exchange *x = &w->ex[j];
+		if (w->conns[x->conn].rport != port || x->head_apart != 1)
+			continue;
+		if (n++ && x->burst1_bytes != size)
+			return 0;
+		size = x->burst1_bytes;
+	}
+	return n >= 2 ? size : 0;
+}
+
+/* What the server-wide rule makes of exchange x, whose head the timing rule did not find,
+ * when heads are `size` bytes (0: not known) and most of its server's responses had one
+ * (majority): 2, the head is its first burst (the frame is the next burst); 3, the head is the
+ * first `size` bytes of its first burst, which a frame arriving within the preamble joined;
+ * 0, no head apart. */
+static int head_by_server(const struct ls_watch_exchange *x, uint32_t size, int majority)
+{
+	if (x->head_apart)
+		return x->head_apart;
+	if (size && x->arr2_off == size && (x->n_bursts < 2 || x->burst1_bytes != size))
+		return 3;
+	if (x->n_bursts >= 2 && x->n_gaps && (majority || (size && x->burst1_bytes == size)))
+		return 2;
+	return 0;
+}
+
 /* A server writes its head apart from the first frame for every response or for none: when
  * most responses from one server port had it apart, so do the others that came in two or more
- * bursts (a busy server's head can come late enough to miss the timing rule). */
+ * bursts (a busy server's head can come late enough to miss the timing rule). And a server's
+ * head is the same bytes each time: when the timing rule found heads of one size, a first burst
+ * of that size is a head too (a frame with it would make it longer), and so are the first that
+ * many bytes of a longer first burst when they came in their own arrival. (llama-server batching
+ * requests writes the first token one batch step after its head, or within the preamble: the
+ * timing rule found 3 of 16 heads.) */
 void ls_watch_heads_by_server(struct ls_watch *w)
 {
 	for (size_t i = 0; i < w->n_conns; i++) {
@@ -67,12 +110,13 @@ void ls_watch_heads_by_server(struct ls_watch *w)
 				multi++;
 				apart += w->ex[j].head_apart;
 			}
-		if (2 * apart <= multi)
+		uint32_t size = head_size(w, port);
+		int majority = 2 * apart > multi;
+		if (!majority && !size)
 			continue;
 		for (j = 0; j < w->n_ex; j++)
-			if (w->conns[w->ex[j].conn].rport == port && !w->ex[j].head_apart && w->ex[j].n_bursts >= 2 &&
-			    w->ex[j].n_gaps)
-				w->ex[j].head_apart = 2; /* flipped below, in one pass over the gaps */
+			if (w->conns[w->ex[j].conn].rport == port)
+				w->ex[j].head_apart = head_by_server(&w->ex[j], size, majority); /* done below */
 	}
 	size_t out = 0;
 	for (size_t j = 0; j < w->n_ex; j++) {
@@ -85,6 +129,11 @@ void ls_watch_heads_by_server(struct ls_watch *w)
 			from++;
 			n--;
 			first_data_read(w, (uint32_t)j, 0);
+		} else if (x->head_apart == 3) { /* inside the first burst: no gap was the head's */
+			x->head_apart = 1;
+			x->first_data_ns = x->arr2_ns;
+			x->data_seq += x->arr2_off;
+			first_data_read(w, (uint32_t)j, 0);
 		}
 		if (n)
 			memmove(&w->gaps[out], &w->gaps[from], n * sizeof(*w->gaps));
@@ -93,6 +142,28 @@ void ls_watch_heads_by_server(struct ls_watch *w)
 		out += n;
 	}
 	w->n_gaps = out;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* 1 when exchange x's first gap is over 4 times the median of the gaps after it (the first 63
+ * of them: enough for a median) and longer than to_first, the wait for the first burst. */
+static int first_gap_stands_out(const struct ls_watch *w, const struct ls_watch_exchange *x, uint64_t to_first)
+{
+	uint64_t later[63];
+	size_t n = x->n_gaps - 1;
+	if (x->n_gaps < 3)
+		return 0;
+	if (n > 63)
+		n = 63;
+	memcpy(later, &w->gaps[x->first_gap + 1], n * sizeof(*later));
+	qsort(later, n, sizeof(*later), cmp_u64);
+	uint64_t first = w->gaps[x->first_gap];
+	return first > 4 * later[n / 2] && first > to_first;
 }
 
 int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
@@ -111,6 +182,10 @@ int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 		/* the first burst spans LS_WATCH_PREAMBLE_NS from its start: TLS 1.3 tickets and the head */
 		uint64_t apart = x->n_bursts == 1 ? (a->ts - burst_ts[0] > LS_WATCH_PREAMBLE_NS) :
 						    (a->ts - prev_ts > LS_WATCH_BURST_NS);
+		if (x->n_bursts == 1 && !apart && !x->arr2_off && a->from != burst_from[0]) {
+			x->arr2_ns = a->ts; /* where the head ends, if it does here (heads_by_server) */
+			x->arr2_off = a->from - burst_from[0];
+		}
 		if (!x->n_bursts || apart) {
 			if (x->n_bursts < 2) {
 				burst_ts[x->n_bursts] = a->ts;
@@ -133,8 +208,10 @@ int ls_watch_split(struct build *b, uint32_t ix, size_t first_read)
 	x->data_seq = burst_from[0];
 	x->burst2_ns = burst_ts[1];
 	x->burst2_seq = burst_from[1];
+	x->burst1_bytes = x->n_bursts >= 2 ? burst_from[1] - burst_from[0] : 0;
 	uint64_t to_first = burst_ts[0] > x->sent_ns ? burst_ts[0] - x->sent_ns : 0;
-	if (x->n_bursts >= 2 && x->sent_ns && 4 * to_first < burst_ts[1] - burst_ts[0])
+	if (x->n_bursts >= 2 && x->sent_ns &&
+	    (4 * to_first < burst_ts[1] - burst_ts[0] || first_gap_stands_out(w, x, to_first)))
 		head_apart(w, ix);
 	first_data_read(w, ix, first_read);
 	return 0;

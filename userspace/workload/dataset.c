@@ -197,6 +197,82 @@ static char *prefixed_word_run(uint64_t pre_start, uint32_t pre, uint64_t start,
 	return both;
 }
 
+/* Word counts tried so far: the most that gave too few tokens, the fewest that gave too many. */
+struct word_bracket {
+	uint32_t lo, lo_got, hi, hi_got;
+};
+
+/* The next word count to try, from the last (words gave got tokens); 0 when none can be nearer
+ * the target. Tokens per word is anything but 1 (a character-level vocabulary gives 3-4, a
+ * word-level one 1): a step of (target - got) words diverged there, so the count is scaled by
+ * target / got until the target is bracketed, then the line between the two ends is followed
+ * (a token count grows with the words, so the bracket holds the answer). */
+static uint32_t next_word_count(uint32_t words, uint32_t got, uint32_t target, struct word_bracket *b)
+{
+	if (got < target && words >= b->lo)
+		b->lo = words, b->lo_got = got;
+	if (got > target && (!b->hi || words <= b->hi))
+		b->hi = words, b->hi_got = got;
+	if (!got || (b->hi && b->hi <= b->lo + 1 && b->lo_got < target))
+		return 0; /* no tokens: no scale to go by; neighbours: no count between them */
+	double next;
+	if (b->hi && b->lo_got && b->hi_got > b->lo_got)
+		next = b->lo + (double)(target - b->lo_got) * (b->hi - b->lo) / (b->hi_got - b->lo_got);
+	else
+		next = (double)words * target / got;
+	uint32_t w = next < 1 ? 1 : next > 1e8 ? 100000000u : (uint32_t)(next + 0.5);
+	if (b->hi && w >= b->hi)
+		w = b->hi - 1;
+	if (w <= b->lo && b->lo_got)
+		w = b->lo + 1;
+	return w == words ? 0 : w;
+}
+
+/* The bracket's end nearest the target, when it is nearer than the last try (words, got):
+ * its word count (prefix included), or 0 to keep the last. */
+static uint32_t nearest_end(const struct word_bracket *b, uint32_t pre, uint32_t words, uint32_t got,
+			    uint32_t target, uint32_t *best_got)
+{
+	uint32_t best = 0, off = got > target ? got - target : target - got;
+	if (b->lo > pre && b->lo != pre + words && target - b->lo_got < off)
+		best = b->lo, *best_got = b->lo_got, off = target - b->lo_got;
+	if (b->hi > pre && b->hi != pre + words && b->hi_got - target < off)
+		best = b->hi, *best_got = b->hi_got;
+	return best;
+}
+
+/* The words of prompt p (after a prefix of pre words) until the server counts target tokens,
+ * or as near as whole words get (8 counts at most). */
+static int fit_prompt(struct ls_prompt *p, uint32_t pre, uint64_t pre_start, uint64_t start, uint32_t target,
+		      ls_token_count_fn count, void *count_ctx)
+{
+	struct word_bracket br = { 0 };
+	uint32_t words = target - pre, got = 0;
+	for (int round = 0; round < 8; round++) {
+		free(p->text);
+		if (!(p->text = prefixed_word_run(pre_start, pre, start, words)))
+			return -ENOMEM;
+		int err = count(count_ctx, p->text, &got);
+		if (err)
+			return err;
+		p->prompt_len = got;
+		if (got == target)
+			return 0;
+		uint32_t next = next_word_count(pre + words, got, target, &br);
+		if (!next || (pre && next <= pre))
+			break;
+		words = next - pre;
+	}
+	uint32_t best_got = 0, best = nearest_end(&br, pre, words, got, target, &best_got);
+	if (!best)
+		return 0;
+	free(p->text);
+	if (!(p->text = prefixed_word_run(pre_start, pre, start, best - pre)))
+		return -ENOMEM;
+	p->prompt_len = best_got; /* counted already: the same words give the same text */
+	return 0;
+}
+
 int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o, ls_token_count_fn count,
 			   void *count_ctx)
 {
@@ -209,31 +285,21 @@ int ls_dataset_random_text(struct ls_dataset *ds, const struct ls_random_opts *o
 		uint32_t pre = o->prefix_len;
 		uint64_t pre_start = pre ? p->token_ids[0] : 0;
 		uint64_t start = p->n_token_ids > pre ? p->token_ids[pre] : 0;
-		uint32_t target = p->prompt_len, words = target - pre;
+		uint32_t target = p->prompt_len;
 		free(p->token_ids);
 		p->token_ids = NULL;
 		p->n_token_ids = 0;
-		for (int round = 0; round < 4; round++) {
+		if (!count) {
 			free(p->text);
-			p->text = prefixed_word_run(pre_start, pre, start, words);
-			if (!p->text) {
-				ls_dataset_free(ds);
-				return -ENOMEM;
-			}
-			if (!count) {
-				ds->lens_estimated = 1;
-				break;
-			}
-			uint32_t got;
-			if ((err = count(count_ctx, p->text, &got))) {
-				ls_dataset_free(ds);
-				return err;
-			}
-			p->prompt_len = got;
-			if (got == target)
-				break;
-			int64_t next = (int64_t)words + ((int64_t)target - (int64_t)got);
-			words = next < 1 ? (pre ? 0 : 1) : (uint32_t)next;
+			p->text = prefixed_word_run(pre_start, pre, start, target - pre);
+			ds->lens_estimated = 1;
+			err = p->text ? 0 : -ENOMEM;
+		} else {
+			err = fit_prompt(p, pre, pre_start, start, target, count, count_ctx);
+		}
+		if (err) {
+			ls_dataset_free(ds);
+			return err;
 		}
 	}
 	return 0;
