@@ -57,6 +57,7 @@ void ls_request_reset(struct ls_request *req, uint64_t id)
 	req->fd = -1;
 	req->usage_prompt_tokens = -1;
 	req->usage_completion_tokens = -1;
+	req->engine_prompt_n = req->engine_predicted_n = req->engine_cache_n = -1;
 }
 
 void ls_request_free(struct ls_request *req)

@@ -83,6 +83,13 @@ struct ls_request {
 	uint64_t body_bytes;              /* response body bytes received */
 	uint64_t text_bytes;              /* generated text bytes */
 
+	/* The engine's own account of the request where its stream gives one (llama.cpp's
+	 * "timings" in the last frame): prompt tokens it computed and for how long, tokens it
+	 * generated and for how long, prompt tokens it took from its cache. Counts -1 and times 0
+	 * when not given. */
+	int32_t  engine_prompt_n, engine_predicted_n, engine_cache_n;
+	uint64_t engine_prompt_ns, engine_predicted_ns;
+
 	uint32_t n_frames, cap_frames;
 	struct ls_frame *frames;
 };

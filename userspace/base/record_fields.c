@@ -41,6 +41,11 @@ const struct ls_field ls_request_fields[] = {
 	REQ(usage_completion_tokens, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
 	REQ(body_bytes, LS_FK_U64),
 	REQ(text_bytes, LS_FK_U64),
+	REQ(engine_prompt_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
+	REQ(engine_prompt_ns, LS_FK_U64),
+	REQ(engine_predicted_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
+	REQ(engine_predicted_ns, LS_FK_U64),
+	REQ(engine_cache_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
 };
 const size_t ls_n_request_fields = sizeof(ls_request_fields) / sizeof(ls_request_fields[0]);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "base/numconv.h"
 #include "driver/backend.h"
 #include "driver/backend_int.h"
 #include "base/strbuf.h"
@@ -442,6 +443,22 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 	return ls_backend_decode_json(backend, data, len, st, fr, req);
 }
 
+/* llama.cpp's "timings" {prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n} (server
+ * common's server_slot_stats::to_json), on the last frame of its native and OpenAI streams. */
+static void engine_timings(const cJSON *root, struct ls_request *req)
+{
+	const cJSON *t = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "timings") : NULL;
+	if (!cJSON_IsObject(t))
+		return;
+	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(t, "prompt_ms");
+	const cJSON *gm = cJSON_GetObjectItemCaseSensitive(t, "predicted_ms");
+	req->engine_prompt_n = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(t, "prompt_n"));
+	req->engine_predicted_n = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(t, "predicted_n"));
+	req->engine_cache_n = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(t, "cache_n"));
+	req->engine_prompt_ns = cJSON_IsNumber(pm) ? ls_d2u64(pm->valuedouble * 1e6) : 0;
+	req->engine_predicted_ns = cJSON_IsNumber(gm) ? ls_d2u64(gm->valuedouble * 1e6) : 0;
+}
+
 int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len,
 			   struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req)
 {
@@ -457,6 +474,7 @@ int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len
 	if (!root)
 		return set_malformed(req, "not JSON", data, len);
 	int rc = 0;
+	engine_timings(root, req);
 	if (ls_backend_is_peer(backend)) {
 		rc = cJSON_IsObject(root) ? ls_backend_decode_peer(backend, root, st, fr, req)
 					  : set_malformed(req, "not an object", data, len);

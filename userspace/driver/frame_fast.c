@@ -15,7 +15,7 @@
 
 #define FAST_DEPTH_MAX 16 /* frames nest 4 deep; cJSON allows 1000 */
 #define FAST_NUM_MAX   40 /* cJSON reads a number through a 64-byte buffer */
-#define FAST_OUT_MAX   10 /* wanted members of a backend, all levels */
+#define FAST_OUT_MAX   11 /* wanted members of a backend, all levels */
 
 enum vtype { V_NONE, V_OBJ, V_ARR, V_STR, V_NUM, V_NULL, V_BOOL };
 
@@ -344,7 +344,7 @@ static int scan_obj(struct cur *c, struct val *v, const struct want *w, int dept
 
 /* Where each backend's members land in the out slots. */
 enum { S_ERROR, S_OBJECT, S_A, S_B, S_C0_TEXT, S_C0_FINISH, S_PROMPT, S_COMPLETION, S_CONTENT, S_REASONING,
-       S_META_FINISH = S_C0_TEXT };
+       S_TIMINGS, S_META_FINISH = S_C0_TEXT };
 
 static const struct member usage_m[] = { MEMBER("prompt_tokens", S_PROMPT, 0, NULL),
 					 MEMBER("completion_tokens", S_COMPLETION, 0, NULL) };
@@ -362,13 +362,17 @@ static const struct member meta_m[] = { MEMBER("prompt_tokens", S_PROMPT, 0, NUL
 					MEMBER("finish_reason", S_META_FINISH, 0, NULL) };
 static const struct want meta_w = { meta_m, 3 };
 
+/* "timings" (llama.cpp's account of the request, on its last frame) is cJSON's to read. */
 static const struct member openai_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
-					  MEMBER("choices", S_A, 1, &c0_w), MEMBER("usage", S_B, 0, &usage_w) };
+					  MEMBER("choices", S_A, 1, &c0_w), MEMBER("usage", S_B, 0, &usage_w),
+					  MEMBER("timings", S_TIMINGS, 0, NULL) };
 static const struct member chat_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
-					MEMBER("choices", S_A, 1, &chat_c0_w), MEMBER("usage", S_B, 0, &usage_w) };
+					MEMBER("choices", S_A, 1, &chat_c0_w), MEMBER("usage", S_B, 0, &usage_w),
+					MEMBER("timings", S_TIMINGS, 0, NULL) };
 static const struct member sglang_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
-					  MEMBER("text", S_A, 0, NULL), MEMBER("meta_info", S_B, 0, &meta_w) };
-static const struct want openai_w = { openai_m, 4 }, chat_w = { chat_m, 4 }, sglang_w = { sglang_m, 4 };
+					  MEMBER("text", S_A, 0, NULL), MEMBER("meta_info", S_B, 0, &meta_w),
+					  MEMBER("timings", S_TIMINGS, 0, NULL) };
+static const struct want openai_w = { openai_m, 5 }, chat_w = { chat_m, 5 }, sglang_w = { sglang_m, 5 };
 
 /* A count as int_value() reads it: -1 when absent or no number; -2 to decline. */
 static int64_t count(const struct val *v)
@@ -442,9 +446,9 @@ int ls_frame_fast(enum ls_backend backend, const char *data, size_t len, struct 
 	skip_ws(&c);
 	if (c.p != c.end)
 		return 0; /* cJSON ignores what follows the object; JSON does not */
-	/* An error object (backend.c: error_object) is cJSON's to report. */
+	/* An error object (backend.c: error_object) is cJSON's to report, an engine's timings its to read. */
 	const struct val *obj = &out[S_OBJECT];
-	if (present(&out[S_ERROR]) ||
+	if (present(&out[S_ERROR]) || present(&out[S_TIMINGS]) ||
 	    (obj->type == V_STR && (!obj->plain || (obj->len == 5 && !memcmp(obj->at + 1, "error", 5)))))
 		return 0;
 	return fields(backend, out, f) == 0;

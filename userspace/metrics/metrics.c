@@ -557,6 +557,50 @@ static void summaries(const struct ls_run *run, const struct ls_read_rules *rule
 	itl_stats(run, rules, s, m);
 }
 
+enum engine_series { ENGINE_PROMPT, ENGINE_DECODE, ENGINE_OUTSIDE };
+
+/* One series of the engine's account into buf: how many values. */
+static size_t engine_series(const struct ls_run *run, const struct ls_read_rules *rules, const struct scratch *s,
+			    enum engine_series which, double *buf)
+{
+	size_t k = 0;
+	for (size_t i = 0, v = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup)
+			continue;
+		const struct ls_req_view *view = &s->views[v++];
+		if (!view->ok || !r->engine_prompt_ns)
+			continue;
+		double prompt_s = (double)r->engine_prompt_ns / NS;
+		if (which == ENGINE_PROMPT)
+			buf[k++] = prompt_s;
+		else if (which == ENGINE_OUTSIDE)
+			buf[k++] = view->ttft_s[rules->origin] - prompt_s;
+		else if (r->engine_predicted_n > 0 && r->engine_predicted_ns)
+			buf[k++] = (double)r->engine_predicted_ns / NS / r->engine_predicted_n;
+	}
+	return k;
+}
+
+/* The engine's own account of each request, where its stream gave one. */
+static void engine_account(const struct ls_run *run, const struct ls_read_rules *rules, const struct scratch *s,
+			   struct ls_metrics *m)
+{
+	if (s->buf_n < m->n)
+		return;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (r->warmup || !r->engine_prompt_ns)
+			continue;
+		m->engine_prompt_tokens += r->engine_prompt_n > 0 ? (uint64_t)r->engine_prompt_n : 0;
+		m->engine_cached_tokens += r->engine_cache_n > 0 ? (uint64_t)r->engine_cache_n : 0;
+	}
+	m->engine_n = engine_series(run, rules, s, ENGINE_PROMPT, s->buf);
+	ls_stat_compute(s->buf, m->engine_n, rules, &m->engine_prompt);
+	ls_stat_compute(s->buf, engine_series(run, rules, s, ENGINE_DECODE, s->buf), rules, &m->engine_decode_per_token);
+	ls_stat_compute(s->buf, engine_series(run, rules, s, ENGINE_OUTSIDE, s->buf), rules, &m->ttft_outside_prompt);
+}
+
 /* Tokens per frame, throughputs and Little's-law concurrency over the duration. */
 static void throughputs(const struct ls_read_rules *rules, const struct scratch *s, const struct tally *t,
 			struct ls_metrics *m)
@@ -628,6 +672,7 @@ int ls_metrics_compute(const struct ls_run *run, const struct ls_read_rules *rul
 	throughputs(rules, &s, &t, m);
 	goodput_of(rules, goodput, &s, m);
 	connections(run, m);
+	engine_account(run, rules, &s, m);
 	if (peak_output(run, rules, &s, m) || peak_concurrency(run, &s, m) || in_flight_bins(run, &s, m))
 		goto fail;
 	scratch_free(&s);

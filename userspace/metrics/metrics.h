@@ -187,6 +187,14 @@ struct ls_metrics {
 	struct ls_stat itl_frame, itl_token;
 	struct ls_stat slot_wait, dispatch, queue; /* queue = started - scheduled */
 
+	/* The engine's own account (ls_request.engine_*: llama.cpp's timings), over the ok measured
+	 * requests that carry it: its prompt compute, its decode time per generated token, and this
+	 * profile's TTFT less the prompt compute (what the engine's prompt time does not cover:
+	 * its queue and frontend, the network, the client). engine_n 0: no request had one. */
+	size_t   engine_n;
+	uint64_t engine_prompt_tokens, engine_cached_tokens;
+	struct ls_stat engine_prompt, engine_decode_per_token, ttft_outside_prompt;
+
 	/* Tokens per gated frame (speculative decoding shows here): counts per bucket. */
 	uint64_t tpf_hist[LS_TPF_MAX + 1];
 	uint64_t tpf_unknown;

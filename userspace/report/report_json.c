@@ -72,6 +72,20 @@ static void add_preconnect(cJSON *o, const struct ls_report_ctx *ctx)
 	cJSON_AddNumberToObject(pc, "ms", ctx->preconnect_ms);
 }
 
+/* "engine": the engine's own account of its requests (llama.cpp's timings), when they had one. */
+static void add_engine(cJSON *o, const struct ls_metrics *m)
+{
+	if (!m->engine_n)
+		return;
+	cJSON *e = cJSON_AddObjectToObject(o, "engine");
+	cJSON_AddNumberToObject(e, "n", (double)m->engine_n);
+	cJSON_AddNumberToObject(e, "prompt_tokens", (double)m->engine_prompt_tokens);
+	cJSON_AddNumberToObject(e, "cached_tokens", (double)m->engine_cached_tokens);
+	cJSON_AddItemToObject(e, "prompt", stat_obj(&m->engine_prompt, &m->rules));
+	cJSON_AddItemToObject(e, "ttft_outside_prompt", stat_obj(&m->ttft_outside_prompt, &m->rules));
+	cJSON_AddItemToObject(e, "decode_per_token", stat_obj(&m->engine_decode_per_token, &m->rules));
+}
+
 static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ctx *ctx)
 {
 	const struct ls_read_rules *r = &m->rules;
@@ -118,6 +132,7 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 	}
 	cJSON_AddItemToObject(o, "itl_frame", stat_obj(&m->itl_frame, r));
 	cJSON_AddItemToObject(o, "itl_token", stat_obj(&m->itl_token, r));
+	add_engine(o, m);
 	cJSON *tpf = cJSON_AddObjectToObject(o, "tokens_per_frame");
 	if (tpf) {
 		double hist[LS_TPF_MAX + 1];

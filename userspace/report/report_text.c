@@ -215,6 +215,20 @@ static void server_gone(FILE *out, const struct ls_report_ctx *ctx)
 	line_s(out, "Server stopped accepting connections:", gone);
 }
 
+/* The engine's own account of its requests (llama.cpp's timings), beside latscope's clocks. */
+static void engine_account(FILE *out, const struct ls_metrics *m)
+{
+	if (!m->engine_n)
+		return;
+	char n[96];
+	snprintf(n, sizeof(n), "%zu requests, %llu prompt tokens (%llu from its cache)", m->engine_n,
+		 (unsigned long long)m->engine_prompt_tokens, (unsigned long long)m->engine_cached_tokens);
+	line_s(out, "Engine's own account (timings):", n);
+	stat_line(out, "Engine prompt compute (ms):", &m->engine_prompt);
+	stat_line(out, "TTFT outside it (ms):", &m->ttft_outside_prompt);
+	stat_line(out, "Engine decode per token (ms):", &m->engine_decode_per_token);
+}
+
 /* --preconnect: the connections opened before the clock (ls_run.n_preconnected). */
 static void preconnected(FILE *out, const struct ls_report_ctx *ctx)
 {
@@ -306,6 +320,7 @@ static void latscope_block(FILE *out, const struct ls_metrics *m, const struct l
 	}
 	stat_line(out, "ITL per frame, chunk (ms):", &m->itl_frame);
 	stat_line(out, "ITL per token, amortised (ms):", &m->itl_token);
+	engine_account(out, m);
 	line_f(out, "Concurrency by Little's law:", m->littles_concurrency);
 	tokens_per_frame(out, m);
 	failures(out, m);
