@@ -617,11 +617,12 @@ static int report(struct bench *b)
 	ls_bench_peer_rules_line(out, &b->cfg);
 	/* Attribute first (MPI: every rank's requests): the client delay is a figure of the run, in
 	 * its checks, its result JSON and its record file's last line. */
-	int probes_rc = ls_bench_probes_attribute(b->probes, &b->run) == -ENOMEM ? -ENOMEM : 0;
+	int attr_rc = ls_bench_probes_attribute(b->probes, &b->run); /* -EIO: --gpu-dir unread, said */
 	b->run.client_delay_p99_ns = ls_bench_probes_client_delay_p99(b->probes, &b->run);
-	int results_rc = probes_rc ? probes_rc : results(b, out);
+	int results_rc = attr_rc == -ENOMEM ? -ENOMEM : results(b, out), probes_rc = attr_rc;
 	if (results_rc >= 0) {
-		probes_rc = ls_bench_probes_report(b->probes, &b->run, out);
+		int files_rc = ls_bench_probes_report(b->probes, &b->run, out);
+		probes_rc = probes_rc ? probes_rc : files_rc;
 		ls_bench_mpi_report(out);
 		ls_checks_print(out, &b->checks);
 	}
