@@ -1,8 +1,7 @@
 /* lab/lab_records.c — a `latscope bench --record` file reduced to what the TCP/TLS experiment
  * needs: TTFT, connect and TLS handshake medians, and whether reused connections really
- * skipped both. Lines: a header {"latscope_record":..}, one object per request (stamps in ns
- * after base_ns, 0 = did not happen; frames as [arrived_ns, stream_off, bytes, text_len, ...]
- * arrays), an optional {"latscope_run_end":..}. */
+ * skipped both. Each request line is read by base's record tables (base/record_fields.h), the
+ * reader `latscope report` uses; only differences of stamps are taken, so base_ns is not needed. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 #include "lab/lab.h"
 #include "base/record.h"
+#include "base/record_fields.h"
 
 struct dvec {
 	double *v;
@@ -30,49 +30,69 @@ static int dvec_push(struct dvec *d, double x)
 	return 0;
 }
 
-static double num(const cJSON *obj, const char *key)
-{
-	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-	if (cJSON_IsNumber(item))
-		return item->valuedouble;
-	if (cJSON_IsString(item) && item->valuestring)
-		return strtod(item->valuestring, NULL);
-	return 0;
-}
-
 /* When the first token arrived: the first frame with choices (LS_FRAME_CHOICES), even if its
  * text is empty (a special token): a text gate would make TTFT jump by a whole step whenever
  * the sampled first token has no text. Else the first frame. 0 if none. */
-static double first_token_frame(const cJSON *frames)
+static uint64_t first_token_frame(const struct ls_request *r)
 {
-	double first_any = 0;
-	const cJSON *f;
+	for (uint32_t i = 0; i < r->n_frames; i++)
+		if (r->frames[i].arrived_ns && (r->frames[i].flags & LS_FRAME_CHOICES))
+			return r->frames[i].arrived_ns;
+	for (uint32_t i = 0; i < r->n_frames; i++)
+		if (r->frames[i].arrived_ns)
+			return r->frames[i].arrived_ns;
+	return 0;
+}
+
+/* One request line, read by base's tables (record_fields.h) with stamps as ns after base 0. */
+static int read_request(const cJSON *obj, struct ls_request *r)
+{
+	ls_request_reset(r, 0);
+	ls_fields_get(obj, ls_request_fields, ls_n_request_fields, r, 0);
+	const cJSON *frames = cJSON_GetObjectItemCaseSensitive(obj, "frames"), *f;
 	cJSON_ArrayForEach(f, frames) {
-		double arrived, flags;
-		if (cJSON_IsArray(f)) {
-			const cJSON *a = cJSON_GetArrayItem(f, 0), *fl = cJSON_GetArrayItem(f, 6);
-			arrived = cJSON_IsNumber(a) ? a->valuedouble : 0;
-			flags = cJSON_IsNumber(fl) ? fl->valuedouble : 0;
-		} else {
-			arrived = num(f, "arrived_ns");
-			flags = num(f, "flags");
-		}
-		if (arrived <= 0)
-			continue;
-		if (flags > 0 && flags < 4294967296.0 && ((uint32_t)flags & LS_FRAME_CHOICES))
-			return arrived;
-		if (!first_any)
-			first_any = arrived;
+		struct ls_frame *fr = ls_request_add_frame(r);
+		if (!fr)
+			return -1;
+		if (ls_frame_get(f, fr, 0))
+			r->n_frames--; /* not a frame of this version: left out */
 	}
-	return first_any;
+	return 0;
+}
+
+/* One request's figures into out and the vectors. 0 or -1 (out of memory). */
+static int add_request(const struct ls_request *r, struct lab_run_fig *out, struct dvec *ttft, struct dvec *conn,
+		       struct dvec *tls)
+{
+	if (r->fail != LS_OK) {
+		out->failed++;
+		return 0;
+	}
+	uint64_t first = first_token_frame(r);
+	int bad = 0;
+	if (first > r->started_ns && r->started_ns)
+		bad |= dvec_push(ttft, (double)(first - r->started_ns) / 1e6);
+	if (r->new_connection) {
+		out->new_conns++;
+		if (r->connect_ns > r->started_ns && r->started_ns)
+			bad |= dvec_push(conn, (double)(r->connect_ns - r->started_ns) / 1e6);
+		if (r->tls_ns > r->connect_ns && r->connect_ns)
+			bad |= dvec_push(tls, (double)(r->tls_ns - r->connect_ns) / 1e6);
+	} else if (r->connect_ns || r->tls_ns) {
+		out->reused_with_setup++;
+	}
+	out->n++;
+	return bad ? -1 : 0;
 }
 
 int lab_records_parse(const char *text, struct lab_run_fig *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct dvec ttft = { 0 }, conn = { 0 }, tls = { 0 };
+	struct ls_request r;
 	int rc = 0, lineno = 0;
 	const char *line = text;
+	memset(&r, 0, sizeof(r));
 	while (line && *line) {
 		const char *end = strchr(line, '\n');
 		size_t len = end ? (size_t)(end - line) : strlen(line);
@@ -87,41 +107,17 @@ int lab_records_parse(const char *text, struct lab_run_fig *out)
 			}
 			continue;
 		}
-		if (cJSON_GetObjectItemCaseSensitive(obj, "latscope_record") ||
-		    cJSON_GetObjectItemCaseSensitive(obj, "latscope_run_end") || num(obj, "warmup") != 0) {
-			cJSON_Delete(obj);
-			continue;
-		}
-		const cJSON *fail = cJSON_GetObjectItemCaseSensitive(obj, "fail");
-		if (cJSON_IsString(fail) && strcmp(fail->valuestring, "ok")) {
-			out->failed++;
-			cJSON_Delete(obj);
-			continue;
-		}
-		double started = num(obj, "started_ns"), connect = num(obj, "connect_ns");
-		double tls_done = num(obj, "tls_ns");
-		int fresh = num(obj, "new_connection") != 0;
-		double first = first_token_frame(cJSON_GetObjectItemCaseSensitive(obj, "frames"));
-		int bad = 0;
-		if (first > started && started > 0)
-			bad |= dvec_push(&ttft, (first - started) / 1e6);
-		if (fresh) {
-			out->new_conns++;
-			if (connect > started && started > 0)
-				bad |= dvec_push(&conn, (connect - started) / 1e6);
-			if (tls_done > connect && connect > 0)
-				bad |= dvec_push(&tls, (tls_done - connect) / 1e6);
-		} else if (connect > 0 || tls_done > 0) {
-			out->reused_with_setup++;
-		}
-		out->n++;
-		cJSON_Delete(obj);
-		if (bad) {
+		int skip = cJSON_GetObjectItemCaseSensitive(obj, "latscope_record") ||
+			   cJSON_GetObjectItemCaseSensitive(obj, "latscope_run_end");
+		if (!skip && (read_request(obj, &r) || (!r.warmup && add_request(&r, out, &ttft, &conn, &tls)))) {
 			fprintf(stderr, "lab: out of memory reading records\n");
 			rc = -1;
-			break;
 		}
+		cJSON_Delete(obj);
+		if (rc)
+			break;
 	}
+	ls_request_free(&r);
 	out->ttft_ms = lab_pct_dbl(ttft.v, ttft.n, 50);
 	out->connect_ms = lab_pct_dbl(conn.v, conn.n, 50);
 	out->tls_ms = lab_pct_dbl(tls.v, tls.n, 50);
