@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "base/json_file.h"
+#include "cmd/bench_peer.h"
 #include "config/config.h"
 #include "driver/request_extra.h"
 #include "workload/ramp.h"
@@ -452,5 +454,80 @@ Test(peer_cli, config_file_takes_rules_and_lists, .init = cr_redirect_stderr)
 	cr_expect_eq(c.peer.req.n_headers, 2);
 	cr_expect_str_eq(c.peer.req.headers[1], "x-b: 2");
 	cr_expect_eq(c.peer.n_metadata, 1);
+	ls_config_free(&c);
+}
+
+/* Python's repr(float): what vLLM's f"{request_rate}qps" and json.dump write. */
+Test(peer_files, python_float_repr)
+{
+	static const struct { double x; const char *py; } cases[] = {
+		{ 20, "20.0" }, { 1, "1.0" }, { 0.5, "0.5" }, { 2.25, "2.25" }, { 0.1, "0.1" }, { 1e-4, "0.0001" },
+		{ 1e-5, "1e-05" }, { 1.5e-7, "1.5e-07" }, { 1e16, "1e+16" }, { 123456789012345.0, "123456789012345.0" },
+		{ 1.0 / 3, "0.3333333333333333" }, { 100, "100.0" }, { 0, "0.0" }, { -3.5, "-3.5" },
+		{ INFINITY, "inf" }, { 1e22, "1e+22" }, { 12.5e3, "12500.0" },
+	};
+	char buf[64];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ls_py_float(cases[i].x, buf, sizeof(buf));
+		cr_expect_str_eq(buf, cases[i].py, "%.17g", cases[i].x);
+	}
+}
+
+/* vLLM's compute_result_filename: f"{label}-{args.request_rate}qps{concurrency}-{model}-{date}.json" */
+Test(peer_files, vllm_result_name_has_the_rate_as_python_writes_it, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	char name[256];
+	const char *a[] = { "--request-rate", "20", "--max-concurrency", "4", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_assert_eq(ls_bench_peer_result_name(&c, "org/m", "20260101-000000", name, sizeof(name)), 1);
+	cr_expect_str_eq(name, "openai-20.0qps-concurrency4-m-20260101-000000.json");
+	ls_config_free(&c);
+	const char *b[] = { "--backend", "vllm", "--request-rate", "0.5", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0);
+	ls_bench_peer_result_name(&c, "m", "D", name, sizeof(name));
+	cr_expect_str_eq(name, "vllm-0.5qps-m-D.json");
+	ls_config_free(&c);
+	const char *d[] = { "--label", "x", NULL };
+	cr_assert_eq(t_config_parse(&c, d), 0);
+	ls_bench_peer_result_name(&c, "m", "D", name, sizeof(name));
+	cr_expect_str_eq(name, "x-infqps-m-D.json");
+	ls_config_free(&c);
+}
+
+/* argparse stores an nargs list: a repeated --metadata (--header, --lora-modules) keeps the last. */
+Test(peer_cli, a_repeated_list_flag_keeps_the_last, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--metadata", "a=1", "b=2", "--header", "x-a=1", "--metadata", "c=3", "--header", "x-b=2",
+			    "x-c=3", "--lora-modules", "l1", "l2", "--lora-modules", "l3", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_assert_eq(c.peer.n_metadata, 1);
+	cr_expect_str_eq(c.peer.metadata[0], "c=3");
+	cr_expect_eq(c.peer.req.n_headers, 2);
+	cr_assert_eq(c.peer.req.n_lora, 1);
+	cr_expect_str_eq(c.peer.req.lora[0], "l3");
+	ls_config_free(&c);
+}
+
+/* vLLM's default --percentile-metrics is ttft,tpot,itl; SGLang's line and latscope's rules keep E2EL. */
+Test(peer_cli, default_percentile_metrics_are_the_harness_own, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--num-prompts", "5", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0);
+	cr_expect_eq(c.percentile_metrics, LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL);
+	ls_config_free(&c);
+	const char *b[] = { "--percentile-metrics", "e2el,ttft", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0);
+	cr_expect_eq(c.percentile_metrics, LS_PM_TTFT | LS_PM_E2EL);
+	ls_config_free(&c);
+	const char *d[] = { "--rules", "honest", NULL };
+	cr_assert_eq(t_config_parse(&c, d), 0);
+	cr_expect(c.percentile_metrics & LS_PM_E2EL);
+	ls_config_free(&c);
+	const char *e[] = { "--harness", "sglang", "--dataset-name", "random", NULL };
+	cr_assert_eq(t_config_parse(&c, e), 0);
+	cr_expect(c.percentile_metrics & LS_PM_E2EL);
 	ls_config_free(&c);
 }

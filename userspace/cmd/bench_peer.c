@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cmd/bench_peer.h"
+#include "base/json_file.h"
 #include "driver/backend.h"
 #include "server/server_ctl.h"
 #include "workload/ramp.h"
@@ -161,21 +162,20 @@ void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *
 int ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap)
 {
 	const struct ls_peer_opts *p = &c->peer;
-	if (!p->label && p->ramp == LS_RAMP_NONE)
-		return 0;
 	const char *label = p->label ? p->label : c->backend_name ? c->backend_name : ls_backend_name(c->profile.send.backend);
 	const char *base = strrchr(model ? model : "model", '/');
 	base = base ? base + 1 : (model ? model : "model");
 	char conc[32] = "", rate[96];
 	if (c->max_concurrency)
 		snprintf(conc, sizeof(conc), "-concurrency%u", c->max_concurrency);
-	if (p->ramp != LS_RAMP_NONE)
-		snprintf(rate, sizeof(rate), "ramp-up-%s-%gqps-%gqps", ls_ramp_name(p->ramp), p->ramp_start_rps,
+	if (p->ramp != LS_RAMP_NONE) /* vLLM's ramp-up rates are ints */
+		snprintf(rate, sizeof(rate), "ramp-up-%s-%.0fqps-%.0fqps", ls_ramp_name(p->ramp), p->ramp_start_rps,
 			 p->ramp_end_rps);
-	else if (isfinite(c->request_rate))
-		snprintf(rate, sizeof(rate), "%gqps", c->request_rate);
-	else
-		snprintf(rate, sizeof(rate), "infqps");
+	else { /* f"{args.request_rate}qps": a Python float, so --request-rate 20 names -20.0qps- */
+		char num[40];
+		ls_py_float(c->request_rate, num, sizeof(num));
+		snprintf(rate, sizeof(rate), "%sqps", num);
+	}
 	snprintf(name, cap, "%s-%s%s-%s-%s.json", label, rate, conc, base, date);
 	return 1;
 }

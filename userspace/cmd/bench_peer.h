@@ -31,7 +31,8 @@ int ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c);
 void ls_bench_peer_before_run(const struct ls_config *c, const struct ls_server *s);
 void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *s);
 
-/* vLLM's result file name (label, ramp-up) into name; 1 when it applies, else 0 (latscope's). */
+/* vLLM's result file name (compute_result_filename: label or backend, rate as a Python float,
+ * ramp-up) into name; 1 (it always applies: bench's own fallback name is no longer reached). */
 int ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap);
 
 /* The report pieces from the config; request_json: ls_request_extra_summary (kept by caller). */

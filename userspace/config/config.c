@@ -253,6 +253,8 @@ static int apply_flags(struct ls_config *c, int argc, char **argv)
 			continue;
 		}
 		const char *why;
+		if (o->arg == LS_ARG_MANY)
+			ls_config_peer_list_begins(c, o->id); /* argparse's nargs store: the last flag's list */
 		do /* an LS_ARG_MANY flag's values one by one (--header A=1 B=2) */
 			if ((why = ls_config_apply(c, o, v ? v : "true"))) {
 				ls_opt_bad_value(PROG, o, v, why);

@@ -407,6 +407,7 @@ static const char *apply_results(struct ls_config *c, enum opt_id id, const char
 {
 	switch (id) {
 	case O_PERCENTILE_METRICS:
+		c->peer.percentile_metrics_set = 1; /* else the harness's default (ls_config_peer_finish) */
 		return ls_parse_percentile_metrics(v, &c->percentile_metrics) ? "must be a comma list of ttft, tpot, itl, e2el" : NULL;
 	case O_METRIC_PERCENTILES:
 		return ls_percentiles_parse(v, &c->profile.read) ?

@@ -402,6 +402,10 @@ int ls_config_peer_finish(struct ls_config *c)
 	}
 	if (p->append_result)
 		c->save_result = 1; /* vLLM writes the file for either flag */
+	/* vLLM's default for a generative model is "ttft,tpot,itl" (serve.py main_async): no E2EL block
+	 * or keys unless asked. SGLang prints E2E latency always; latscope's own rules keep it too. */
+	if (!p->percentile_metrics_set && p->harness == LS_HARNESS_VLLM && !strcmp(c->profile.name, "vllm"))
+		c->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL;
 	if (p->harness == LS_HARNESS_SGLANG) {
 		p->req.rules = LS_BODY_SGLANG;
 		c->port = ls_config_peer_port(c);
@@ -421,4 +425,37 @@ int ls_config_peer_finish(struct ls_config *c)
 		fprintf(stderr, "latscope bench: --plot-throughput: throughput and concurrency over time are in "
 				"latscope's HTML report (--html); the text report prints their peaks\n");
 	return 0;
+}
+
+static void clear_list(char ***list, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	*n = 0;
+}
+
+void ls_config_peer_list_begins(struct ls_config *c, int id)
+{
+	struct ls_peer_opts *p = &c->peer;
+	switch (id) { /* vLLM: --metadata/--header nargs="*", --lora-modules "+"; SGLang the same for its lists */
+	case P_METADATA:
+		clear_list(&p->metadata, &p->n_metadata);
+		break;
+	case P_HEADER:
+		clear_list(&p->req.headers, &p->req.n_headers);
+		break;
+	case P_LORA_MODULES:
+	case P_LORA_NAME:
+		clear_list(&p->req.lora, &p->req.n_lora);
+		break;
+	case P_PROFILE_ACTIVITIES:
+	case P_PROFILE_STAGES:
+		free(*(id == P_PROFILE_STAGES ? &p->profile_stages : &p->profile_activities));
+		*(id == P_PROFILE_STAGES ? &p->profile_stages : &p->profile_activities) = NULL;
+		break;
+	default:
+		break;
+	}
 }
