@@ -74,7 +74,8 @@ int ls_dataset_mooncake(struct ls_dataset *ds, const char *path, const struct ls
 			ls_token_count_fn count, void *count_ctx);
 
 /* SGLang's random (--dataset-name random under SGLang's rules): ShareGPT first human turns,
- * shuffled by seed, each repeated (or cut) to its drawn length in whole words; lengths drawn
+ * shuffled by seed, each repeated to its drawn length in words and cut to that many tokens as
+ * the counter (the server's /tokenize) counts them, as SGLang cuts token ids; lengths drawn
  * [max(int(L r), 1), L] for input and output. Empty prompts are skipped. */
 struct ls_sglang_random_opts {
 	size_t   n;
