@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "base/json_file.h"
+#include "base/rng.h"
 #include "cmd/bench_peer.h"
 #include "config/config.h"
 #include "driver/request_extra.h"
@@ -529,5 +530,40 @@ Test(peer_cli, default_percentile_metrics_are_the_harness_own, .init = cr_redire
 	const char *e[] = { "--harness", "sglang", "--dataset-name", "random", NULL };
 	cr_assert_eq(t_config_parse(&c, e), 0);
 	cr_expect(c.percentile_metrics & LS_PM_E2EL);
+	ls_config_free(&c);
+}
+
+/* SGLang's --lora-request-distribution: distinct is round robin from adapter 0, skewed draws
+ * adapter k with weight alpha^-k (1.5 unless --lora-zipf-alpha), warmups name adapter 0. */
+Test(peer_cli, sglang_lora_distributions, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	uint64_t rng[2];
+	ls_rng_seed(rng, 3);
+	const char *a[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a", "b", "c",
+			    "--lora-request-distribution", "distinct", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	for (size_t i = 0; i < 6; i++)
+		cr_expect_str_eq(ls_request_extra_lora(&c.peer.req, i, 0, rng), c.peer.req.lora[i % 3]);
+	ls_config_free(&c);
+	const char *b[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a", "b", "c",
+			    "--lora-request-distribution", "skewed", "--lora-zipf-alpha", "2", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0, "%s", t_stderr_text());
+	size_t hits[3] = { 0 }, n = 70000;
+	for (size_t i = 0; i < n; i++)
+		hits[ls_request_extra_lora(&c.peer.req, i, 0, rng)[0] - 'a']++;
+	const double want[3] = { 4.0 / 7, 2.0 / 7, 1.0 / 7 }; /* 1, 1/2, 1/4 normalised */
+	for (int k = 0; k < 3; k++)
+		cr_expect(fabs((double)hits[k] / (double)n - want[k]) < 0.01, "adapter %d: %zu of %zu, want %.3f", k,
+			  hits[k], n, want[k]);
+	cr_expect_str_eq(ls_request_extra_lora(&c.peer.req, 0, 1, rng), "a", "warmups use lora_names[0]");
+	ls_config_free(&c);
+	const char *d[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-request-distribution", "skewed",
+			    NULL };
+	cr_assert_eq(t_config_parse(&c, d), 0);
+	cr_expect_float_eq(c.peer.req.lora_zipf_alpha, 1.5, 0);
+	ls_config_free(&c);
+	const char *e[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-zipf-alpha", "0", NULL };
+	cr_expect_eq(t_config_parse(&c, e), 2, "alpha^-k needs alpha > 0");
 	ls_config_free(&c);
 }

@@ -16,7 +16,7 @@ enum peer_id {
 	P_TEMPERATURE, P_TOP_P, P_TOP_K, P_MIN_P, P_FREQUENCY_PENALTY, P_PRESENCE_PENALTY, P_REPETITION_PENALTY,
 	P_LOGPROBS, P_RETURN_LOGPROB, P_TOP_LOGPROBS_NUM, P_LOGPROB_START_LEN,
 	P_EXTRA_BODY, P_SERVED_MODEL_NAME, P_HEADER, P_REQUEST_ID_PREFIX, P_LORA_MODULES, P_LORA_ASSIGNMENT,
-	P_LORA_NAME, P_PROMPT_SUFFIX, P_DISABLE_IGNORE_EOS,
+	P_LORA_NAME, P_LORA_DISTRIBUTION, P_LORA_ZIPF_ALPHA, P_PROMPT_SUFFIX, P_DISABLE_IGNORE_EOS,
 	P_RAMP_STRATEGY, P_RAMP_START, P_RAMP_END,
 	P_SERVER_PROFILE, P_PROFILE_ACTIVITIES, P_PROFILE_START_STEP, P_PROFILE_STEPS, P_PROFILE_NUM_STEPS,
 	P_PROFILE_BY_STAGE, P_PROFILE_STAGES, P_PROFILE_OUTPUT_DIR, P_PROFILE_PREFIX, P_FLUSH_CACHE,
@@ -95,6 +95,9 @@ const struct ls_opt ls_config_peer_opts[] = {
 	{ "lora-modules", P_LORA_MODULES, LS_ARG_MANY, "NAME ...", V "LoRA adapters: each measured request names one as its model", NULL },
 	{ "lora-assignment", P_LORA_ASSIGNMENT, LS_ARG_ONE, "random|round-robin", V "how --lora-modules are picked [random]", NULL },
 	{ "lora-name", P_LORA_NAME, LS_ARG_MANY, "NAME ...", S "LoRA adapters (lora_path): the first for warmups, then uniform", NULL },
+	{ "lora-request-distribution", P_LORA_DISTRIBUTION, LS_ARG_ONE, "uniform|distinct|skewed",
+	  S "how --lora-name adapters are drawn: uniform, distinct (round robin), skewed (Zipf) [uniform]", NULL },
+	{ "lora-zipf-alpha", P_LORA_ZIPF_ALPHA, LS_ARG_ONE, "A", S "skewed: P(adapter k) ~ A^-k [1.5]", NULL },
 	{ "prompt-suffix", P_PROMPT_SUFFIX, LS_ARG_ONE, "TEXT", S "appended to every text prompt", NULL },
 	{ "disable-ignore-eos", P_DISABLE_IGNORE_EOS, LS_ARG_NONE, NULL, S "do not ask the server to ignore EOS", NULL },
 	{ "warmup-requests", O_NUM_WARMUPS, LS_ARG_ONE, "N", S "= --num-warmups [1]", NULL },
@@ -250,6 +253,16 @@ static const char *apply_body(struct ls_config *c, int id, const char *v)
 			return "must be random or round-robin";
 		x->lora_round_robin = !strcmp(v, "round-robin");
 		return NULL;
+	case P_LORA_DISTRIBUTION:
+		if (strcmp(v, "uniform") && strcmp(v, "distinct") && strcmp(v, "skewed"))
+			return "must be uniform, distinct or skewed";
+		x->lora_round_robin = !strcmp(v, "distinct");
+		c->peer.lora_skewed = !strcmp(v, "skewed");
+		return NULL;
+	case P_LORA_ZIPF_ALPHA:
+		if (set_double(&c->peer.lora_zipf_alpha, v, 0, 1e6) || c->peer.lora_zipf_alpha <= 0)
+			return "must be a positive number (weights alpha^-k)";
+		return NULL;
 	case P_PROMPT_SUFFIX:
 		return set_text(&x->prompt_suffix, v);
 	default:
@@ -402,6 +415,8 @@ int ls_config_peer_finish(struct ls_config *c)
 	}
 	if (p->append_result)
 		c->save_result = 1; /* vLLM writes the file for either flag */
+	if (p->lora_skewed) /* SGLang's default alpha is 1.5 */
+		p->req.lora_zipf_alpha = p->lora_zipf_alpha > 0 ? p->lora_zipf_alpha : 1.5;
 	/* vLLM's default for a generative model is "ttft,tpot,itl" (serve.py main_async): no E2EL block
 	 * or keys unless asked. SGLang prints E2E latency always; latscope's own rules keep it too. */
 	if (!p->percentile_metrics_set && p->harness == LS_HARNESS_VLLM && !strcmp(c->profile.name, "vllm"))

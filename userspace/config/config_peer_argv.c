@@ -265,7 +265,7 @@ static const char *const vllm_names[] = {
 static const char *const sglang_names[] = {
 	"warmup-requests", "output-file", "output-details", "flush-cache", "disable-stream", "disable-ignore-eos",
 	"extra-request-body", "apply-chat-template", "return-logprob", "top-logprobs-num", "logprob-start-len",
-	"prompt-suffix", "tokenize-prompt", "lora-name", "tag", "print-requests", "plot-throughput", "profile-",
+	"prompt-suffix", "tokenize-prompt", "lora-name", "lora-request-distribution", "lora-zipf-alpha", "tag", "print-requests", "plot-throughput", "profile-",
 	"sharegpt-context-len", "dataset-offset", "use-trace-timestamps", "gsp-", "mooncake-", NULL,
 };
 
