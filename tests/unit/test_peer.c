@@ -567,3 +567,50 @@ Test(peer_cli, sglang_lora_distributions, .init = cr_redirect_stderr)
 	cr_expect_eq(t_config_parse(&c, e), 2, "alpha^-k needs alpha > 0");
 	ls_config_free(&c);
 }
+
+/* The newer lines: older names are taken, --num-prompts -1 reads the whole file, and what latscope
+ * does not do yet is refused with one line saying what to pass instead. */
+Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--endpoint-type", "openai-chat", "--custom-skip-chat-template", "--dataset-name", "custom",
+			    "--dataset-path", "x.jsonl", "--num-prompts", "-1", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.profile.send.backend, LS_BACKEND_OPENAI_CHAT);
+	cr_expect_str_eq(c.backend_name, "openai-chat");
+	cr_expect_eq(c.num_prompts, 0, "0: every prompt of the file");
+	ls_config_free(&c);
+	const char *b[] = { "--num-prompts", "-1", NULL }; /* random: nothing to take whole */
+	cr_expect_eq(t_config_parse(&c, b), 2);
+	ls_config_free(&c);
+	const char *d[] = { "--num-prompts", "-2", NULL };
+	cr_expect_eq(t_config_parse(&c, d), 2);
+	ls_config_free(&c);
+	static const struct { const char *args[5]; const char *says; } refused[] = {
+		{ { "--backend", "openai-responses", NULL }, "use --backend openai-chat" },
+		{ { "--dataset-name", "timed_trace", "--dataset-path", "t.jsonl", NULL }, "--use-trace-timestamps true" },
+		{ { "--self-timed", NULL }, "--dataset-name jsonl" },
+		{ { "--timed-trace-chunk-hash-size", "16", NULL }, "--dataset-name jsonl" },
+		{ { "--probe-request-rate", "2", NULL }, "run without it" },
+		{ { "--harness", "sglang", "--profile-decode-url", "http://d", NULL }, "each worker yourself" },
+		{ { "--harness", "sglang", "--gsp-num-turns", "3", NULL }, "run --gsp-num-turns 1" },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		cr_expect_eq(t_config_parse(&c, refused[i].args), 2, "%s", refused[i].args[0]);
+		ls_config_free(&c);
+	}
+	char *err = t_stderr_text();
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		cr_expect(strstr(err, refused[i].says), "no \"%s\" in: %s", refused[i].says, err);
+	cr_expect(!strstr(err, "unknown flag"), "%s", err);
+}
+
+Test(peer_cli, sglang_pd_separated_sends_to_the_router_and_skips_the_profiler, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--harness", "sglang", "--dataset-name", "random", "--pd-separated", "--profile", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.peer.server_profile, 0, "SGLang skips the profiler without worker URLs");
+	ls_config_free(&c);
+	cr_expect(strstr(t_stderr_text(), "--pd-separated: requests go to --base-url"));
+}

@@ -149,7 +149,7 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 	}
 	if (c->datasets.gsp_send_routing_key && c->dataset != LS_DATASET_GSP)
 		fprintf(stderr, "latscope bench: --gsp-send-routing-key is read only with generated-shared-prefix\n");
-	size_t n = c->num_prompts + c->datasets.dataset_offset;
+	size_t n = c->num_prompts ? c->num_prompts + c->datasets.dataset_offset : 0; /* 0: the whole file (-1) */
 	int err;
 	switch (c->dataset) {
 	case LS_DATASET_RANDOM:

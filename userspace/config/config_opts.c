@@ -36,7 +36,7 @@ const struct ls_opt ls_config_opts[] = {
 	  "token ids of random prompts stay below N; auto asks the server, at most 32000 [auto]", NULL },
 	{ "sharegpt-output-len", O_SHAREGPT_OUTPUT_LEN, LS_ARG_ONE, "N",
 	  "fixed output length for sharegpt [the gpt turn's length]", NULL },
-	{ "num-prompts", O_NUM_PROMPTS, LS_ARG_ONE, "N", "measured requests [1000]", NULL },
+	{ "num-prompts", O_NUM_PROMPTS, LS_ARG_ONE, "N", "measured requests; -1: every prompt of a custom/jsonl file [1000]", NULL },
 	{ "ignore-eos", O_IGNORE_EOS, LS_ARG_NONE, NULL,
 	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
 	  "profile's default [the profile's: on for sglang]", NULL },
@@ -311,8 +311,12 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	case O_RANDOM_RANGE_SEMANTICS:
 		return ls_range_semantics_parse(v, &c->profile.send.range_semantics) ? "must be vllm or sglang" : NULL;
 	case O_NUM_PROMPTS:
+		if (!strcmp(v, "-1")) { /* vLLM: every prompt of the dataset file (0 here; config_check limits it) */
+			c->num_prompts = 0;
+			return NULL;
+		}
 		if (parse_u64(v, 10000000, &u) || !u)
-			return "must be a count 1..10000000";
+			return "must be a count 1..10000000, or -1 (every prompt of the dataset file)";
 		c->num_prompts = (size_t)u;
 		return NULL;
 	default:

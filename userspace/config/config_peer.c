@@ -26,7 +26,7 @@ enum peer_id {
 	P_NOTE_FIRST,
 	P_TOKENIZER = P_NOTE_FIRST, P_TOKENIZER_MODE, P_TRUST_REMOTE_CODE, P_SKIP_TOKENIZER_INIT,
 	P_USE_BEAM_SEARCH, P_NO_STREAM, P_SKIP_CHAT_TEMPLATE, P_APPLY_CHAT_TEMPLATE, P_TOKENIZE_PROMPT,
-	P_DISABLE_STREAM, P_TIMELINE_ITL_THRESHOLDS, P_PLOT_NOTE, P_SAVE_DETAILED_NOTE, P_PLOT_DATASET_STATS,
+	P_DISABLE_STREAM, P_PD_SEPARATED, P_TIMELINE_ITL_THRESHOLDS, P_PLOT_NOTE, P_SAVE_DETAILED_NOTE, P_PLOT_DATASET_STATS,
 	P_NOTE_END,
 };
 
@@ -52,6 +52,9 @@ static const char *const notes[P_NOTE_END - P_NOTE_FIRST] = {
 	[P_DISABLE_STREAM - P_NOTE_FIRST] = "--disable-stream: latscope measures streamed responses (TTFT and ITL "
 					   "need frames) and keeps streaming; SGLang's non-streamed TTFT is its "
 					   "E2E latency",
+	[P_PD_SEPARATED - P_NOTE_FIRST] = "--pd-separated: requests go to --base-url (the PD router), as SGLang's "
+					 "do; it changes only where --profile goes (per-worker URLs, which latscope "
+					 "does not take)",
 	[P_TIMELINE_ITL_THRESHOLDS - P_NOTE_FIRST] = "--timeline-itl-thresholds: see --plot-timeline",
 	[P_PLOT_NOTE - P_NOTE_FIRST] = "--plot-timeline: latscope draws the per-request timeline in its HTML report "
 				      "(--html) and its Perfetto trace (--trace FILE); no .timeline.html is written",
@@ -140,8 +143,11 @@ const struct ls_opt ls_config_peer_opts[] = {
 	{ "use-beam-search", P_USE_BEAM_SEARCH, LS_ARG_NONE, NULL, V "accepted; vLLM sends nothing for it either", NULL },
 	{ "no-stream", P_NO_STREAM, LS_ARG_NONE, NULL, V "accepted (HF dataset loading; datasets here are files)", NULL },
 	{ "skip-chat-template", P_SKIP_CHAT_TEMPLATE, LS_ARG_NONE, NULL, V "accepted: no client-side template ever", NULL },
+	{ "custom-skip-chat-template", P_SKIP_CHAT_TEMPLATE, LS_ARG_NONE, NULL, V "= --skip-chat-template (its older name)", NULL },
+	{ "endpoint-type", O_BACKEND, LS_ARG_ONE, "NAME", V "= --backend (its older name)", NULL },
 	{ "apply-chat-template", P_APPLY_CHAT_TEMPLATE, LS_ARG_NONE, NULL, S "accepted: no local tokenizer (see a chat backend)", NULL },
 	{ "tokenize-prompt", P_TOKENIZE_PROMPT, LS_ARG_NONE, NULL, S "accepted: random prompts go as token ids already", NULL },
+	{ "pd-separated", P_PD_SEPARATED, LS_ARG_NONE, NULL, S "accepted: requests go to --base-url (the router)", NULL },
 	{ "disable-stream", P_DISABLE_STREAM, LS_ARG_NONE, NULL, S "accepted: latscope keeps streaming (it measures frames)", NULL },
 };
 #undef V
@@ -432,6 +438,13 @@ int ls_config_peer_finish(struct ls_config *c)
 					"random)\n");
 			return 2;
 		}
+	}
+	if (p->server_profile && ((p->notes >> (P_PD_SEPARATED - P_NOTE_FIRST)) & 1)) {
+		/* SGLang: PD mode profiles the workers' URLs only; without them it skips the profiler */
+		fprintf(stderr, "latscope bench: --profile with --pd-separated: SGLang profiles only the workers' "
+				"--profile-prefill-url/--profile-decode-url, so without them it skips the profiler; "
+				"latscope too\n");
+		p->server_profile = 0;
 	}
 	for (int k = 0; k < P_NOTE_END - P_NOTE_FIRST; k++)
 		if ((p->notes >> k) & 1)
