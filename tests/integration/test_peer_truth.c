@@ -231,6 +231,12 @@ Test(peer_truth, every_dataset_counts_what_the_server_receives, .timeout = 180)
 		{ { "--dataset-name", "burstgpt", "--dataset-path", fixture("burstgpt.csv"), "--num-prompts", "6", NULL }, 6 },
 		{ { "--dataset-name", "custom", "--dataset-path", fixture("custom.jsonl"), "--custom-output-len", "5",
 		    "--num-prompts", "3", NULL }, 3 },
+		/* vLLM's spec_bench: turns[0] of the category's 4 of 12 questions; -1 takes all of them */
+		{ { "--dataset-name", "spec_bench", "--dataset-path", fixture("spec_bench.jsonl"), "--spec-bench-category",
+		    "coding", "--spec-bench-output-len", "5", "--num-prompts", "-1", NULL }, 4 },
+		/* -1: every line of a custom file (3), not the default 1000 with oversampling */
+		{ { "--dataset-name", "custom", "--dataset-path", fixture("custom.jsonl"), "--custom-output-len", "5",
+		    "--num-prompts", "-1", NULL }, 3 },
 		{ { "--dataset-name", "mooncake", "--dataset-path", fixture("mooncake.jsonl"), "--mooncake-num-rounds",
 		    "2", "--num-prompts", "4", NULL }, 8 },
 		{ { "--profile", "sglang", "--dataset-name", "sharegpt", "--dataset-path", fixture("sharegpt.json"),

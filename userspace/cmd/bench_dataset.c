@@ -124,6 +124,12 @@ static int build_peer(const struct ls_config *c, struct ls_server *server, struc
 				(unsigned long long)o.num_groups * o.prompts_per_group);
 		return ls_dataset_gsp(ds, &o, count, server);
 	}
+	case LS_DATASET_SPEC_BENCH: { /* vLLM maps --output-len onto --spec-bench-output-len */
+		struct ls_spec_bench_opts o = { .n = n, .output_len = out_len(c, p->spec_bench_output_len),
+						.category = p->spec_bench_category, .seed = c->seed,
+						.in_order = p->disable_shuffle, .no_oversample = p->no_oversample };
+		return ls_dataset_spec_bench(ds, c->dataset_path, &o, count, server);
+	}
 	case LS_DATASET_MOONCAKE: {
 		struct ls_mooncake_opts o = p->mooncake;
 		o.n = n;

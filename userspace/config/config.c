@@ -283,9 +283,11 @@ int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)
 				"a \"timestamp\" per line, or mooncake\n");
 		return 2;
 	}
-	if (!c->num_prompts && c->dataset != LS_DATASET_JSONL && c->dataset != LS_DATASET_CUSTOM) {
+	if (!c->num_prompts && c->dataset != LS_DATASET_JSONL && c->dataset != LS_DATASET_CUSTOM &&
+	    c->dataset != LS_DATASET_SPEC_BENCH) {
 		fprintf(stderr, "latscope bench: --num-prompts -1 (every prompt) needs a file of prompts (--dataset-name "
-				"custom or jsonl); --dataset-name %s: give a count\n", ls_dataset_kind_name(c->dataset));
+				"custom, jsonl or spec_bench); --dataset-name %s: give a count\n",
+			ls_dataset_kind_name(c->dataset));
 		return 2;
 	}
 	/* --random-range-ratio 1 under vLLM's semantics is read as SGLang's (cmd/bench_dataset.c says so). */

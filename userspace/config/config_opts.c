@@ -20,8 +20,8 @@ const struct ls_opt ls_config_opts[] = {
 	{ "endpoint", O_ENDPOINT, LS_ARG_ONE, "PATH",
 	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
 	{ "model", O_MODEL, LS_ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
-	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt; SGLang's "
-	  "random-ids, generated-shared-prefix, mooncake [random]", "workload" },
+	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt, spec_bench; "
+	  "SGLang's random-ids, generated-shared-prefix, mooncake [random]", "workload" },
 	{ "dataset-path", O_DATASET_PATH, LS_ARG_ONE, "FILE",
 	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp); "
 	  "sonnet's poem text, burstgpt's CSV, mooncake's trace", NULL },
@@ -36,7 +36,7 @@ const struct ls_opt ls_config_opts[] = {
 	  "token ids of random prompts stay below N; auto asks the server, at most 32000 [auto]", NULL },
 	{ "sharegpt-output-len", O_SHAREGPT_OUTPUT_LEN, LS_ARG_ONE, "N",
 	  "fixed output length for sharegpt [the gpt turn's length]", NULL },
-	{ "num-prompts", O_NUM_PROMPTS, LS_ARG_ONE, "N", "measured requests; -1: every prompt of a custom/jsonl file [1000]", NULL },
+	{ "num-prompts", O_NUM_PROMPTS, LS_ARG_ONE, "N", "measured requests; -1: every prompt of a custom/jsonl/spec_bench file [1000]", NULL },
 	{ "ignore-eos", O_IGNORE_EOS, LS_ARG_NONE, NULL,
 	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
 	  "profile's default [the profile's: on for sglang]", NULL },
@@ -59,6 +59,8 @@ const struct ls_opt ls_config_opts[] = {
 	{ "sonnet-input-len", O_SONNET_INPUT_LEN, LS_ARG_ONE, "N", "sonnet (--dataset-path poem.txt): prompt tokens at most [550]", NULL },
 	{ "sonnet-output-len", O_SONNET_OUTPUT_LEN, LS_ARG_ONE, "N", "sonnet: output tokens [150]", NULL },
 	{ "sonnet-prefix-len", O_SONNET_PREFIX_LEN, LS_ARG_ONE, "N", "sonnet: tokens of poem lines shared by every prompt [200]", NULL },
+	{ "spec-bench-output-len", O_SPEC_BENCH_OUTPUT_LEN, LS_ARG_ONE, "N", "spec_bench: output tokens per request [256]", NULL },
+	{ "spec-bench-category", O_SPEC_BENCH_CATEGORY, LS_ARG_ONE, "NAME", "spec_bench: only this \"category\" [every one]", NULL },
 	{ "custom-output-len", O_CUSTOM_OUTPUT_LEN, LS_ARG_ONE, "N", "custom (jsonl of prompts): output tokens when a line has none [256]", NULL },
 	{ "gsp-num-groups", O_GSP_NUM_GROUPS, LS_ARG_ONE, "N", "generated-shared-prefix: system prompts [64]", NULL },
 	{ "gsp-prompts-per-group", O_GSP_PROMPTS_PER_GROUP, LS_ARG_ONE, "N",
@@ -280,7 +282,7 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	case O_DATASET_NAME: /* the name as typed too: SGLang's file name carries it (mooncake-conversation) */
 		if (ls_config_dataset_parse(v, &c->dataset))
 			return "must be random, sharegpt, jsonl, custom, prefix_repetition, sonnet, burstgpt, random-ids, "
-			       "generated-shared-prefix or mooncake";
+			       "spec_bench, generated-shared-prefix or mooncake";
 		return ls_config_set_str(&c->dataset_name, v) ? "out of memory" : NULL;
 	case O_RANDOM_VOCAB_SIZE:
 		if (!strcmp(v, "auto")) {

@@ -298,7 +298,7 @@ static const char *const vllm_names[] = {
 	"ramp-up-", "save-detailed", "append-result", "metadata", "label", "plot-timeline",
 	"timeline-itl-thresholds", "plot-dataset-stats", "no-stream", "skip-chat-template", "custom-skip-chat-template", "endpoint-type", "lora-modules", "lora-assignment",
 	"input-len", "output-len", "random-prefix-len", "random-batch-size", "prefix-repetition-", "sonnet-",
-	"custom-output-len", "disable-shuffle", "no-oversample", "self-timed", NULL,
+	"custom-output-len", "spec-bench-", "disable-shuffle", "no-oversample", "self-timed", NULL,
 };
 static const char *const sglang_names[] = {
 	"warmup-requests", "output-file", "output-details", "flush-cache", "disable-stream", "disable-ignore-eos",
