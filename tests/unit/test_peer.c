@@ -483,6 +483,13 @@ Test(peer_files, vllm_result_name_has_the_rate_as_python_writes_it, .init = cr_r
 	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
 	cr_assert_eq(ls_bench_peer_result_name(&c, "org/m", "20260101-000000", name, sizeof(name)), 1);
 	cr_expect_str_eq(name, "openai-20.0qps-concurrency4-m-20260101-000000.json");
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	cr_assert_eq(ls_bench_peer_traffic_lines(f, &c), 1);
+	fclose(f);
+	cr_expect_str_eq(line, "Traffic request rate: 20.0\n");
+	free(line);
 	ls_config_free(&c);
 	const char *b[] = { "--backend", "vllm", "--request-rate", "0.5", NULL };
 	cr_assert_eq(t_config_parse(&c, b), 0);

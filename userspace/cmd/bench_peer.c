@@ -57,8 +57,12 @@ int ls_bench_peer_arrival(const struct ls_config *c, struct ls_arrival *a, size_
 int ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c)
 {
 	const struct ls_peer_opts *p = &c->peer;
-	if (p->ramp == LS_RAMP_NONE)
-		return 0;
+	if (p->ramp == LS_RAMP_NONE) { /* vLLM: print(f"Traffic request rate: {request_rate}"), a float */
+		char num[40];
+		ls_py_float(c->request_rate, num, sizeof(num));
+		fprintf(out, "Traffic request rate: %s\n", num);
+		return 1;
+	}
 	fprintf(out, "Traffic ramp-up strategy: %s.\nWill increase RPS from %g to %g RPS over the duration of the "
 		     "benchmark.\n", ls_ramp_name(p->ramp), p->ramp_start_rps, p->ramp_end_rps);
 	return 1;
