@@ -565,13 +565,17 @@ Test(peer_cli, sglang_lora_distributions, .init = cr_redirect_stderr)
 			  hits[k], n, want[k]);
 	cr_expect_str_eq(ls_request_extra_lora(&c.peer.req, 0, 1, rng), "a", "warmups use lora_names[0]");
 	ls_config_free(&c);
-	const char *d[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-request-distribution", "skewed",
-			    NULL };
+	const char *d[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a", "b",
+			    "--lora-request-distribution", "skewed", NULL };
 	cr_assert_eq(t_config_parse(&c, d), 0);
 	cr_expect_float_eq(c.peer.req.lora_zipf_alpha, 1.5, 0);
 	ls_config_free(&c);
-	const char *e[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-zipf-alpha", "0", NULL };
-	cr_expect_eq(t_config_parse(&c, e), 2, "alpha^-k needs alpha > 0");
+	const char *e[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-zipf-alpha", "1", NULL };
+	cr_expect_eq(t_config_parse(&c, e), 2, "SGLang asserts alpha > 1");
+	ls_config_free(&c);
+	const char *f[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a",
+			    "--lora-request-distribution", "distinct", NULL };
+	cr_expect_eq(t_config_parse(&c, f), 2, "SGLang asserts more than one adapter");
 	ls_config_free(&c);
 }
 

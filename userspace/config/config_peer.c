@@ -100,7 +100,7 @@ const struct ls_opt ls_config_peer_opts[] = {
 	{ "lora-name", P_LORA_NAME, LS_ARG_MANY, "NAME ...", S "LoRA adapters (lora_path): the first for warmups, then uniform", NULL },
 	{ "lora-request-distribution", P_LORA_DISTRIBUTION, LS_ARG_ONE, "uniform|distinct|skewed",
 	  S "how --lora-name adapters are drawn: uniform, distinct (round robin), skewed (Zipf) [uniform]", NULL },
-	{ "lora-zipf-alpha", P_LORA_ZIPF_ALPHA, LS_ARG_ONE, "A", S "skewed: P(adapter k) ~ A^-k [1.5]", NULL },
+	{ "lora-zipf-alpha", P_LORA_ZIPF_ALPHA, LS_ARG_ONE, "A", S "skewed: P(adapter k) ~ A^-k, A > 1 [1.5]", NULL },
 	{ "prompt-suffix", P_PROMPT_SUFFIX, LS_ARG_ONE, "TEXT", S "appended to every text prompt", NULL },
 	{ "disable-ignore-eos", P_DISABLE_IGNORE_EOS, LS_ARG_NONE, NULL, S "do not ask the server to ignore EOS", NULL },
 	{ "warmup-requests", O_NUM_WARMUPS, LS_ARG_ONE, "N", S "= --num-warmups [1]", NULL },
@@ -264,10 +264,11 @@ static const char *apply_body(struct ls_config *c, int id, const char *v)
 			return "must be uniform, distinct or skewed";
 		x->lora_round_robin = !strcmp(v, "distinct");
 		c->peer.lora_skewed = !strcmp(v, "skewed");
+		c->peer.lora_distinct = !strcmp(v, "distinct");
 		return NULL;
 	case P_LORA_ZIPF_ALPHA:
-		if (set_double(&c->peer.lora_zipf_alpha, v, 0, 1e6) || c->peer.lora_zipf_alpha <= 0)
-			return "must be a positive number (weights alpha^-k)";
+		if (set_double(&c->peer.lora_zipf_alpha, v, 0, 1e6) || c->peer.lora_zipf_alpha <= 1)
+			return "must be greater than 1 (SGLang's check)";
 		return NULL;
 	case P_PROMPT_SUFFIX:
 		return set_text(&x->prompt_suffix, v);
@@ -415,6 +416,8 @@ int ls_config_peer_finish(struct ls_config *c)
 	const char *why = ls_ramp_check(p->ramp, p->ramp_start_rps, p->ramp_end_rps, p->ramp_start_set, p->ramp_end_set);
 	if (!why && p->ramp != LS_RAMP_NONE && p->request_rate_set && isfinite(c->request_rate))
 		why = "when using ramp-up, do not give --request-rate: the ramp-up flags set the rate";
+	if (!why && (p->lora_skewed || p->lora_distinct) && p->req.n_lora < 2) /* SGLang's run_benchmark asserts it */
+		why = "--lora-request-distribution distinct or skewed needs more than one --lora-name adapter";
 	if (why) {
 		fprintf(stderr, "latscope bench: %s\n", why);
 		return 2;
@@ -422,7 +425,7 @@ int ls_config_peer_finish(struct ls_config *c)
 	if (p->append_result)
 		c->save_result = 1; /* vLLM writes the file for either flag */
 	if (p->lora_skewed) /* SGLang's default alpha is 1.5 */
-		p->req.lora_zipf_alpha = p->lora_zipf_alpha > 0 ? p->lora_zipf_alpha : 1.5;
+		p->req.lora_zipf_alpha = p->lora_zipf_alpha > 1 ? p->lora_zipf_alpha : 1.5;
 	/* vLLM's default for a generative model is "ttft,tpot,itl" (serve.py main_async): no E2EL block
 	 * or keys unless asked. SGLang prints E2E latency always; latscope's own rules keep it too. */
 	if (!p->percentile_metrics_set && p->harness == LS_HARNESS_VLLM && !strcmp(c->profile.name, "vllm"))

@@ -39,7 +39,7 @@ struct ls_peer_opts {
 	int      print_requests, plot_throughput, plot_timeline;
 	unsigned notes;               /* bit per accepted flag that only prints what latscope does */
 	int      port_given;          /* --port or --base-url on the command line */
-	int      lora_skewed;         /* SGLang --lora-request-distribution skewed */
+	int      lora_skewed, lora_distinct; /* SGLang --lora-request-distribution skewed / distinct */
 	double   lora_zipf_alpha;     /* SGLang --lora-zipf-alpha (0: not given) */
 	int      percentile_metrics_set; /* --percentile-metrics given (else vLLM's: ttft,tpot,itl) */
 };
