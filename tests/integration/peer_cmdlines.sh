@@ -41,6 +41,7 @@ CASES=(
 	"vllm-spec-bench|vllm|--backend vllm --model meta-llama/Llama-3.1-8B-Instruct --dataset-name spec_bench --dataset-path <spec bench questions> --spec-bench-category coding --spec-bench-output-len 8 --num-prompts -1 --save-result --result-filename spec.json"
 	"sglang-lora-skewed|sglang|--backend sglang --port 30000 --dataset-name random --random-input-len 64 --random-output-len 8 --num-prompts 50 --lora-name a b c --lora-request-distribution skewed --lora-zipf-alpha 2 --output-file lora.jsonl"
 	"sglang-pd-separated|sglang|--backend sglang --base-url http://127.0.0.1:30000 --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --pd-separated --profile"
+	"sglang-pd-profile|sglang|--backend sglang --base-url http://127.0.0.1:30000 --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --pd-separated --profile --profile-prefill-url http://127.0.0.1:8000 --profile-decode-url http://127.0.0.1:9001"
 	"sglang-random-path|sglang|--backend sglang --dataset-name random --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json --random-input 128 --random-output 8 --random-range-ratio 1 --num-prompts 40 --output-file random128.jsonl --output-details"
 	"sglang-mooncake|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model model-name --dataset-name mooncake-conversation --dataset-path <mooncake trace> --mooncake-slowdown-factor 1.0 --mooncake-num-rounds 1 --use-trace-timestamps true --random-output-len 256"
 )
@@ -70,6 +71,7 @@ expect() {
 	vllm-spec-bench) echo "spec.json vllm-completed4" ;;
 	sglang-lora-skewed) echo "lora.jsonl sglang" ;;
 	sglang-pd-separated) echo "sglang_${mmdd}_20_32_8.jsonl sglang-unprofiled" ;;
+	sglang-pd-profile) echo "sglang_${mmdd}_20_32_8.jsonl sglang-pdprofiled" ;;
 	sglang-random-path) echo "random128.jsonl sglang-details-input5120" ;;
 	esac
 }
@@ -189,7 +191,15 @@ run_case() { # name harness args
 		echo "FAIL  $name: no result block"
 		return 1
 	fi
-	case $fmt in *unprofiled)
+	case $fmt in *pdprofiled) # SGLang's _call_profile_pd: each worker, by kind and index
+		for want in "Profiler started for Prefill-0 worker at http://127.0.0.1:8000" \
+			"Profiler started for Decode-0 worker at http://127.0.0.1:9001" \
+			"Profiler stopped for Prefill-0 worker at http://127.0.0.1:8000" \
+			"Profiler stopped for Decode-0 worker at http://127.0.0.1:9001"; do
+			grep -qF "$want" "$dir/out.log" || { echo "FAIL  $name: no \"$want\""; return 1; }
+		done
+		fmt=${fmt%-pdprofiled} ;;
+	*unprofiled)
 		! grep -q "Profiler started" "$dir/out.log" ||
 			{ echo "FAIL  $name: --profile --pd-separated started the profiler (SGLang skips it)"; return 1; }
 		fmt=${fmt%-unprofiled} ;;

@@ -603,7 +603,6 @@ Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redire
 		{ { "--self-timed", NULL }, "--dataset-name jsonl" },
 		{ { "--timed-trace-chunk-hash-size", "16", NULL }, "--dataset-name jsonl" },
 		{ { "--probe-request-rate", "2", NULL }, "run without it" },
-		{ { "--harness", "sglang", "--profile-decode-url", "http://d", NULL }, "each worker yourself" },
 		{ { "--harness", "sglang", "--gsp-num-turns", "3", NULL }, "run --gsp-num-turns 1" },
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
@@ -624,4 +623,15 @@ Test(peer_cli, sglang_pd_separated_sends_to_the_router_and_skips_the_profiler, .
 	cr_expect_eq(c.peer.server_profile, 0, "SGLang skips the profiler without worker URLs");
 	ls_config_free(&c);
 	cr_expect(strstr(t_stderr_text(), "--pd-separated: requests go to --base-url"));
+	const char *b[] = { "--harness", "sglang", "--dataset-name", "random", "--pd-separated", "--profile",
+			    "--profile-prefill-url", "http://p0", "http://p1", "--profile-decode-url", "http://d0", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.peer.server_profile, 1, "the workers' URLs are profiled");
+	cr_expect_eq(c.peer.pd_separated, 1);
+	cr_expect_eq(c.peer.n_prefill_urls, 2);
+	cr_expect_eq(c.peer.n_decode_urls, 1);
+	ls_config_free(&c);
+	const char *d[] = { "--harness", "sglang", "--dataset-name", "random", "--profile-decode-url", "d0", NULL };
+	cr_expect_eq(t_config_parse(&c, d), 2, "a URL, not a name");
+	ls_config_free(&c);
 }

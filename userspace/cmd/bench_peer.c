@@ -145,20 +145,46 @@ static void control(const struct ls_server *s, const char *path, const char *bod
 	fflush(stdout);
 }
 
+/* SGLang's _call_profile_pd: the same POST to each prefill worker, then each decode worker. */
+static void control_workers(const struct ls_config *c, const struct ls_server *s, int start, const char *body)
+{
+	const struct ls_peer_opts *p = &c->peer;
+	printf("%s profiler...\n", start ? "Starting" : "Stopping");
+	for (int kind = 0; kind < 2; kind++)
+		for (size_t i = 0; i < (kind ? p->n_decode_urls : p->n_prefill_urls); i++) {
+			struct ls_server w = *s; /* the run's HTTP options, the worker's root */
+			char why[320] = "";
+			w.base = kind ? p->decode_urls[i] : p->prefill_urls[i];
+			long status = ls_server_post(&w, start ? "/start_profile" : "/stop_profile", body, why, sizeof(why));
+			if (status == 200)
+				printf("Profiler %s for %s-%zu worker at %s\n", start ? "started" : "stopped",
+				       kind ? "Decode" : "Prefill", i, w.base);
+			else
+				printf("Failed to %s profiler for %s-%zu worker at %s: %s\n", start ? "start" : "stop",
+				       kind ? "Decode" : "Prefill", i, w.base, why);
+		}
+	fflush(stdout);
+}
+
 void ls_bench_peer_before_run(const struct ls_config *c, const struct ls_server *s)
 {
 	if (c->peer.flush_cache) /* SGLang: after the warmups, before the profiler */
 		control(s, "/flush_cache", NULL, NULL, NULL);
 	if (c->peer.server_profile) {
 		char *body = sglang_profile_body(&c->peer);
-		control(s, "/start_profile", body, "Starting profiler...", "Profiler started");
+		if (c->peer.pd_separated)
+			control_workers(c, s, 1, body);
+		else
+			control(s, "/start_profile", body, "Starting profiler...", "Profiler started");
 		free(body);
 	}
 }
 
 void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *s)
 {
-	if (c->peer.server_profile)
+	if (c->peer.server_profile && c->peer.pd_separated)
+		control_workers(c, s, 0, c->peer.harness == LS_HARNESS_SGLANG ? "{}" : NULL);
+	else if (c->peer.server_profile)
 		control(s, "/stop_profile", c->peer.harness == LS_HARNESS_SGLANG ? "{}" : NULL, "Stopping profiler...",
 			"Profiler stopped");
 }

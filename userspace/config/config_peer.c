@@ -19,7 +19,8 @@ enum peer_id {
 	P_LORA_NAME, P_LORA_DISTRIBUTION, P_LORA_ZIPF_ALPHA, P_PROMPT_SUFFIX, P_DISABLE_IGNORE_EOS,
 	P_RAMP_STRATEGY, P_RAMP_START, P_RAMP_END,
 	P_SERVER_PROFILE, P_PROFILE_ACTIVITIES, P_PROFILE_START_STEP, P_PROFILE_STEPS, P_PROFILE_NUM_STEPS,
-	P_PROFILE_BY_STAGE, P_PROFILE_STAGES, P_PROFILE_OUTPUT_DIR, P_PROFILE_PREFIX, P_FLUSH_CACHE,
+	P_PROFILE_BY_STAGE, P_PROFILE_STAGES, P_PROFILE_OUTPUT_DIR, P_PROFILE_PREFIX, P_PROFILE_PREFILL_URL, P_PROFILE_DECODE_URL,
+	P_FLUSH_CACHE,
 	P_SAVE_DETAILED, P_APPEND_RESULT, P_METADATA, P_LABEL, P_OUTPUT_FILE, P_OUTPUT_DETAILS, P_TAG,
 	P_PRINT_REQUESTS, P_PLOT_THROUGHPUT, P_PLOT_TIMELINE,
 	/* accepted: latscope does this its own way, and says so in one line */
@@ -53,8 +54,8 @@ static const char *const notes[P_NOTE_END - P_NOTE_FIRST] = {
 					   "need frames) and keeps streaming; SGLang's non-streamed TTFT is its "
 					   "E2E latency",
 	[P_PD_SEPARATED - P_NOTE_FIRST] = "--pd-separated: requests go to --base-url (the PD router), as SGLang's "
-					 "do; it changes only where --profile goes (per-worker URLs, which latscope "
-					 "does not take)",
+					 "do; with --profile, /start_profile and /stop_profile go to each "
+					 "--profile-prefill-url and --profile-decode-url instead",
 	[P_TIMELINE_ITL_THRESHOLDS - P_NOTE_FIRST] = "--timeline-itl-thresholds: see --plot-timeline",
 	[P_PLOT_NOTE - P_NOTE_FIRST] = "--plot-timeline: latscope draws the per-request timeline in its HTML report "
 				      "(--html) and its Perfetto trace (--trace FILE); no .timeline.html is written",
@@ -120,6 +121,9 @@ const struct ls_opt ls_config_peer_opts[] = {
 	{ "profile-stages", P_PROFILE_STAGES, LS_ARG_MANY, "S ...", S "/start_profile profile_stages", NULL },
 	{ "profile-output-dir", P_PROFILE_OUTPUT_DIR, LS_ARG_ONE, "DIR", S "/start_profile output_dir (+ /<time>)", NULL },
 	{ "profile-prefix", P_PROFILE_PREFIX, LS_ARG_ONE, "P", S "/start_profile profile_prefix", NULL },
+	{ "profile-prefill-url", P_PROFILE_PREFILL_URL, LS_ARG_MANY, "URL ...",
+	  S "--pd-separated --profile: the prefill workers profiled (URL/start_profile, /stop_profile)", NULL },
+	{ "profile-decode-url", P_PROFILE_DECODE_URL, LS_ARG_MANY, "URL ...", S "--pd-separated --profile: the decode workers profiled", NULL },
 	{ "flush-cache", P_FLUSH_CACHE, LS_ARG_NONE, NULL, S "POST /flush_cache before the run", NULL },
 	{ "save-detailed", P_SAVE_DETAILED, LS_ARG_NONE, NULL, V "per-request arrays in the result JSON (always there)", NULL },
 	{ "append-result", P_APPEND_RESULT, LS_ARG_NONE, NULL, V "append the result JSON as one more line of the file", NULL },
@@ -316,6 +320,13 @@ static const char *apply_run(struct ls_config *c, int id, const char *v)
 		return set_text(&p->profile_output_dir, v);
 	case P_PROFILE_PREFIX:
 		return set_text(&p->profile_prefix, v);
+	case P_PROFILE_PREFILL_URL:
+	case P_PROFILE_DECODE_URL:
+		if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+			return "must be a worker's URL, http://HOST:PORT";
+		return ls_request_extra_add_str(id == P_PROFILE_PREFILL_URL ? &p->prefill_urls : &p->decode_urls,
+						id == P_PROFILE_PREFILL_URL ? &p->n_prefill_urls : &p->n_decode_urls, v)
+			       ? "out of memory" : NULL;
 	default:
 		return apply_body(c, id, v);
 	}
@@ -372,6 +383,15 @@ const char *ls_config_peer_apply(struct ls_config *c, int id, const char *v)
 	return apply_output(c, id, v);
 }
 
+static void clear_list(char ***list, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	*n = 0;
+}
+
 void ls_config_peer_free(struct ls_peer_opts *p)
 {
 	ls_request_extra_free(&p->req);
@@ -381,11 +401,9 @@ void ls_config_peer_free(struct ls_peer_opts *p)
 		free(*strs[i]);
 		*strs[i] = NULL;
 	}
-	for (size_t i = 0; i < p->n_metadata; i++)
-		free(p->metadata[i]);
-	free(p->metadata);
-	p->metadata = NULL;
-	p->n_metadata = 0;
+	clear_list(&p->metadata, &p->n_metadata);
+	clear_list(&p->prefill_urls, &p->n_prefill_urls);
+	clear_list(&p->decode_urls, &p->n_decode_urls);
 }
 
 /* SGLang downloads ShareGPT to /tmp/ShareGPT_V3_unfiltered_cleaned_split.json once and reads
@@ -442,7 +460,8 @@ int ls_config_peer_finish(struct ls_config *c)
 			return 2;
 		}
 	}
-	if (p->server_profile && ((p->notes >> (P_PD_SEPARATED - P_NOTE_FIRST)) & 1)) {
+	p->pd_separated = (p->notes >> (P_PD_SEPARATED - P_NOTE_FIRST)) & 1;
+	if (p->server_profile && p->pd_separated && !p->n_prefill_urls && !p->n_decode_urls) {
 		/* SGLang: PD mode profiles the workers' URLs only; without them it skips the profiler */
 		fprintf(stderr, "latscope bench: --profile with --pd-separated: SGLang profiles only the workers' "
 				"--profile-prefill-url/--profile-decode-url, so without them it skips the profiler; "
@@ -458,14 +477,6 @@ int ls_config_peer_finish(struct ls_config *c)
 	return 0;
 }
 
-static void clear_list(char ***list, size_t *n)
-{
-	for (size_t i = 0; i < *n; i++)
-		free((*list)[i]);
-	free(*list);
-	*list = NULL;
-	*n = 0;
-}
 
 void ls_config_peer_list_begins(struct ls_config *c, int id)
 {
@@ -480,6 +491,12 @@ void ls_config_peer_list_begins(struct ls_config *c, int id)
 	case P_LORA_MODULES:
 	case P_LORA_NAME:
 		clear_list(&p->req.lora, &p->req.n_lora);
+		break;
+	case P_PROFILE_PREFILL_URL:
+		clear_list(&p->prefill_urls, &p->n_prefill_urls);
+		break;
+	case P_PROFILE_DECODE_URL:
+		clear_list(&p->decode_urls, &p->n_decode_urls);
 		break;
 	case P_PROFILE_ACTIVITIES:
 	case P_PROFILE_STAGES:

@@ -29,6 +29,9 @@ struct ls_peer_opts {
 	char    *profile_activities, *profile_stages, *profile_output_dir, *profile_prefix; /* lists: commas */
 	long     profile_start_step, profile_steps, profile_num_steps; /* -1: not given */
 	int      profile_by_stage;
+	int      pd_separated;        /* SGLang --pd-separated: --profile goes to the workers below */
+	char   **prefill_urls, **decode_urls; /* SGLang --profile-prefill-url / --profile-decode-url */
+	size_t   n_prefill_urls, n_decode_urls;
 	/* output files */
 	int      save_detailed, append_result;
 	char    *label, *tag;

@@ -51,10 +51,6 @@ static const struct {
 	  "--backend openai-chat (/v1/chat/completions streams the same tokens)" },
 	{ "probe-request-rate", NULL, "vLLM's probe requests are not sent by latscope yet: run without it; "
 	  "latscope's per-request kernel stamps (--probes) split each TTFT into queueing and prefill" },
-	{ "profile-prefill-url", NULL, "SGLang's per-worker profiling of a PD deployment is not done by latscope: "
-	  "POST /start_profile and /stop_profile to each worker yourself, or use --profile on one server" },
-	{ "profile-decode-url", NULL, "SGLang's per-worker profiling of a PD deployment is not done by latscope: "
-	  "POST /start_profile and /stop_profile to each worker yourself, or use --profile on one server" },
 };
 
 /* 2 after one line when the flag (or its value) is one latscope does not do yet, else 0. */
