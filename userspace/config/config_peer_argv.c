@@ -45,8 +45,8 @@ static const struct {
 	{ "self-timed", NULL, "vLLM's --self-timed (timed_trace) is not read by latscope yet: " TRACE_INSTEAD },
 	{ "no-self-timed", NULL, "vLLM's --no-self-timed (timed_trace) is not read by latscope yet: " TRACE_INSTEAD },
 	{ "timed-trace-chunk-hash-size", NULL, "vLLM's timed_trace is not read by latscope yet: " TRACE_INSTEAD },
-	{ "timed-trace-sec-multiplier", NULL, "vLLM's timed_trace is not read by latscope yet: " TRACE_INSTEAD
-	  " (scale the timestamps in the file)" },
+	{ "timed-trace-sec-multiplier", NULL, "vLLM's timed_trace is not read by latscope yet; scale the "
+	  "timestamps in the file and " TRACE_INSTEAD },
 	{ "backend", "openai-responses", "vLLM's /v1/responses backend is not latscope's yet (nor the sim's): use "
 	  "--backend openai-chat (/v1/chat/completions streams the same tokens)" },
 	{ "probe-request-rate", NULL, "vLLM's probe requests are not sent by latscope yet: run without it; "
