@@ -33,6 +33,16 @@ CASES=(
 	"vllm-cli-prefix-repetition|vllm|--backend openai --model meta-llama/Llama-2-7b-chat-hf --dataset-name prefix_repetition --num-prompts 100 --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 128 --prefix-repetition-num-prefixes 5 --prefix-repetition-output-len 128"
 	"sglang-gsp|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model meta-llama/Llama-3.1-8B-Instruct --dataset-name generated-shared-prefix --gsp-num-groups 64 --gsp-prompts-per-group 16 --gsp-system-prompt-len 2048 --gsp-question-len 128 --gsp-output-len 256 --num-prompts 1024"
 	"sglang-trt|sglang|--backend trt --base-url http://127.0.0.1:8000 --model your-trt-llm-model --dataset-name random --num-prompts 100 --disable-ignore-eos"
+	# The newer lines (issue 33): vLLM's float rate in the file name, --metadata given twice, the older
+	# names, --num-prompts -1, spec_bench; SGLang's LoRA distributions, --pd-separated, random cut to
+	# tokens from a ShareGPT file.
+	"vllm-rate-metadata|vllm|--backend vllm --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --random-input-len 32 --random-output-len 8 --request-rate 20 --num-prompts 40 --save-result --metadata gpu=h100 tp=1 --metadata version=0.11"
+	"vllm-custom-all|vllm|--endpoint-type vllm --model meta-llama/Llama-3.1-8B-Instruct --dataset-name custom --dataset-path <path-to-your-data-jsonl> --custom-skip-chat-template --custom-output-len 8 --num-prompts -1 --save-result --result-filename all.json"
+	"vllm-spec-bench|vllm|--backend vllm --model meta-llama/Llama-3.1-8B-Instruct --dataset-name spec_bench --dataset-path <spec bench questions> --spec-bench-category coding --spec-bench-output-len 8 --num-prompts -1 --save-result --result-filename spec.json"
+	"sglang-lora-skewed|sglang|--backend sglang --port 30000 --dataset-name random --random-input-len 64 --random-output-len 8 --num-prompts 50 --lora-name a b c --lora-request-distribution skewed --lora-zipf-alpha 2 --output-file lora.jsonl"
+	"sglang-pd-separated|sglang|--backend sglang --base-url http://127.0.0.1:30000 --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --pd-separated --profile"
+	"sglang-pd-profile|sglang|--backend sglang --base-url http://127.0.0.1:30000 --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --pd-separated --profile --profile-prefill-url http://127.0.0.1:8000 --profile-decode-url http://127.0.0.1:9001"
+	"sglang-random-path|sglang|--backend sglang --dataset-name random --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json --random-input 128 --random-output 8 --random-range-ratio 1 --num-prompts 40 --output-file random128.jsonl --output-details"
 	"sglang-mooncake|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model model-name --dataset-name mooncake-conversation --dataset-path <mooncake trace> --mooncake-slowdown-factor 1.0 --mooncake-num-rounds 1 --use-trace-timestamps true --random-output-len 256"
 )
 
@@ -56,6 +66,13 @@ expect() {
 	sglang-gsp) echo "sglang_${mmdd}_1024_generated-shared-prefix.jsonl sglang" ;;
 	sglang-trt) echo "trt_${mmdd}_100_1024_1024.jsonl sglang" ;;
 	sglang-mooncake) echo "sglang_${mmdd}_*_mooncake-conversation.jsonl sglang" ;;
+	vllm-rate-metadata) echo "vllm-20.0qps-Llama-3.1-8B-Instruct-*.json vllm-rate-metadata" ;;
+	vllm-custom-all) echo "all.json vllm-completed100" ;;
+	vllm-spec-bench) echo "spec.json vllm-completed4" ;;
+	sglang-lora-skewed) echo "lora.jsonl sglang" ;;
+	sglang-pd-separated) echo "sglang_${mmdd}_20_32_8.jsonl sglang-unprofiled" ;;
+	sglang-pd-profile) echo "sglang_${mmdd}_20_32_8.jsonl sglang-pdprofiled" ;;
+	sglang-random-path) echo "random128.jsonl sglang-details-input5120" ;;
 	esac
 }
 
@@ -83,6 +100,28 @@ SGLANG = ["tag", "backend", "dataset_name", "request_rate", "max_concurrency", "
           "max_output_tokens_per_s", "max_concurrent_requests"]
 SGLANG_DETAILS = ["input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"]
 text = open(path).read()
+if fmt == "vllm-rate-metadata":  # vLLM: f"{request_rate}qps", json.dump of floats, nargs store, no e2el
+    import re
+    o = json.loads(text)
+    for key, want in (("request_rate", "20.0"), ("burstiness", "1.0")):
+        m = re.search(r'"%s":\s*([^,\s}]+)' % key, text)
+        if not m or m.group(1) != want:
+            sys.exit(f"{path}: {key} written {m.group(1) if m else None}, vLLM writes {want}")
+    if "gpu" in o or "tp" in o or o.get("version") != "0.11":
+        sys.exit(f"{path}: --metadata twice keeps the last flag's pairs only (vLLM's nargs store)")
+    if [k for k in o if "e2el" in k]:
+        sys.exit(f"{path}: E2EL keys without --percentile-metrics (vLLM's default is ttft,tpot,itl)")
+    fmt = "vllm"
+if fmt.startswith("vllm-completed"):  # --num-prompts -1: every prompt of the file
+    n = int(fmt[len("vllm-completed"):])
+    if json.loads(text)["completed"] != n:
+        sys.exit(f"{path}: completed {json.loads(text)['completed']}, the file has {n} prompts")
+    fmt = "vllm"
+if fmt.endswith("-input5120"):  # SGLang cuts each prompt to its 128 tokens: 40 x 128
+    line = [l for l in text.split("\n") if l.strip()][-1]
+    if json.loads(line)["total_input_tokens"] != 5120:
+        sys.exit(f"{path}: total_input_tokens {json.loads(line)['total_input_tokens']}, SGLang sends 5120")
+    fmt = fmt[:-len("-input5120")]
 if fmt.startswith("vllm"):
     objs, want = [json.loads(text)], VLLM + (VLLM_DETAILED if fmt == "vllm-detailed" else [])
 else:
@@ -129,6 +168,7 @@ run_case() { # name harness args
 	args=${args//<your data path>/$SCRATCH}
 	args=${args//<path-to-your-data-jsonl>/$SCRATCH/data.jsonl}
 	args=${args//<mooncake trace>/$ROOT/tests/fixtures/peer/mooncake.jsonl}
+	args=${args//<spec bench questions>/$ROOT/tests/fixtures/peer/spec_bench.jsonl}
 	[ "$name" = vllm-profiling ] && cp "$SCRATCH/sharegpt.json" "$dir/"
 	local start=$SECONDS
 	(
@@ -151,7 +191,19 @@ run_case() { # name harness args
 		echo "FAIL  $name: no result block"
 		return 1
 	fi
-	case $fmt in *profiled)
+	case $fmt in *pdprofiled) # SGLang's _call_profile_pd: each worker, by kind and index
+		for want in "Profiler started for Prefill-0 worker at http://127.0.0.1:8000" \
+			"Profiler started for Decode-0 worker at http://127.0.0.1:9001" \
+			"Profiler stopped for Prefill-0 worker at http://127.0.0.1:8000" \
+			"Profiler stopped for Decode-0 worker at http://127.0.0.1:9001"; do
+			grep -qF "$want" "$dir/out.log" || { echo "FAIL  $name: no \"$want\""; return 1; }
+		done
+		fmt=${fmt%-pdprofiled} ;;
+	*unprofiled)
+		! grep -q "Profiler started" "$dir/out.log" ||
+			{ echo "FAIL  $name: --profile --pd-separated started the profiler (SGLang skips it)"; return 1; }
+		fmt=${fmt%-unprofiled} ;;
+	*profiled)
 		grep -q "Profiler started" "$dir/out.log" && grep -q "Profiler stopped" "$dir/out.log" ||
 			{ echo "FAIL  $name: --profile did not start and stop the profiler"; return 1; }
 		fmt=${fmt%-profiled}; [ "$fmt" = profiled ] && fmt=- ;;

@@ -231,6 +231,12 @@ Test(peer_truth, every_dataset_counts_what_the_server_receives, .timeout = 180)
 		{ { "--dataset-name", "burstgpt", "--dataset-path", fixture("burstgpt.csv"), "--num-prompts", "6", NULL }, 6 },
 		{ { "--dataset-name", "custom", "--dataset-path", fixture("custom.jsonl"), "--custom-output-len", "5",
 		    "--num-prompts", "3", NULL }, 3 },
+		/* vLLM's spec_bench: turns[0] of the category's 4 of 12 questions; -1 takes all of them */
+		{ { "--dataset-name", "spec_bench", "--dataset-path", fixture("spec_bench.jsonl"), "--spec-bench-category",
+		    "coding", "--spec-bench-output-len", "5", "--num-prompts", "-1", NULL }, 4 },
+		/* -1: every line of a custom file (3), not the default 1000 with oversampling */
+		{ { "--dataset-name", "custom", "--dataset-path", fixture("custom.jsonl"), "--custom-output-len", "5",
+		    "--num-prompts", "-1", NULL }, 3 },
 		{ { "--dataset-name", "mooncake", "--dataset-path", fixture("mooncake.jsonl"), "--mooncake-num-rounds",
 		    "2", "--num-prompts", "4", NULL }, 8 },
 		{ { "--profile", "sglang", "--dataset-name", "sharegpt", "--dataset-path", fixture("sharegpt.json"),
@@ -258,6 +264,44 @@ Test(peer_truth, every_dataset_counts_what_the_server_receives, .timeout = 180)
 		free(err);
 		expect_lengths_are_the_servers(record, sim.truth, cases[k].n);
 	}
+	t_sim_stop(&sim);
+	t_remove_tree(dir);
+}
+
+/* SGLang's random with a ShareGPT file cuts each prompt to exactly its drawn tokens (token ids
+ * [:N], then decoded): with --random-range-ratio 1 every prompt the sim receives is N tokens,
+ * not N words (~2.4 of the sim's tokens each). */
+Test(peer_truth, sglang_random_prompts_are_cut_to_their_tokens, .timeout = 60)
+{
+	struct t_sim sim;
+	const char *sim_extra[] = { "--step-ms", "1", "--quiet", NULL };
+	cr_assert_eq(t_sim_start(&sim, 0, sim_extra), 0, "simulator did not start");
+	char dir[] = "/tmp/latscope-sr-XXXXXX", record[300];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(record, sizeof(record), "%s/rec.jsonl", dir);
+	const char *args[] = { "--harness", "sglang", "--backend", "sglang", "--dataset-name", "random", "--dataset-path",
+			       fixture("sharegpt.json"), "--random-input-len", "128", "--random-output-len", "4",
+			       "--random-range-ratio", "1", "--num-prompts", "3", NULL };
+	char *err = NULL;
+	cr_assert_eq(run_bench(&sim, record, args, &err), 0, "%s", err ? err : "");
+	free(err);
+	struct ls_run run;
+	struct ls_record_meta meta;
+	cr_assert_eq(ls_record_load(record, &run, &meta), 0);
+	size_t n_truth = 0, total = 0;
+	struct t_peer_truth *truth = t_peer_truth_load(sim.truth, run.n_requests, &n_truth);
+	for (size_t i = run.n_warmup; i < run.n_requests; i++) {
+		const struct t_peer_truth *t = t_peer_truth_find(truth, n_truth, meta.run_tag, run.requests[i].id);
+		cr_assert_not_null(t);
+		cr_expect_eq(t->prompt_tokens, 128, "request %zu: the sim got %d prompt tokens, SGLang sends 128", i,
+			     t->prompt_tokens);
+		cr_expect_eq(run.requests[i].prompt_len, 128);
+		total += (size_t)t->prompt_tokens;
+	}
+	cr_expect_eq(total, 128 * (run.n_requests - run.n_warmup));
+	cr_log_info("sglang random: %zu prompt tokens over %zu prompts", total, run.n_requests - run.n_warmup);
+	t_peer_truth_free(truth, n_truth);
+	ls_run_free(&run);
 	t_sim_stop(&sim);
 	t_remove_tree(dir);
 }

@@ -120,6 +120,6 @@ Test(config_datasets, out_of_scope_values_say_why, .init = cr_redirect_stderr)
 	ls_config_free(&c);
 	const char *err = t_stderr_text();
 	cr_expect(strstr(err, "embedding"), "%s", err);
-	cr_expect(strstr(err, "multi-turn"), "%s", err);
+	cr_expect(strstr(err, "latscope does not keep yet"), "%s", err);
 	cr_expect(strstr(err, "generated-shared-prefix or mooncake"), "%s", err);
 }

@@ -2,6 +2,7 @@
  * determinism under --seed, for vLLM's prefix_repetition, sonnet, burstgpt, random prefix and
  * SGLang's generated-shared-prefix, mooncake and ShareGPT-based random. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,4 +348,37 @@ Test(dataset_peer, oversample_tops_up_with_seeded_copies)
 	cr_expect_eq(ds.prompts[0].output_len, 9, "custom: --custom-output-len when the line has none");
 	ls_dataset_free(&ds);
 	ls_dataset_free(&again);
+}
+
+/* vLLM's spec_bench: turns[0] of each line of the category, shuffled by seed, output_len each;
+ * n past the category's lines is topped up (oversampled) unless no_oversample. */
+Test(dataset_peer, spec_bench_takes_the_first_turn_of_the_category, .init = cr_redirect_stderr)
+{
+	struct ls_dataset ds;
+	struct ls_spec_bench_opts o = { .n = 0, .output_len = 9, .category = "coding", .seed = 1 };
+	cr_assert_eq(ls_dataset_spec_bench(&ds, fixture("spec_bench.jsonl"), &o, count_words, NULL), 0);
+	cr_assert_eq(ds.n, 4);
+	int seen[12] = { 0 };
+	for (size_t i = 0; i < ds.n; i++) {
+		int q = -1;
+		cr_assert_eq(sscanf(ds.prompts[i].text, "Question %d about the model and the cache coding", &q), 1,
+			     "%s", ds.prompts[i].text);
+		cr_expect_eq(q % 3, 1, "question %d is not coding", q);
+		seen[q]++;
+		cr_expect_eq(ds.prompts[i].output_len, 9);
+		cr_expect_eq(ds.prompts[i].prompt_len, words_of(ds.prompts[i].text));
+	}
+	cr_expect(seen[1] && seen[4] && seen[7] && seen[10]);
+	ls_dataset_free(&ds);
+	o.n = 10;
+	cr_assert_eq(ls_dataset_spec_bench(&ds, fixture("spec_bench.jsonl"), &o, count_words, NULL), 0);
+	cr_expect_eq(ds.n, 10, "oversampled to n, as vLLM's CustomDataset");
+	ls_dataset_free(&ds);
+	o.no_oversample = 1, o.category = NULL, o.in_order = 1, o.n = 20;
+	cr_assert_eq(ls_dataset_spec_bench(&ds, fixture("spec_bench.jsonl"), &o, count_words, NULL), 0);
+	cr_expect_eq(ds.n, 12);
+	cr_expect(strstr(ds.prompts[0].text, "Question 0 ") == ds.prompts[0].text, "in order: %s", ds.prompts[0].text);
+	ls_dataset_free(&ds);
+	o.category = "nope";
+	cr_expect_neq(ls_dataset_spec_bench(&ds, fixture("spec_bench.jsonl"), &o, count_words, NULL), 0);
 }

@@ -198,6 +198,10 @@ Test(metrics_spec, prometheus_and_server_info)
 	struct ls_spec_snapshot sg = { 0 };
 	cr_assert_eq(ls_spec_parse_server_info("{\"internal_states\": [{\"avg_spec_accept_length\": 2.75}]}", &sg), 0);
 	cr_expect(sg.has_avg && sg.avg_accept_len == 2.75);
+	sg = (struct ls_spec_snapshot){ 0 }; /* a server argument Python writes as Infinity */
+	cr_assert_eq(ls_spec_parse_server_info("{\"max_queued_requests\": Infinity, \"internal_states\": "
+					       "[{\"avg_spec_accept_length\": 1.5}]}", &sg), 0);
+	cr_expect(sg.has_avg && sg.avg_accept_len == 1.5);
 	cr_expect_neq(ls_spec_parse_server_info("{\"version\": 1}", &none), 0);
 	cr_expect_neq(ls_spec_parse_server_info("not json", &none), 0);
 }

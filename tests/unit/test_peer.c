@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "base/json_file.h"
+#include "base/rng.h"
+#include "cmd/bench_peer.h"
 #include "config/config.h"
 #include "driver/request_extra.h"
 #include "workload/ramp.h"
@@ -515,5 +518,183 @@ Test(peer_cli, sampling_at_zero_and_boundaries_is_sent, .init = cr_redirect_stde
 	unlink(path);
 	cr_assert_eq(rc, 0, "%s", t_stderr_text());
 	expect_boundary_sent(&c.peer.req, "--config");
+	ls_config_free(&c);
+}
+
+/* Python's repr(float): what vLLM's f"{request_rate}qps" and json.dump write. */
+Test(peer_files, python_float_repr)
+{
+	static const struct { double x; const char *py; } cases[] = {
+		{ 20, "20.0" }, { 1, "1.0" }, { 0.5, "0.5" }, { 2.25, "2.25" }, { 0.1, "0.1" }, { 1e-4, "0.0001" },
+		{ 1e-5, "1e-05" }, { 1.5e-7, "1.5e-07" }, { 1e16, "1e+16" }, { 123456789012345.0, "123456789012345.0" },
+		{ 1.0 / 3, "0.3333333333333333" }, { 100, "100.0" }, { 0, "0.0" }, { -3.5, "-3.5" },
+		{ INFINITY, "inf" }, { 1e22, "1e+22" }, { 12.5e3, "12500.0" },
+	};
+	char buf[64];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ls_py_float(cases[i].x, buf, sizeof(buf));
+		cr_expect_str_eq(buf, cases[i].py, "%.17g", cases[i].x);
+	}
+}
+
+/* vLLM's compute_result_filename: f"{label}-{args.request_rate}qps{concurrency}-{model}-{date}.json" */
+Test(peer_files, vllm_result_name_has_the_rate_as_python_writes_it, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	char name[256];
+	const char *a[] = { "--request-rate", "20", "--max-concurrency", "4", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_assert_eq(ls_bench_peer_result_name(&c, "org/m", "20260101-000000", name, sizeof(name)), 1);
+	cr_expect_str_eq(name, "openai-20.0qps-concurrency4-m-20260101-000000.json");
+	char *line = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&line, &len);
+	cr_assert_eq(ls_bench_peer_traffic_lines(f, &c), 1);
+	fclose(f);
+	cr_expect_str_eq(line, "Traffic request rate: 20.0\n");
+	free(line);
+	ls_config_free(&c);
+	const char *b[] = { "--backend", "vllm", "--request-rate", "0.5", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0);
+	ls_bench_peer_result_name(&c, "m", "D", name, sizeof(name));
+	cr_expect_str_eq(name, "vllm-0.5qps-m-D.json");
+	ls_config_free(&c);
+	const char *d[] = { "--label", "x", NULL };
+	cr_assert_eq(t_config_parse(&c, d), 0);
+	ls_bench_peer_result_name(&c, "m", "D", name, sizeof(name));
+	cr_expect_str_eq(name, "x-infqps-m-D.json");
+	ls_config_free(&c);
+}
+
+/* argparse stores an nargs list: a repeated --metadata (--header, --lora-modules) keeps the last. */
+Test(peer_cli, a_repeated_list_flag_keeps_the_last, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--metadata", "a=1", "b=2", "--header", "x-a=1", "--metadata", "c=3", "--header", "x-b=2",
+			    "x-c=3", "--lora-modules", "l1", "l2", "--lora-modules", "l3", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_assert_eq(c.peer.n_metadata, 1);
+	cr_expect_str_eq(c.peer.metadata[0], "c=3");
+	cr_expect_eq(c.peer.req.n_headers, 2);
+	cr_assert_eq(c.peer.req.n_lora, 1);
+	cr_expect_str_eq(c.peer.req.lora[0], "l3");
+	ls_config_free(&c);
+}
+
+/* vLLM's default --percentile-metrics is ttft,tpot,itl; SGLang's line and latscope's rules keep E2EL. */
+Test(peer_cli, default_percentile_metrics_are_the_harness_own, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--num-prompts", "5", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0);
+	cr_expect_eq(c.percentile_metrics, LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL);
+	ls_config_free(&c);
+	const char *b[] = { "--percentile-metrics", "e2el,ttft", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0);
+	cr_expect_eq(c.percentile_metrics, LS_PM_TTFT | LS_PM_E2EL);
+	ls_config_free(&c);
+	const char *d[] = { "--rules", "honest", NULL };
+	cr_assert_eq(t_config_parse(&c, d), 0);
+	cr_expect(c.percentile_metrics & LS_PM_E2EL);
+	ls_config_free(&c);
+	const char *e[] = { "--harness", "sglang", "--dataset-name", "random", NULL };
+	cr_assert_eq(t_config_parse(&c, e), 0);
+	cr_expect(c.percentile_metrics & LS_PM_E2EL);
+	ls_config_free(&c);
+}
+
+/* SGLang's --lora-request-distribution: distinct is round robin from adapter 0, skewed draws
+ * adapter k with weight alpha^-k (1.5 unless --lora-zipf-alpha), warmups name adapter 0. */
+Test(peer_cli, sglang_lora_distributions, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	uint64_t rng[2];
+	ls_rng_seed(rng, 3);
+	const char *a[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a", "b", "c",
+			    "--lora-request-distribution", "distinct", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	for (size_t i = 0; i < 6; i++)
+		cr_expect_str_eq(ls_request_extra_lora(&c.peer.req, i, 0, rng), c.peer.req.lora[i % 3]);
+	ls_config_free(&c);
+	const char *b[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a", "b", "c",
+			    "--lora-request-distribution", "skewed", "--lora-zipf-alpha", "2", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0, "%s", t_stderr_text());
+	size_t hits[3] = { 0 }, n = 70000;
+	for (size_t i = 0; i < n; i++)
+		hits[ls_request_extra_lora(&c.peer.req, i, 0, rng)[0] - 'a']++;
+	const double want[3] = { 4.0 / 7, 2.0 / 7, 1.0 / 7 }; /* 1, 1/2, 1/4 normalised */
+	for (int k = 0; k < 3; k++)
+		cr_expect(fabs((double)hits[k] / (double)n - want[k]) < 0.01, "adapter %d: %zu of %zu, want %.3f", k,
+			  hits[k], n, want[k]);
+	cr_expect_str_eq(ls_request_extra_lora(&c.peer.req, 0, 1, rng), "a", "warmups use lora_names[0]");
+	ls_config_free(&c);
+	const char *d[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a", "b",
+			    "--lora-request-distribution", "skewed", NULL };
+	cr_assert_eq(t_config_parse(&c, d), 0);
+	cr_expect_float_eq(c.peer.req.lora_zipf_alpha, 1.5, 0);
+	ls_config_free(&c);
+	const char *e[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-zipf-alpha", "1", NULL };
+	cr_expect_eq(t_config_parse(&c, e), 2, "SGLang asserts alpha > 1");
+	ls_config_free(&c);
+	const char *f[] = { "--harness", "sglang", "--dataset-name", "random", "--lora-name", "a",
+			    "--lora-request-distribution", "distinct", NULL };
+	cr_expect_eq(t_config_parse(&c, f), 2, "SGLang asserts more than one adapter");
+	ls_config_free(&c);
+}
+
+/* The newer lines: older names are taken, --num-prompts -1 reads the whole file, and what latscope
+ * does not do yet is refused with one line saying what to pass instead. */
+Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--endpoint-type", "openai-chat", "--custom-skip-chat-template", "--dataset-name", "custom",
+			    "--dataset-path", "x.jsonl", "--num-prompts", "-1", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.profile.send.backend, LS_BACKEND_OPENAI_CHAT);
+	cr_expect_str_eq(c.backend_name, "openai-chat");
+	cr_expect_eq(c.num_prompts, 0, "0: every prompt of the file");
+	ls_config_free(&c);
+	const char *b[] = { "--num-prompts", "-1", NULL }; /* random: nothing to take whole */
+	cr_expect_eq(t_config_parse(&c, b), 2);
+	ls_config_free(&c);
+	const char *d[] = { "--num-prompts", "-2", NULL };
+	cr_expect_eq(t_config_parse(&c, d), 2);
+	ls_config_free(&c);
+	static const struct { const char *args[5]; const char *says; } refused[] = {
+		{ { "--backend", "openai-responses", NULL }, "use --backend openai-chat" },
+		{ { "--dataset-name", "timed_trace", "--dataset-path", "t.jsonl", NULL }, "--use-trace-timestamps true" },
+		{ { "--self-timed", NULL }, "--dataset-name jsonl" },
+		{ { "--timed-trace-chunk-hash-size", "16", NULL }, "--dataset-name jsonl" },
+		{ { "--probe-request-rate", "2", NULL }, "run without it" },
+		{ { "--harness", "sglang", "--gsp-num-turns", "3", NULL }, "run --gsp-num-turns 1" },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		cr_expect_eq(t_config_parse(&c, refused[i].args), 2, "%s", refused[i].args[0]);
+		ls_config_free(&c);
+	}
+	char *err = t_stderr_text();
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		cr_expect(strstr(err, refused[i].says), "no \"%s\" in: %s", refused[i].says, err);
+	cr_expect(!strstr(err, "unknown flag"), "%s", err);
+}
+
+Test(peer_cli, sglang_pd_separated_sends_to_the_router_and_skips_the_profiler, .init = cr_redirect_stderr)
+{
+	struct ls_config c;
+	const char *a[] = { "--harness", "sglang", "--dataset-name", "random", "--pd-separated", "--profile", NULL };
+	cr_assert_eq(t_config_parse(&c, a), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.peer.server_profile, 0, "SGLang skips the profiler without worker URLs");
+	ls_config_free(&c);
+	cr_expect(strstr(t_stderr_text(), "--pd-separated: requests go to --base-url"));
+	const char *b[] = { "--harness", "sglang", "--dataset-name", "random", "--pd-separated", "--profile",
+			    "--profile-prefill-url", "http://p0", "http://p1", "--profile-decode-url", "http://d0", NULL };
+	cr_assert_eq(t_config_parse(&c, b), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.peer.server_profile, 1, "the workers' URLs are profiled");
+	cr_expect_eq(c.peer.pd_separated, 1);
+	cr_expect_eq(c.peer.n_prefill_urls, 2);
+	cr_expect_eq(c.peer.n_decode_urls, 1);
+	ls_config_free(&c);
+	const char *d[] = { "--harness", "sglang", "--dataset-name", "random", "--profile-decode-url", "d0", NULL };
+	cr_expect_eq(t_config_parse(&c, d), 2, "a URL, not a name");
 	ls_config_free(&c);
 }

@@ -350,6 +350,15 @@ Test(watch, harness_result_formats)
 	cr_expect_eq(r.n_itls, 2);
 	ls_harness_result_free(&r);
 	unlink(p);
+	/* SGLang's line as Python writes it: its default rate is Infinity, an empty list's mean NaN */
+	p = write_tmp("{\"request_rate\": Infinity, \"tag\": \"NaN Infinity\", \"mean_itl_ms\": NaN, "
+		      "\"ttfts\": [0.125, 0.25], \"itls\": [[0.01], []]}\n{\"request_rate\": -Infinity}\n");
+	cr_assert_eq(ls_harness_result_read(p, &r, why, sizeof(why)), 0, "%s", why);
+	cr_expect_eq(r.n_ttfts, 2);
+	cr_expect_eq(r.ttfts[0], 125000000ull);
+	cr_expect_eq(r.n_itls, 1);
+	ls_harness_result_free(&r);
+	unlink(p);
 	p = write_tmp("{\"completed\":3}");
 	cr_expect_neq(ls_harness_result_read(p, &r, why, sizeof(why)), 0);
 	cr_expect(strstr(why, "ttfts") != NULL, "%s", why);

@@ -1,5 +1,6 @@
 /* json_file.c — see json_file.h. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,4 +95,83 @@ cJSON *ls_json_read_file(const char *path, const char *who, const char *what)
 	}
 	free(buf);
 	return root;
+}
+
+void ls_py_float(double x, char *buf, size_t cap)
+{
+	char e[40], digits[24];
+	if (isnan(x) || isinf(x)) {
+		snprintf(buf, cap, "%s", isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+		return;
+	}
+	if (x == 0) {
+		snprintf(buf, cap, "%s", signbit(x) ? "-0.0" : "0.0");
+		return;
+	}
+	for (int p = 1; p <= 17; p++) { /* repr: the fewest digits that read back as x */
+		snprintf(e, sizeof(e), "%.*e", p - 1, x);
+		if (strtod(e, NULL) == x)
+			break;
+	}
+	const char *m = e + (e[0] == '-');
+	size_t nd = 0;
+	for (; *m && *m != 'e'; m++)
+		if (*m != '.')
+			digits[nd++] = *m;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = 0;
+	int exp10 = atoi(m + 1);
+	const char *sign = x < 0 ? "-" : "";
+	static const char zeros[] = "0000000000000000"; /* 16: fixed notation never needs more */
+	if (exp10 < -4 || exp10 >= 16) /* float_repr_style 'r': scientific outside [1e-4, 1e16) */
+		snprintf(buf, cap, "%s%c%s%se%c%02d", sign, digits[0], nd > 1 ? "." : "", digits + 1,
+			 exp10 < 0 ? '-' : '+', abs(exp10));
+	else if (exp10 < 0)
+		snprintf(buf, cap, "%s0.%.*s%s", sign, -exp10 - 1, zeros, digits);
+	else if ((size_t)exp10 + 1 >= nd)
+		snprintf(buf, cap, "%s%s%.*s.0", sign, digits, exp10 + 1 - (int)nd, zeros);
+	else
+		snprintf(buf, cap, "%s%.*s.%s", sign, exp10 + 1, digits, digits + exp10 + 1);
+}
+
+/* One Python token at s (Infinity, -Infinity, NaN): what cJSON reads for it, and its length. */
+static const char *py_token(const char *s, size_t *len)
+{
+	static const struct { const char *py, *json; } map[] = {
+		{ "-Infinity", "-1e999" }, { "Infinity", "1e999" }, { "NaN", "null" },
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strncmp(s, map[i].py, strlen(map[i].py))) {
+			*len = strlen(map[i].py);
+			return map[i].json;
+		}
+	return NULL;
+}
+
+cJSON *ls_json_parse_py(const char *text)
+{
+	size_t n = strlen(text), k = 0;
+	char *out = malloc(n + n / 2 + 8); /* NaN (3) -> null (4): at most a third longer */
+	if (!out)
+		return NULL;
+	for (size_t i = 0, in_str = 0; i < n;) {
+		size_t len;
+		const char *json = in_str ? NULL : py_token(text + i, &len);
+		if (json) {
+			memcpy(out + k, json, strlen(json));
+			k += strlen(json);
+			i += len;
+			continue;
+		}
+		if (text[i] == '"')
+			in_str = !in_str;
+		else if (in_str && text[i] == '\\' && i + 1 < n)
+			out[k++] = text[i++]; /* an escaped character never ends the string */
+		out[k++] = text[i++];
+	}
+	out[k] = 0;
+	cJSON *o = cJSON_ParseWithOpts(out, NULL, 1);
+	free(out);
+	return o;
 }

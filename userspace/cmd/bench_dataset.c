@@ -124,6 +124,12 @@ static int build_peer(const struct ls_config *c, struct ls_server *server, struc
 				(unsigned long long)o.num_groups * o.prompts_per_group);
 		return ls_dataset_gsp(ds, &o, count, server);
 	}
+	case LS_DATASET_SPEC_BENCH: { /* vLLM maps --output-len onto --spec-bench-output-len */
+		struct ls_spec_bench_opts o = { .n = n, .output_len = out_len(c, p->spec_bench_output_len),
+						.category = p->spec_bench_category, .seed = c->seed,
+						.in_order = p->disable_shuffle, .no_oversample = p->no_oversample };
+		return ls_dataset_spec_bench(ds, c->dataset_path, &o, count, server);
+	}
 	case LS_DATASET_MOONCAKE: {
 		struct ls_mooncake_opts o = p->mooncake;
 		o.n = n;
@@ -149,7 +155,7 @@ int ls_bench_dataset(const struct ls_config *c, struct ls_server *server, struct
 	}
 	if (c->datasets.gsp_send_routing_key && c->dataset != LS_DATASET_GSP)
 		fprintf(stderr, "latscope bench: --gsp-send-routing-key is read only with generated-shared-prefix\n");
-	size_t n = c->num_prompts + c->datasets.dataset_offset;
+	size_t n = c->num_prompts ? c->num_prompts + c->datasets.dataset_offset : 0; /* 0: the whole file (-1) */
 	int err;
 	switch (c->dataset) {
 	case LS_DATASET_RANDOM:

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cmd/bench_peer.h"
+#include "base/json_file.h"
 #include "driver/backend.h"
 #include "server/server_ctl.h"
 #include "workload/ramp.h"
@@ -56,8 +57,12 @@ int ls_bench_peer_arrival(const struct ls_config *c, struct ls_arrival *a, size_
 int ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c)
 {
 	const struct ls_peer_opts *p = &c->peer;
-	if (p->ramp == LS_RAMP_NONE)
-		return 0;
+	if (p->ramp == LS_RAMP_NONE) { /* vLLM: print(f"Traffic request rate: {request_rate}"), a float */
+		char num[40];
+		ls_py_float(c->request_rate, num, sizeof(num));
+		fprintf(out, "Traffic request rate: %s\n", num);
+		return 1;
+	}
 	fprintf(out, "Traffic ramp-up strategy: %s.\nWill increase RPS from %g to %g RPS over the duration of the "
 		     "benchmark.\n", ls_ramp_name(p->ramp), p->ramp_start_rps, p->ramp_end_rps);
 	return 1;
@@ -140,20 +145,46 @@ static void control(const struct ls_server *s, const char *path, const char *bod
 	fflush(stdout);
 }
 
+/* SGLang's _call_profile_pd: the same POST to each prefill worker, then each decode worker. */
+static void control_workers(const struct ls_config *c, const struct ls_server *s, int start, const char *body)
+{
+	const struct ls_peer_opts *p = &c->peer;
+	printf("%s profiler...\n", start ? "Starting" : "Stopping");
+	for (int kind = 0; kind < 2; kind++)
+		for (size_t i = 0; i < (kind ? p->n_decode_urls : p->n_prefill_urls); i++) {
+			struct ls_server w = *s; /* the run's HTTP options, the worker's root */
+			char why[320] = "";
+			w.base = kind ? p->decode_urls[i] : p->prefill_urls[i];
+			long status = ls_server_post(&w, start ? "/start_profile" : "/stop_profile", body, why, sizeof(why));
+			if (status == 200)
+				printf("Profiler %s for %s-%zu worker at %s\n", start ? "started" : "stopped",
+				       kind ? "Decode" : "Prefill", i, w.base);
+			else
+				printf("Failed to %s profiler for %s-%zu worker at %s: %s\n", start ? "start" : "stop",
+				       kind ? "Decode" : "Prefill", i, w.base, why);
+		}
+	fflush(stdout);
+}
+
 void ls_bench_peer_before_run(const struct ls_config *c, const struct ls_server *s)
 {
 	if (c->peer.flush_cache) /* SGLang: after the warmups, before the profiler */
 		control(s, "/flush_cache", NULL, NULL, NULL);
 	if (c->peer.server_profile) {
 		char *body = sglang_profile_body(&c->peer);
-		control(s, "/start_profile", body, "Starting profiler...", "Profiler started");
+		if (c->peer.pd_separated)
+			control_workers(c, s, 1, body);
+		else
+			control(s, "/start_profile", body, "Starting profiler...", "Profiler started");
 		free(body);
 	}
 }
 
 void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *s)
 {
-	if (c->peer.server_profile)
+	if (c->peer.server_profile && c->peer.pd_separated)
+		control_workers(c, s, 0, c->peer.harness == LS_HARNESS_SGLANG ? "{}" : NULL);
+	else if (c->peer.server_profile)
 		control(s, "/stop_profile", c->peer.harness == LS_HARNESS_SGLANG ? "{}" : NULL, "Stopping profiler...",
 			"Profiler stopped");
 }
@@ -161,21 +192,20 @@ void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *
 int ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap)
 {
 	const struct ls_peer_opts *p = &c->peer;
-	if (!p->label && p->ramp == LS_RAMP_NONE)
-		return 0;
 	const char *label = p->label ? p->label : c->backend_name ? c->backend_name : ls_backend_name(c->profile.send.backend);
 	const char *base = strrchr(model ? model : "model", '/');
 	base = base ? base + 1 : (model ? model : "model");
 	char conc[32] = "", rate[96];
 	if (c->max_concurrency)
 		snprintf(conc, sizeof(conc), "-concurrency%u", c->max_concurrency);
-	if (p->ramp != LS_RAMP_NONE)
-		snprintf(rate, sizeof(rate), "ramp-up-%s-%gqps-%gqps", ls_ramp_name(p->ramp), p->ramp_start_rps,
+	if (p->ramp != LS_RAMP_NONE) /* vLLM's ramp-up rates are ints */
+		snprintf(rate, sizeof(rate), "ramp-up-%s-%.0fqps-%.0fqps", ls_ramp_name(p->ramp), p->ramp_start_rps,
 			 p->ramp_end_rps);
-	else if (isfinite(c->request_rate))
-		snprintf(rate, sizeof(rate), "%gqps", c->request_rate);
-	else
-		snprintf(rate, sizeof(rate), "infqps");
+	else { /* f"{args.request_rate}qps": a Python float, so --request-rate 20 names -20.0qps- */
+		char num[40];
+		ls_py_float(c->request_rate, num, sizeof(num));
+		snprintf(rate, sizeof(rate), "%sqps", num);
+	}
 	snprintf(name, cap, "%s-%s%s-%s-%s.json", label, rate, conc, base, date);
 	return 1;
 }

@@ -23,7 +23,8 @@ void ls_bench_peer_driver(const struct ls_config *c, struct ls_driver_opts *o, i
 /* vLLM's ramp-up schedule when --ramp-up-strategy was given: 1 (a set up, desc filled), 0 (no
  * ramp-up), or -errno after a message. */
 int ls_bench_peer_arrival(const struct ls_config *c, struct ls_arrival *a, size_t n, char *desc, size_t cap);
-/* The lines vLLM prints for its traffic before the run; 0 when there is no ramp-up. */
+/* The lines vLLM prints for its traffic before the run (the rate as Python prints a float, or the
+ * ramp-up); 1: printed (bench's own fallback line is no longer reached). */
 int ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c);
 
 /* Before the measured run (after warmups): POST /flush_cache, then /start_profile. After it:
@@ -31,7 +32,8 @@ int ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c);
 void ls_bench_peer_before_run(const struct ls_config *c, const struct ls_server *s);
 void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *s);
 
-/* vLLM's result file name (label, ramp-up) into name; 1 when it applies, else 0 (latscope's). */
+/* vLLM's result file name (compute_result_filename: label or backend, rate as a Python float,
+ * ramp-up) into name; 1 (it always applies: bench's own fallback name is no longer reached). */
 int ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap);
 
 /* The report pieces from the config; request_json: ls_request_extra_summary (kept by caller). */

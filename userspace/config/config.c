@@ -253,6 +253,8 @@ static int apply_flags(struct ls_config *c, int argc, char **argv)
 			continue;
 		}
 		const char *why;
+		if (o->arg == LS_ARG_MANY)
+			ls_config_peer_list_begins(c, o->id); /* argparse's nargs store: the last flag's list */
 		do /* an LS_ARG_MANY flag's values one by one (--header A=1 B=2) */
 			if ((why = ls_config_apply(c, o, v ? v : "true"))) {
 				ls_opt_bad_value(PROG, o, v, why);
@@ -279,6 +281,13 @@ int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)
 	    c->dataset != LS_DATASET_MOONCAKE) {
 		fprintf(stderr, "latscope bench: --arrival trace (--use-trace-timestamps) needs --dataset-name jsonl with "
 				"a \"timestamp\" per line, or mooncake\n");
+		return 2;
+	}
+	if (!c->num_prompts && c->dataset != LS_DATASET_JSONL && c->dataset != LS_DATASET_CUSTOM &&
+	    c->dataset != LS_DATASET_SPEC_BENCH) {
+		fprintf(stderr, "latscope bench: --num-prompts -1 (every prompt) needs a file of prompts (--dataset-name "
+				"custom, jsonl or spec_bench); --dataset-name %s: give a count\n",
+			ls_dataset_kind_name(c->dataset));
 		return 2;
 	}
 	/* --random-range-ratio 1 under vLLM's semantics is read as SGLang's (cmd/bench_dataset.c says so). */

@@ -87,6 +87,8 @@ struct ls_config {
 		struct ls_prefix_rep_opts prefix_rep; /* n, seed: from --num-prompts, --seed */
 		struct ls_sonnet_opts sonnet;
 		uint32_t custom_output_len;
+		uint32_t spec_bench_output_len;
+		char     spec_bench_category[64]; /* "": every category */
 		struct ls_gsp_opts gsp;
 		int      gsp_send_routing_key;
 		int      gsp_zipf;                    /* --gsp-group-distribution zipf */

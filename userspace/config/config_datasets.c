@@ -18,6 +18,7 @@ void ls_config_datasets_defaults(struct ls_config *c)
 						    .output_len = 128 };
 	p->sonnet = (struct ls_sonnet_opts){ .input_len = 550, .output_len = 150, .prefix_len = 200 };
 	p->custom_output_len = 256;
+	p->spec_bench_output_len = 256; /* vLLM's --spec-bench-output-len */
 	p->gsp = (struct ls_gsp_opts){ .num_groups = 64, .prompts_per_group = 16, .system_prompt_len = 2048,
 				       .question_len = 128, .output_len = 256, .range_ratio = 1.0 };
 	p->mooncake = (struct ls_mooncake_opts){ .num_rounds = 1, .slowdown = 1.0 };
@@ -41,6 +42,7 @@ int ls_config_dataset_parse(const char *v, enum ls_dataset_kind *out)
 		{ "random-ids", LS_DATASET_RANDOM_IDS },
 		{ "generated-shared-prefix", LS_DATASET_GSP },
 		{ "mooncake", LS_DATASET_MOONCAKE },
+		{ "spec_bench", LS_DATASET_SPEC_BENCH },
 		/* SGLang's docs name the trace in the dataset: the file still comes from --dataset-path */
 		{ "mooncake-conversation", LS_DATASET_MOONCAKE },
 		{ "mooncake-synthetic", LS_DATASET_MOONCAKE },
@@ -69,6 +71,7 @@ static uint32_t *len_field(struct ls_config_datasets *p, enum opt_id id)
 	case O_SONNET_OUTPUT_LEN: return &p->sonnet.output_len;
 	case O_SONNET_PREFIX_LEN: return &p->sonnet.prefix_len;
 	case O_CUSTOM_OUTPUT_LEN: return &p->custom_output_len;
+	case O_SPEC_BENCH_OUTPUT_LEN: return &p->spec_bench_output_len;
 	case O_GSP_NUM_GROUPS: return &p->gsp.num_groups;
 	case O_GSP_PROMPTS_PER_GROUP: return &p->gsp.prompts_per_group;
 	case O_GSP_SYSTEM_PROMPT_LEN: return &p->gsp.system_prompt_len;
@@ -105,8 +108,10 @@ static const char *apply_other(struct ls_config *c, enum opt_id id, const char *
 		return ls_opt_parse_u64(v, 1, 1, &u) ? "must be 1: a batch of prompts in one request is vLLM's "
 						       "embedding benchmark, out of latscope's scope" : NULL;
 	case O_GSP_NUM_TURNS:
-		return ls_opt_parse_u64(v, 1, 1, &u) ? "must be 1 (multi-turn generated-shared-prefix is not "
-						       "built by latscope yet)" : NULL;
+		return ls_opt_parse_u64(v, 1, 1, &u) ? "must be 1: SGLang's later turns carry the server's earlier "
+						       "replies (a chat conversation), which latscope does not keep yet; "
+						       "run --gsp-num-turns 1 (each group's shared system prompt still "
+						       "hits the prefix cache)" : NULL;
 	case O_GSP_RANGE_RATIO:
 		if (ls_opt_parse_double(v, 0.0, 1.0, &d))
 			return "must be a number in [0, 1]";
@@ -126,6 +131,11 @@ static const char *apply_other(struct ls_config *c, enum opt_id id, const char *
 		if (ls_opt_parse_double(v, 1e-6, 1e6, &d))
 			return "must be a positive number";
 		p->mooncake.slowdown = d;
+		return NULL;
+	case O_SPEC_BENCH_CATEGORY:
+		if (strlen(v) >= sizeof(p->spec_bench_category))
+			return "must be a category name (at most 63 characters)";
+		snprintf(p->spec_bench_category, sizeof(p->spec_bench_category), "%s", v);
 		return NULL;
 	case O_MOONCAKE_WORKLOAD:
 		return NULL; /* the name only picks SGLang's download; bench says to give --dataset-path */

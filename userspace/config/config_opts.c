@@ -21,8 +21,8 @@ const struct ls_opt ls_config_opts[] = {
 	{ "endpoint", O_ENDPOINT, LS_ARG_ONE, "PATH",
 	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
 	{ "model", O_MODEL, LS_ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
-	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt; SGLang's "
-	  "random-ids, generated-shared-prefix, mooncake [random]", "workload" },
+	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt, spec_bench; "
+	  "SGLang's random-ids, generated-shared-prefix, mooncake [random]", "workload" },
 	{ "dataset-path", O_DATASET_PATH, LS_ARG_ONE, "FILE",
 	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp); "
 	  "sonnet's poem text, burstgpt's CSV, mooncake's trace", NULL },
@@ -37,7 +37,7 @@ const struct ls_opt ls_config_opts[] = {
 	  "token ids of random prompts stay below N; auto asks the server, at most 32000 [auto]", NULL },
 	{ "sharegpt-output-len", O_SHAREGPT_OUTPUT_LEN, LS_ARG_ONE, "N",
 	  "fixed output length for sharegpt [the gpt turn's length]", NULL },
-	{ "num-prompts", O_NUM_PROMPTS, LS_ARG_ONE, "N", "measured requests [1000]", NULL },
+	{ "num-prompts", O_NUM_PROMPTS, LS_ARG_ONE, "N", "measured requests; -1: every prompt of a custom/jsonl/spec_bench file [1000]", NULL },
 	{ "ignore-eos", O_IGNORE_EOS, LS_ARG_NONE, NULL,
 	  "ask the server to ignore EOS (always generate max_tokens); --ignore-eos=false turns off a "
 	  "profile's default [the profile's: on for sglang]", NULL },
@@ -60,6 +60,8 @@ const struct ls_opt ls_config_opts[] = {
 	{ "sonnet-input-len", O_SONNET_INPUT_LEN, LS_ARG_ONE, "N", "sonnet (--dataset-path poem.txt): prompt tokens at most [550]", NULL },
 	{ "sonnet-output-len", O_SONNET_OUTPUT_LEN, LS_ARG_ONE, "N", "sonnet: output tokens [150]", NULL },
 	{ "sonnet-prefix-len", O_SONNET_PREFIX_LEN, LS_ARG_ONE, "N", "sonnet: tokens of poem lines shared by every prompt [200]", NULL },
+	{ "spec-bench-output-len", O_SPEC_BENCH_OUTPUT_LEN, LS_ARG_ONE, "N", "spec_bench: output tokens per request [256]", NULL },
+	{ "spec-bench-category", O_SPEC_BENCH_CATEGORY, LS_ARG_ONE, "NAME", "spec_bench: only this \"category\" [every one]", NULL },
 	{ "custom-output-len", O_CUSTOM_OUTPUT_LEN, LS_ARG_ONE, "N", "custom (jsonl of prompts): output tokens when a line has none [256]", NULL },
 	{ "gsp-num-groups", O_GSP_NUM_GROUPS, LS_ARG_ONE, "N", "generated-shared-prefix: system prompts [64]", NULL },
 	{ "gsp-prompts-per-group", O_GSP_PROMPTS_PER_GROUP, LS_ARG_ONE, "N",
@@ -281,7 +283,7 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	case O_DATASET_NAME: /* the name as typed too: SGLang's file name carries it (mooncake-conversation) */
 		if (ls_config_dataset_parse(v, &c->dataset))
 			return "must be random, sharegpt, jsonl, custom, prefix_repetition, sonnet, burstgpt, random-ids, "
-			       "generated-shared-prefix or mooncake";
+			       "spec_bench, generated-shared-prefix or mooncake";
 		return ls_config_set_str(&c->dataset_name, v) ? "out of memory" : NULL;
 	case O_RANDOM_VOCAB_SIZE:
 		if (!strcmp(v, "auto")) {
@@ -312,8 +314,12 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	case O_RANDOM_RANGE_SEMANTICS:
 		return ls_range_semantics_parse(v, &c->profile.send.range_semantics) ? "must be vllm or sglang" : NULL;
 	case O_NUM_PROMPTS:
+		if (!strcmp(v, "-1")) { /* vLLM: every prompt of the dataset file (0 here; config_check limits it) */
+			c->num_prompts = 0;
+			return NULL;
+		}
 		if (parse_u64(v, 10000000, &u) || !u)
-			return "must be a count 1..10000000";
+			return "must be a count 1..10000000, or -1 (every prompt of the dataset file)";
 		c->num_prompts = (size_t)u;
 		return NULL;
 	default:
@@ -408,6 +414,7 @@ static const char *apply_results(struct ls_config *c, enum opt_id id, const char
 {
 	switch (id) {
 	case O_PERCENTILE_METRICS:
+		c->peer.percentile_metrics_set = 1; /* else the harness's default (ls_config_peer_finish) */
 		return ls_parse_percentile_metrics(v, &c->percentile_metrics) ? "must be a comma list of ttft, tpot, itl, e2el" : NULL;
 	case O_METRIC_PERCENTILES:
 		return ls_percentiles_parse(v, &c->profile.read) ?

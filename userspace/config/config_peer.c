@@ -16,17 +16,18 @@ enum peer_id {
 	P_TEMPERATURE, P_TOP_P, P_TOP_K, P_MIN_P, P_FREQUENCY_PENALTY, P_PRESENCE_PENALTY, P_REPETITION_PENALTY,
 	P_LOGPROBS, P_RETURN_LOGPROB, P_TOP_LOGPROBS_NUM, P_LOGPROB_START_LEN,
 	P_EXTRA_BODY, P_SERVED_MODEL_NAME, P_HEADER, P_REQUEST_ID_PREFIX, P_LORA_MODULES, P_LORA_ASSIGNMENT,
-	P_LORA_NAME, P_PROMPT_SUFFIX, P_DISABLE_IGNORE_EOS,
+	P_LORA_NAME, P_LORA_DISTRIBUTION, P_LORA_ZIPF_ALPHA, P_PROMPT_SUFFIX, P_DISABLE_IGNORE_EOS,
 	P_RAMP_STRATEGY, P_RAMP_START, P_RAMP_END,
 	P_SERVER_PROFILE, P_PROFILE_ACTIVITIES, P_PROFILE_START_STEP, P_PROFILE_STEPS, P_PROFILE_NUM_STEPS,
-	P_PROFILE_BY_STAGE, P_PROFILE_STAGES, P_PROFILE_OUTPUT_DIR, P_PROFILE_PREFIX, P_FLUSH_CACHE,
+	P_PROFILE_BY_STAGE, P_PROFILE_STAGES, P_PROFILE_OUTPUT_DIR, P_PROFILE_PREFIX, P_PROFILE_PREFILL_URL, P_PROFILE_DECODE_URL,
+	P_FLUSH_CACHE,
 	P_SAVE_DETAILED, P_APPEND_RESULT, P_METADATA, P_LABEL, P_OUTPUT_FILE, P_OUTPUT_DETAILS, P_TAG,
 	P_PRINT_REQUESTS, P_PLOT_THROUGHPUT, P_PLOT_TIMELINE,
 	/* accepted: latscope does this its own way, and says so in one line */
 	P_NOTE_FIRST,
 	P_TOKENIZER = P_NOTE_FIRST, P_TOKENIZER_MODE, P_TRUST_REMOTE_CODE, P_SKIP_TOKENIZER_INIT,
 	P_USE_BEAM_SEARCH, P_NO_STREAM, P_SKIP_CHAT_TEMPLATE, P_APPLY_CHAT_TEMPLATE, P_TOKENIZE_PROMPT,
-	P_DISABLE_STREAM, P_TIMELINE_ITL_THRESHOLDS, P_PLOT_NOTE, P_SAVE_DETAILED_NOTE, P_PLOT_DATASET_STATS,
+	P_DISABLE_STREAM, P_PD_SEPARATED, P_TIMELINE_ITL_THRESHOLDS, P_PLOT_NOTE, P_SAVE_DETAILED_NOTE, P_PLOT_DATASET_STATS,
 	P_NOTE_END,
 };
 
@@ -52,6 +53,9 @@ static const char *const notes[P_NOTE_END - P_NOTE_FIRST] = {
 	[P_DISABLE_STREAM - P_NOTE_FIRST] = "--disable-stream: latscope measures streamed responses (TTFT and ITL "
 					   "need frames) and keeps streaming; SGLang's non-streamed TTFT is its "
 					   "E2E latency",
+	[P_PD_SEPARATED - P_NOTE_FIRST] = "--pd-separated: requests go to --base-url (the PD router), as SGLang's "
+					 "do; with --profile, /start_profile and /stop_profile go to each "
+					 "--profile-prefill-url and --profile-decode-url instead",
 	[P_TIMELINE_ITL_THRESHOLDS - P_NOTE_FIRST] = "--timeline-itl-thresholds: see --plot-timeline",
 	[P_PLOT_NOTE - P_NOTE_FIRST] = "--plot-timeline: latscope draws the per-request timeline in its HTML report "
 				      "(--html) and its Perfetto trace (--trace FILE); no .timeline.html is written",
@@ -95,6 +99,9 @@ const struct ls_opt ls_config_peer_opts[] = {
 	{ "lora-modules", P_LORA_MODULES, LS_ARG_MANY, "NAME ...", V "LoRA adapters: each measured request names one as its model", NULL },
 	{ "lora-assignment", P_LORA_ASSIGNMENT, LS_ARG_ONE, "random|round-robin", V "how --lora-modules are picked [random]", NULL },
 	{ "lora-name", P_LORA_NAME, LS_ARG_MANY, "NAME ...", S "LoRA adapters (lora_path): the first for warmups, then uniform", NULL },
+	{ "lora-request-distribution", P_LORA_DISTRIBUTION, LS_ARG_ONE, "uniform|distinct|skewed",
+	  S "how --lora-name adapters are drawn: uniform, distinct (round robin), skewed (Zipf) [uniform]", NULL },
+	{ "lora-zipf-alpha", P_LORA_ZIPF_ALPHA, LS_ARG_ONE, "A", S "skewed: P(adapter k) ~ A^-k, A > 1 [1.5]", NULL },
 	{ "prompt-suffix", P_PROMPT_SUFFIX, LS_ARG_ONE, "TEXT", S "appended to every text prompt", NULL },
 	{ "disable-ignore-eos", P_DISABLE_IGNORE_EOS, LS_ARG_NONE, NULL, S "do not ask the server to ignore EOS", NULL },
 	{ "warmup-requests", O_NUM_WARMUPS, LS_ARG_ONE, "N", S "= --num-warmups [1]", NULL },
@@ -114,6 +121,9 @@ const struct ls_opt ls_config_peer_opts[] = {
 	{ "profile-stages", P_PROFILE_STAGES, LS_ARG_MANY, "S ...", S "/start_profile profile_stages", NULL },
 	{ "profile-output-dir", P_PROFILE_OUTPUT_DIR, LS_ARG_ONE, "DIR", S "/start_profile output_dir (+ /<time>)", NULL },
 	{ "profile-prefix", P_PROFILE_PREFIX, LS_ARG_ONE, "P", S "/start_profile profile_prefix", NULL },
+	{ "profile-prefill-url", P_PROFILE_PREFILL_URL, LS_ARG_MANY, "URL ...",
+	  S "--pd-separated --profile: the prefill workers profiled (URL/start_profile, /stop_profile)", NULL },
+	{ "profile-decode-url", P_PROFILE_DECODE_URL, LS_ARG_MANY, "URL ...", S "--pd-separated --profile: the decode workers profiled", NULL },
 	{ "flush-cache", P_FLUSH_CACHE, LS_ARG_NONE, NULL, S "POST /flush_cache before the run", NULL },
 	{ "save-detailed", P_SAVE_DETAILED, LS_ARG_NONE, NULL, V "per-request arrays in the result JSON (always there)", NULL },
 	{ "append-result", P_APPEND_RESULT, LS_ARG_NONE, NULL, V "append the result JSON as one more line of the file", NULL },
@@ -137,8 +147,11 @@ const struct ls_opt ls_config_peer_opts[] = {
 	{ "use-beam-search", P_USE_BEAM_SEARCH, LS_ARG_NONE, NULL, V "accepted; vLLM sends nothing for it either", NULL },
 	{ "no-stream", P_NO_STREAM, LS_ARG_NONE, NULL, V "accepted (HF dataset loading; datasets here are files)", NULL },
 	{ "skip-chat-template", P_SKIP_CHAT_TEMPLATE, LS_ARG_NONE, NULL, V "accepted: no client-side template ever", NULL },
+	{ "custom-skip-chat-template", P_SKIP_CHAT_TEMPLATE, LS_ARG_NONE, NULL, V "= --skip-chat-template (its older name)", NULL },
+	{ "endpoint-type", O_BACKEND, LS_ARG_ONE, "NAME", V "= --backend (its older name)", NULL },
 	{ "apply-chat-template", P_APPLY_CHAT_TEMPLATE, LS_ARG_NONE, NULL, S "accepted: no local tokenizer (see a chat backend)", NULL },
 	{ "tokenize-prompt", P_TOKENIZE_PROMPT, LS_ARG_NONE, NULL, S "accepted: random prompts go as token ids already", NULL },
+	{ "pd-separated", P_PD_SEPARATED, LS_ARG_NONE, NULL, S "accepted: requests go to --base-url (the router)", NULL },
 	{ "disable-stream", P_DISABLE_STREAM, LS_ARG_NONE, NULL, S "accepted: latscope keeps streaming (it measures frames)", NULL },
 };
 #undef V
@@ -250,6 +263,17 @@ static const char *apply_body(struct ls_config *c, int id, const char *v)
 			return "must be random or round-robin";
 		x->lora_round_robin = !strcmp(v, "round-robin");
 		return NULL;
+	case P_LORA_DISTRIBUTION:
+		if (strcmp(v, "uniform") && strcmp(v, "distinct") && strcmp(v, "skewed"))
+			return "must be uniform, distinct or skewed";
+		x->lora_round_robin = !strcmp(v, "distinct");
+		c->peer.lora_skewed = !strcmp(v, "skewed");
+		c->peer.lora_distinct = !strcmp(v, "distinct");
+		return NULL;
+	case P_LORA_ZIPF_ALPHA:
+		if (set_double(&c->peer.lora_zipf_alpha, v, 0, 1e6) || c->peer.lora_zipf_alpha <= 1)
+			return "must be greater than 1 (SGLang's check)";
+		return NULL;
 	case P_PROMPT_SUFFIX:
 		return set_text(&x->prompt_suffix, v);
 	default:
@@ -296,6 +320,13 @@ static const char *apply_run(struct ls_config *c, int id, const char *v)
 		return set_text(&p->profile_output_dir, v);
 	case P_PROFILE_PREFIX:
 		return set_text(&p->profile_prefix, v);
+	case P_PROFILE_PREFILL_URL:
+	case P_PROFILE_DECODE_URL:
+		if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+			return "must be a worker's URL, http://HOST:PORT";
+		return ls_request_extra_add_str(id == P_PROFILE_PREFILL_URL ? &p->prefill_urls : &p->decode_urls,
+						id == P_PROFILE_PREFILL_URL ? &p->n_prefill_urls : &p->n_decode_urls, v)
+			       ? "out of memory" : NULL;
 	default:
 		return apply_body(c, id, v);
 	}
@@ -352,6 +383,15 @@ const char *ls_config_peer_apply(struct ls_config *c, int id, const char *v)
 	return apply_output(c, id, v);
 }
 
+static void clear_list(char ***list, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	*n = 0;
+}
+
 void ls_config_peer_free(struct ls_peer_opts *p)
 {
 	ls_request_extra_free(&p->req);
@@ -361,11 +401,9 @@ void ls_config_peer_free(struct ls_peer_opts *p)
 		free(*strs[i]);
 		*strs[i] = NULL;
 	}
-	for (size_t i = 0; i < p->n_metadata; i++)
-		free(p->metadata[i]);
-	free(p->metadata);
-	p->metadata = NULL;
-	p->n_metadata = 0;
+	clear_list(&p->metadata, &p->n_metadata);
+	clear_list(&p->prefill_urls, &p->n_prefill_urls);
+	clear_list(&p->decode_urls, &p->n_decode_urls);
 }
 
 /* SGLang downloads ShareGPT to /tmp/ShareGPT_V3_unfiltered_cleaned_split.json once and reads
@@ -396,12 +434,20 @@ int ls_config_peer_finish(struct ls_config *c)
 	const char *why = ls_ramp_check(p->ramp, p->ramp_start_rps, p->ramp_end_rps, p->ramp_start_set, p->ramp_end_set);
 	if (!why && p->ramp != LS_RAMP_NONE && p->request_rate_set && isfinite(c->request_rate))
 		why = "when using ramp-up, do not give --request-rate: the ramp-up flags set the rate";
+	if (!why && (p->lora_skewed || p->lora_distinct) && p->req.n_lora < 2) /* SGLang's run_benchmark asserts it */
+		why = "--lora-request-distribution distinct or skewed needs more than one --lora-name adapter";
 	if (why) {
 		fprintf(stderr, "latscope bench: %s\n", why);
 		return 2;
 	}
 	if (p->append_result)
 		c->save_result = 1; /* vLLM writes the file for either flag */
+	if (p->lora_skewed) /* SGLang's default alpha is 1.5 */
+		p->req.lora_zipf_alpha = p->lora_zipf_alpha > 1 ? p->lora_zipf_alpha : 1.5;
+	/* vLLM's default for a generative model is "ttft,tpot,itl" (serve.py main_async): no E2EL block
+	 * or keys unless asked. SGLang prints E2E latency always; latscope's own rules keep it too. */
+	if (!p->percentile_metrics_set && p->harness == LS_HARNESS_VLLM && !strcmp(c->profile.name, "vllm"))
+		c->percentile_metrics = LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL;
 	if (p->harness == LS_HARNESS_SGLANG) {
 		p->req.rules = LS_BODY_SGLANG;
 		c->port = ls_config_peer_port(c);
@@ -414,6 +460,14 @@ int ls_config_peer_finish(struct ls_config *c)
 			return 2;
 		}
 	}
+	p->pd_separated = (p->notes >> (P_PD_SEPARATED - P_NOTE_FIRST)) & 1;
+	if (p->server_profile && p->pd_separated && !p->n_prefill_urls && !p->n_decode_urls) {
+		/* SGLang: PD mode profiles the workers' URLs only; without them it skips the profiler */
+		fprintf(stderr, "latscope bench: --profile with --pd-separated: SGLang profiles only the workers' "
+				"--profile-prefill-url/--profile-decode-url, so without them it skips the profiler; "
+				"latscope too\n");
+		p->server_profile = 0;
+	}
 	for (int k = 0; k < P_NOTE_END - P_NOTE_FIRST; k++)
 		if ((p->notes >> k) & 1)
 			fprintf(stderr, "latscope bench: %s\n", notes[k]);
@@ -421,4 +475,35 @@ int ls_config_peer_finish(struct ls_config *c)
 		fprintf(stderr, "latscope bench: --plot-throughput: throughput and concurrency over time are in "
 				"latscope's HTML report (--html); the text report prints their peaks\n");
 	return 0;
+}
+
+
+void ls_config_peer_list_begins(struct ls_config *c, int id)
+{
+	struct ls_peer_opts *p = &c->peer;
+	switch (id) { /* vLLM: --metadata/--header nargs="*", --lora-modules "+"; SGLang the same for its lists */
+	case P_METADATA:
+		clear_list(&p->metadata, &p->n_metadata);
+		break;
+	case P_HEADER:
+		clear_list(&p->req.headers, &p->req.n_headers);
+		break;
+	case P_LORA_MODULES:
+	case P_LORA_NAME:
+		clear_list(&p->req.lora, &p->req.n_lora);
+		break;
+	case P_PROFILE_PREFILL_URL:
+		clear_list(&p->prefill_urls, &p->n_prefill_urls);
+		break;
+	case P_PROFILE_DECODE_URL:
+		clear_list(&p->decode_urls, &p->n_decode_urls);
+		break;
+	case P_PROFILE_ACTIVITIES:
+	case P_PROFILE_STAGES:
+		free(*(id == P_PROFILE_STAGES ? &p->profile_stages : &p->profile_activities));
+		*(id == P_PROFILE_STAGES ? &p->profile_stages : &p->profile_activities) = NULL;
+		break;
+	default:
+		break;
+	}
 }

@@ -29,6 +29,9 @@ struct ls_peer_opts {
 	char    *profile_activities, *profile_stages, *profile_output_dir, *profile_prefix; /* lists: commas */
 	long     profile_start_step, profile_steps, profile_num_steps; /* -1: not given */
 	int      profile_by_stage;
+	int      pd_separated;        /* SGLang --pd-separated: --profile goes to the workers below */
+	char   **prefill_urls, **decode_urls; /* SGLang --profile-prefill-url / --profile-decode-url */
+	size_t   n_prefill_urls, n_decode_urls;
 	/* output files */
 	int      save_detailed, append_result;
 	char    *label, *tag;
@@ -39,6 +42,9 @@ struct ls_peer_opts {
 	int      print_requests, plot_throughput, plot_timeline;
 	unsigned notes;               /* bit per accepted flag that only prints what latscope does */
 	int      port_given;          /* --port or --base-url on the command line */
+	int      lora_skewed, lora_distinct; /* SGLang --lora-request-distribution skewed / distinct */
+	double   lora_zipf_alpha;     /* SGLang --lora-zipf-alpha (0: not given) */
+	int      percentile_metrics_set; /* --percentile-metrics given (else vLLM's: ttft,tpot,itl) */
 };
 
 /* Ids of the options in config_peer.c's table start here (config_int.h's enum stays below). */
@@ -78,6 +84,9 @@ const char *ls_config_peer_apply(struct ls_config *c, int id, const char *v);
  * that latscope does differently. 0 or 2 after a message. */
 int ls_config_peer_finish(struct ls_config *c);
 void ls_config_peer_free(struct ls_peer_opts *p);
+/* A list flag (--metadata, --header, --lora-modules, ...) on the command line again: both peers'
+ * argparse stores nargs lists, so the last flag's values replace what came before. */
+void ls_config_peer_list_begins(struct ls_config *c, int id);
 /* The port: SGLang's per backend under --harness sglang without --port or --base-url. */
 int ls_config_peer_port(const struct ls_config *c);
 

@@ -106,8 +106,21 @@ const char *ls_request_extra_lora(const struct ls_request_extra *x, size_t i, in
 {
 	if (!x->n_lora)
 		return NULL;
-	if (x->rules == LS_BODY_SGLANG) /* serving.py benchmark(): warmup lora_names[0], then uniform */
-		return warmup ? x->lora[0] : x->lora[ls_rng_below(rng, x->n_lora)];
+	if (x->rules == LS_BODY_SGLANG && warmup) /* serving.py benchmark(): warmup lora_names[0] */
+		return x->lora[0];
+	if (x->rules == LS_BODY_SGLANG && x->lora_zipf_alpha > 0) { /* skewed: weights alpha^-k, normalised */
+		double total = 0, w = 1, u;
+		for (size_t k = 0; k < x->n_lora; k++, w /= x->lora_zipf_alpha)
+			total += w;
+		u = ls_rng_uniform(rng) * total;
+		w = 1;
+		for (size_t k = 0; k < x->n_lora; k++, w /= x->lora_zipf_alpha)
+			if ((u -= w) < 0)
+				return x->lora[k];
+		return x->lora[x->n_lora - 1];
+	}
+	if (x->rules == LS_BODY_SGLANG) /* uniform (random.choice), or distinct: round robin from 0 */
+		return x->lora[x->lora_round_robin ? i % x->n_lora : ls_rng_below(rng, x->n_lora)];
 	if (warmup)
 		return NULL; /* vLLM's test_input and warmups carry model_id */
 	return x->lora[x->lora_round_robin ? i % x->n_lora : ls_rng_below(rng, x->n_lora)];

@@ -48,7 +48,8 @@ struct ls_request_extra {
 	char    *request_id_prefix;  /* measured requests' X-Request-Id is PREFIX<i>; NULL = latscope's */
 	char   **lora;               /* vLLM --lora-modules, SGLang --lora-name */
 	size_t   n_lora;
-	int      lora_round_robin;   /* vLLM --lora-assignment round-robin */
+	int      lora_round_robin;   /* vLLM --lora-assignment round-robin, SGLang's distinct */
+	double   lora_zipf_alpha;    /* SGLang's skewed: P(adapter k) ~ alpha^-k; 0 = off */
 	char    *prompt_suffix;      /* SGLang --prompt-suffix, appended to text prompts */
 };
 

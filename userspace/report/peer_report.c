@@ -198,8 +198,10 @@ static void add_args(cJSON *root, const struct ls_report_ctx *ctx)
 	cJSON_AddStringToObject(root, "backend", ctx->backend ? ctx->backend : "");
 	cJSON_AddStringToObject(root, "dataset_name", p && p->dataset_name ? p->dataset_name : "");
 	/* json.dumps writes float("inf") as Infinity, which Python's json.loads reads back */
+	char rate[40];
+	ls_py_float(ctx->request_rate, rate, sizeof(rate)); /* a Python float: 100.0 */
 	if (isfinite(ctx->request_rate))
-		cJSON_AddNumberToObject(root, "request_rate", ctx->request_rate);
+		cJSON_AddRawToObject(root, "request_rate", rate);
 	else
 		cJSON_AddRawToObject(root, "request_rate", "Infinity");
 	if (ctx->max_concurrency)

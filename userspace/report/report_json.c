@@ -170,11 +170,15 @@ static void add_run_header(cJSON *root, const struct ls_report_ctx *ctx)
 	cJSON_AddStringToObject(root, "model_id", ctx->model ? ctx->model : "");
 	cJSON_AddStringToObject(root, "tokenizer_id", ctx->model ? ctx->model : "");
 	cJSON_AddNumberToObject(root, "num_prompts", (double)ctx->num_prompts);
+	char num[40];
+	/* vLLM's rate and burstiness are Python floats: json.dump writes 20.0 and 1.0, not 20 and 1 */
+	ls_py_float(ctx->request_rate, num, sizeof(num));
 	if (isfinite(ctx->request_rate))
-		cJSON_AddNumberToObject(root, "request_rate", ctx->request_rate);
+		cJSON_AddRawToObject(root, "request_rate", num);
 	else
 		cJSON_AddStringToObject(root, "request_rate", "inf");
-	cJSON_AddNumberToObject(root, "burstiness", ctx->burstiness);
+	ls_py_float(ctx->burstiness, num, sizeof(num));
+	cJSON_AddRawToObject(root, "burstiness", num);
 	if (ctx->max_concurrency)
 		cJSON_AddNumberToObject(root, "max_concurrency", ctx->max_concurrency);
 	else

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "report/report.h"
+#include "base/json_file.h"
 
 #define W 50
 
@@ -81,16 +82,6 @@ static void stat_line(FILE *out, const char *label, const struct ls_stat *s)
 	fprintf(out, "  max %.2f  (n=%zu)\n", s->max_ms, s->n);
 }
 
-/* Python's str() of a float: 20.0, 12.5, inf. */
-static void py_float(char *buf, size_t cap, double v)
-{
-	if (isinf(v))
-		snprintf(buf, cap, "inf");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		snprintf(buf, cap, "%.1f", v);
-	else
-		snprintf(buf, cap, "%.17g", v);
-}
 
 /* sglang.bench_serving's result block (python/sglang/bench_serving.py, benchmark()). */
 static void sglang_block(FILE *out, const struct ls_metrics *m, const struct ls_report_ctx *ctx)
@@ -98,7 +89,7 @@ static void sglang_block(FILE *out, const struct ls_metrics *m, const struct ls_
 	char buf[64];
 	rule(out, " Serving Benchmark Result ", '=');
 	line_s(out, "Backend:", ctx->backend ? ctx->backend : "?");
-	py_float(buf, sizeof(buf), ctx->request_rate);
+	ls_py_float(ctx->request_rate, buf, sizeof(buf)); /* Python's str() of a float: 20.0, 0.1, inf */
 	line_s(out, "Traffic request rate:", buf);
 	if (ctx->max_concurrency)
 		line_u(out, "Max request concurrency:", ctx->max_concurrency);

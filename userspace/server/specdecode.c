@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/json_file.h"
 #include "base/numconv.h"
 #include "server/specdecode.h"
 
@@ -59,7 +60,7 @@ int ls_spec_parse_prometheus(const char *text, struct ls_spec_snapshot *s)
 
 int ls_spec_parse_server_info(const char *json, struct ls_spec_snapshot *s)
 {
-	cJSON *root = json ? cJSON_Parse(json) : NULL;
+	cJSON *root = json ? ls_json_parse_py(json) : NULL; /* SGLang's Python JSON: Infinity, NaN */
 	int rc = -1;
 	const cJSON *states = cJSON_GetObjectItemCaseSensitive(root, "internal_states");
 	const cJSON *first = cJSON_IsArray(states) ? cJSON_GetArrayItem(states, 0) : NULL;

@@ -1,7 +1,8 @@
 /* harness_result.c — a harness's own saved TTFTs and ITLs (seconds), for `watch --harness-result`.
  * vLLM's --save-result: one JSON object, "ttfts" a list, "itls" a list per request (a flat list
  * too, as tests/clients/aiohttp_client.py writes). SGLang's --output-file: JSONL, one object per
- * run appended; with --output-details it has "ttfts" and "itls": the last such line is read. */
+ * run appended; with --output-details it has "ttfts" and "itls": the last such line is read.
+ * Both are read as Python's json writes them (Infinity, NaN: base/json_file.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,7 @@ static int from_lines(char *text, struct ls_harness_result *r)
 	cJSON *last = NULL;
 
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		cJSON *o = cJSON_Parse(line);
+		cJSON *o = ls_json_parse_py(line); /* SGLang's default rate is written Infinity */
 		if (o && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "ttfts"))) {
 			cJSON_Delete(last);
 			last = o;
@@ -78,7 +79,7 @@ int ls_harness_result_read(const char *path, struct ls_harness_result *r, char *
 		snprintf(why, why_len, "--harness-result %s: cannot read it", path);
 		return -EIO;
 	}
-	cJSON *o = cJSON_ParseWithOpts(text, NULL, 1); /* whole file: one object, or JSONL */
+	cJSON *o = ls_json_parse_py(text); /* whole file: one object, or JSONL; Python's NaN, Infinity */
 	if (o) {
 		err = from_object(o, r);
 		r->format = cJSON_GetObjectItemCaseSensitive(o, "backend") ||

@@ -692,6 +692,7 @@ const char *ls_dataset_kind_name(enum ls_dataset_kind kind)
 	case LS_DATASET_RANDOM_IDS: return "random-ids";
 	case LS_DATASET_GSP: return "generated-shared-prefix";
 	case LS_DATASET_MOONCAKE: return "mooncake";
+	case LS_DATASET_SPEC_BENCH: return "spec_bench";
 	}
 	return "?";
 }

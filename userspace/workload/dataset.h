@@ -37,6 +37,7 @@ enum ls_dataset_kind {
 	LS_DATASET_RANDOM_IDS,        /* SGLang: random token ids (latscope's random) */
 	LS_DATASET_GSP,               /* SGLang: generated-shared-prefix */
 	LS_DATASET_MOONCAKE,          /* SGLang */
+	LS_DATASET_SPEC_BENCH,        /* vLLM: Spec-Bench question.jsonl, turns[0] */
 };
 const char *ls_dataset_kind_name(enum ls_dataset_kind kind);
 

@@ -292,3 +292,87 @@ int ls_dataset_oversample(struct ls_dataset *ds, size_t n, uint64_t seed)
 			"runs only those)\n", base, n);
 	return 0;
 }
+
+/* One Spec-Bench line: its turns[0] (strdup'd) into *prompt, or NULL when its category is not
+ * the one asked. 0, or -errno after a message naming path:line. */
+static int spec_bench_line(const char *path, size_t line, const char *text, size_t len, const char *category,
+			   char **prompt)
+{
+	cJSON *o = cJSON_ParseWithLength(text, len);
+	const cJSON *turns = cJSON_GetObjectItemCaseSensitive(o, "turns");
+	const cJSON *cat = cJSON_GetObjectItemCaseSensitive(o, "category");
+	int err = 0;
+	*prompt = NULL;
+	if (!cJSON_IsArray(turns) || !cJSON_IsString(turns->child)) {
+		fprintf(stderr, "latscope: %s:%zu: needs \"turns\", a list of strings (Spec-Bench's question.jsonl)\n",
+			path, line);
+		err = -EINVAL;
+	} else if (!category || !*category || (cJSON_IsString(cat) && !strcmp(cat->valuestring, category))) {
+		*prompt = strdup(turns->child->valuestring);
+		err = *prompt ? 0 : -ENOMEM;
+	}
+	cJSON_Delete(o);
+	return err;
+}
+
+/* The file's prompts of the category, in file order. 0 or -errno after a message. */
+static int spec_bench_read(const char *path, const char *category, char ***out, size_t *n_out)
+{
+	size_t len = 0, n = 0, line = 0;
+	char *buf = ls_read_file(path, "latscope", "dataset", &len), **list = NULL;
+	int err = buf ? 0 : -EIO;
+	for (char *at = buf; !err && at && at < buf + len;) {
+		char *nl = memchr(at, '\n', (size_t)(buf + len - at)), *next = nl ? nl + 1 : buf + len, *prompt;
+		size_t llen = (size_t)((nl ? nl : buf + len) - at);
+		line++;
+		if (llen && strspn(at, " \t\r") < llen && !(err = spec_bench_line(path, line, at, llen, category, &prompt))
+		    && prompt) {
+			char **grown = realloc(list, (n + 1) * sizeof(*grown));
+			if (!grown) {
+				free(prompt);
+				err = -ENOMEM;
+				break;
+			}
+			list = grown;
+			list[n++] = prompt;
+		}
+		at = next;
+	}
+	free(buf);
+	*out = list;
+	*n_out = n;
+	return err;
+}
+
+int ls_dataset_spec_bench(struct ls_dataset *ds, const char *path, const struct ls_spec_bench_opts *o,
+			  ls_token_count_fn count, void *count_ctx)
+{
+	char **list = NULL;
+	size_t total = 0;
+	int estimated = 0, err = spec_bench_read(path, o->category, &list, &total);
+	if (!err && !total) {
+		fprintf(stderr, "latscope: %s: no question%s%s\n", path, o->category && *o->category ? " of category " : "",
+			o->category && *o->category ? o->category : "");
+		err = -EINVAL;
+	}
+	uint64_t rng[2];
+	ls_rng_seed(rng, o->seed);
+	if (!err && !o->in_order) /* SpecBench.load_data shuffles by seed (latscope's generator, not Python's) */
+		ls_rng_shuffle(rng, list, total, sizeof(*list));
+	size_t take = o->n && o->n < total ? o->n : total;
+	struct ls_peer_count c = { count, count_ctx, &estimated };
+	if (!err)
+		err = ls_peer_alloc(ds, take);
+	for (size_t i = 0; !err && i < take; i++) {
+		struct ls_strbuf b = { list[i], strlen(list[i]), strlen(list[i]) + 1 };
+		list[i] = NULL; /* the prompt owns it now */
+		err = ls_peer_finish(&ds->prompts[i], &b, 0, o->output_len, &c);
+		ds->n++;
+	}
+	if (!err && !o->no_oversample && o->n > ds->n)
+		err = ls_dataset_oversample(ds, o->n, o->seed);
+	for (size_t i = 0; i < total; i++)
+		free(list[i]);
+	free(list);
+	return ls_peer_done(ds, estimated, err);
+}

@@ -74,7 +74,8 @@ int ls_dataset_mooncake(struct ls_dataset *ds, const char *path, const struct ls
 			ls_token_count_fn count, void *count_ctx);
 
 /* SGLang's random (--dataset-name random under SGLang's rules): ShareGPT first human turns,
- * shuffled by seed, each repeated (or cut) to its drawn length in whole words; lengths drawn
+ * shuffled by seed, each repeated to its drawn length in words and cut to that many tokens as
+ * the counter (the server's /tokenize) counts them, as SGLang cuts token ids; lengths drawn
  * [max(int(L r), 1), L] for input and output. Empty prompts are skipped. */
 struct ls_sglang_random_opts {
 	size_t   n;
@@ -97,6 +98,21 @@ struct ls_sglang_sharegpt_opts {
 };
 int ls_dataset_sglang_sharegpt(struct ls_dataset *ds, const char *path, const struct ls_sglang_sharegpt_opts *o,
 			       ls_token_count_fn count, void *count_ctx);
+
+/* vLLM's spec_bench (SpecBench, a CustomDataset): Spec-Bench's question.jsonl, one object per
+ * line with "turns" (a list of strings) and "category"; the prompt is turns[0], lines of another
+ * category than `category` (NULL or "": any) are skipped, the rest shuffled by seed unless
+ * in_order, the first n taken (0: all) with output_len each, and topped up to n as vLLM
+ * oversamples unless no_oversample. Errors name the file and line. */
+struct ls_spec_bench_opts {
+	size_t      n;
+	uint32_t    output_len;
+	const char *category;
+	uint64_t    seed;
+	int         in_order, no_oversample;
+};
+int ls_dataset_spec_bench(struct ls_dataset *ds, const char *path, const struct ls_spec_bench_opts *o,
+			  ls_token_count_fn count, void *count_ctx);
 
 /* vLLM's maybe_oversample_requests: fewer than n prompts are topped up to n with copies of
  * prompts drawn at random (by seed), and one line says so. 0 or -ENOMEM. */

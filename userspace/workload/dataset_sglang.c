@@ -191,6 +191,37 @@ static int repeat_words(struct ls_strbuf *b, const char *text, uint32_t want)
 	return 0;
 }
 
+/* SGLang cuts the prompt's token ids to exactly want (sample_random_requests: (ids * ratio)[:want],
+ * then decodes): without a local tokenizer, the longest byte prefix of b (whole UTF-8 characters)
+ * the server counts at most want tokens for. want words are at least want tokens, so it is cut,
+ * never padded. No counter (no /tokenize): left as want words, the lengths said to be estimates. */
+static int cut_to_tokens(struct ls_strbuf *b, uint32_t want, const struct ls_peer_count *c)
+{
+	uint32_t got = 0;
+	int err = c->count ? c->count(c->ctx, b->data, &got) : 0;
+	if (err || !c->count || got <= want)
+		return err;
+	size_t lo = 0, hi = b->len; /* count(lo bytes) <= want < count(hi bytes) */
+	char *text = b->data;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2, at = mid;
+		while (at > lo && ((unsigned char)text[at] & 0xC0) == 0x80)
+			at--; /* a UTF-8 character whole */
+		if (at == lo)
+			at = mid;
+		char keep = text[at];
+		text[at] = 0;
+		err = c->count(c->ctx, text, &got);
+		text[at] = keep;
+		if (err)
+			return err;
+		*(got <= want ? &lo : &hi) = at;
+	}
+	text[lo] = 0;
+	b->len = lo;
+	return 0;
+}
+
 static int sgl_random_fill(struct ls_dataset *ds, cJSON **entries, size_t total, const uint32_t *in,
 			   const uint32_t *out, size_t n, const struct ls_peer_count *c)
 {
@@ -198,6 +229,8 @@ static int sgl_random_fill(struct ls_dataset *ds, cJSON **entries, size_t total,
 		const char *text = turn(entries[e], 0);
 		struct ls_strbuf b = { 0 };
 		int rc = text ? repeat_words(&b, text, in[ds->n]) : 1;
+		if (rc == 0)
+			rc = cut_to_tokens(&b, in[ds->n], c);
 		if (rc == 0)
 			rc = ls_peer_finish(&ds->prompts[ds->n], &b, in[ds->n], out[ds->n], c);
 		ls_strbuf_free(&b);
