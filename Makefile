@@ -252,6 +252,9 @@ install: all man
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/latscope
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0644 $(MAN_DIR)/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/latscope/docs
+	install -m 0644 README.md CONTRIBUTING.md $(DESTDIR)$(PREFIX)/share/doc/latscope/
+	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/latscope/docs/
 	install -d $(DESTDIR)$(PREFIX)/share/latscope/configs
 	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/latscope/configs/
 	$(if $(wildcard build/gpu/liblatscope_cupti.so),install -D -m 0755 build/gpu/liblatscope_cupti.so $(DESTDIR)$(PREFIX)/lib/latscope/liblatscope_cupti.so)

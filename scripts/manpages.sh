@@ -95,8 +95,9 @@ see_also() { # NAME: the SEE ALSO section, every other page
 		printf '.BR %s%s\n' "${others[i]}" "$([ $((i + 1)) -lt ${#others[@]} ] && echo ,)"
 	done
 	echo ".PP"
-	echo "The latscope manual: docs/README.md in the source tree (a page per command, the figures,"
-	echo "the design), and the README."
+	echo "The latscope manual (a page per command, the figures, the design): docs/README.md in the"
+	echo "source tree, installed by make install as share/doc/latscope/docs/README.md under its prefix"
+	echo "(/usr/local by default)."
 }
 
 page_top() { # the top of latscope(1)

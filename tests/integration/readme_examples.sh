@@ -3,7 +3,7 @@
 # the manual (docs/*.md), so none can rot, and checks what the text around some of them promises.
 # An example is one line of a ```sh block (lines ending in "\" joined, " # " comments dropped, blank
 # lines skipped); inline `code` is not an example. How each one runs:
-#  - `latscope sim ...`: a server, started under `timeout 2`; ok when it accepted on its port and
+#  - `latscope sim ...`: a server, started under `timeout 4`; ok when it accepted on its port and
 #    was still serving at the end (124) or exited 0. Ending in "&": it serves the block's later
 #    examples instead, and is stopped after them with SIGTERM (exit 0 expected, as the README says);
 #  - a client (`latscope ...`, `curl ...`): a URL in it gets a simulator first (the block's own
@@ -28,7 +28,8 @@ else
 	for f in README.md CONTRIBUTING.md docs/*.md; do [ -f "$ROOT/$f" ] && DOCS+=("$f"); done
 fi
 CLIENT_TIMEOUT_S=60
-SERVER_TIMEOUT_S=2
+SERVER_TIMEOUT_S=4 # a server example serves this long; under `timeout 2` a loaded machine (all blocks at once)
+# sometimes killed one before it had accepted
 # The simulator a client example gets when its block starts none: 1 ms steps instead of 10, so the
 # examples that run bench's defaults (1,000 prompts of 128 tokens) take seconds, not minutes.
 DEFAULT_SIM_ARGS='--step-ms 1'

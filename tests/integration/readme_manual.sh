@@ -10,7 +10,8 @@
 #  - `latscope help CMD` prints what `latscope CMD --help` prints, for every command;
 #  - `make install` into a scratch DESTDIR installs latscope(1) and latscope-CMD(1) for every
 #    command under share/man/man1; `groff -ww -man` and `man --warnings` say nothing of any of
-#    them; `man latscope-bench` finds its page there and shows bench's flags.
+#    them; `man latscope-bench` finds its page there and shows bench's flags; the README and the
+#    manual go under share/doc/latscope.
 # Exit 0 pass, 1 fail, 77 skip (groff or man-db missing: make deps installs them).
 set -u
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -109,6 +110,12 @@ for page in latscope "${cmds[@]/#/latscope-}"; do
 	[ -z "$w" ] || fail "man --warnings -l $page.1: $w"
 done
 ok "man pages: latscope(1) and ${#cmds[@]} command pages installed, groff -ww and man --warnings silent"
+docdir=$tmp/root/usr/local/share/doc/latscope
+if [ -s "$docdir/README.md" ] && [ -s "$docdir/docs/README.md" ] && [ -s "$docdir/docs/bench.md" ]; then
+	ok "make install: the README and the manual under share/doc/latscope"
+else
+	fail "make install: no README.md, docs/README.md or docs/bench.md under share/doc/latscope"
+fi
 if MANWIDTH=100 man -M "$mandir" latscope-bench 2>"$tmp/man.err" | grep -q -- '--base-url'; then
 	ok "man latscope-bench (after make install) shows bench's flags"
 else
