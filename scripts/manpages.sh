@@ -4,7 +4,7 @@
 # each) and `BIN help CMD` (the usage, description, flags and example of each), so a flag's text
 # has one copy, in the option table of the command's source (base/opts ls_opt_help prints it).
 # The --help layout it reads: "usage: ..." lines up to a blank line, then paragraphs; a line at
-# column 0 ending in ":" starts a section; "  --flag ARG   text" (or "  -x, --flag") is a flag,
+# column 0 ending in ":" after a blank line starts a section; "  --flag ARG   text" (or "  -x, --flag") is a flag,
 # lines indented deeper continue it; "example:" starts lines shown as they are.
 # Run by `make man` (into build/man) and `make install`; tests/integration/readme_manual.sh
 # checks the pages with groff -ww and man --warnings.
@@ -57,7 +57,7 @@ help_to_roff() {
 		if (rest != "") text(rest)
 		next
 	}
-	/^[^ ].*:$/ {
+	/^[^ ].*:$/ && (para || opts && !intp) {
 		if (!opts) { print ".SH OPTIONS"; opts = 1 }
 		h = $0; sub(/:$/, "", h); print ".SS \"" esc(h) "\""; para = 0; intp = 0; next
 	}
