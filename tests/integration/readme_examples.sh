@@ -59,6 +59,10 @@ CLAIMS=(
 	'latscope bench * --html run.html'	claim_first_run
 	'latscope help bench'	claim_help_bench
 	'latscope bench --base-url http://127.0.0.1:8000 --dataset-name random --random-input-len 1024 *'	claim_own_server
+	'sudo latscope bench * --server-pid $! --trace run.json'	claim_probes
+	"curl -N localhost:8000/v1/completions -H 'X-Request-Id: r1' *"	claim_sim_stream
+	'sudo latscope watch -- curl *'	claim_watch_curl
+	'latscope lab --ping 100'	claim_lab_ping
 )
 
 # The promises. Each: log dir -> 0 and one line of what it found, or 1 and why the text is wrong.
@@ -116,6 +120,49 @@ claim_own_server() {
 	again=$(report_n "$2/report.out" 'Successful requests')
 	[ "$again" = 200 ] || { echo "latscope report run.jsonl: ${again:-no} successful requests"; return 1; }
 	echo "200 ok; latscope report run.jsonl reads the same 200"
+}
+
+# docs/probes.md: 'report: "Where the latency went"; run.json opens in ui.perfetto.dev' (server
+# watched: a server part, nothing unattributed at P50).
+claim_probes() {
+	local srv una
+	if grep -q 'probes off:' "$1"; then # no BTF here (root we are): the example runs, its claim cannot
+		echo "probes off here ($(grep -m1 -o 'probes off: .*' "$1" | cut -c1-80)): not checked"
+		return 0
+	fi
+	grep -q '^=* Where the latency went =*$' "$1" || { echo "no \"Where the latency went\""; return 1; }
+	srv=$(awk '/^TTFT / { t = 1 } t && $1 == "server" { print $2; exit }' "$1")
+	una=$(awk '/^TTFT / { t = 1 } t && $1 == "unattributed" { print $2; exit }' "$1")
+	awk -v s="${srv:-0}" -v u="${una:-1}" 'BEGIN { exit !(s > 0 && u == 0) }' ||
+		{ echo "TTFT P50: server ${srv:-none}, unattributed ${una:-none} (a watched server: > 0 and 0)"; return 1; }
+	grep -q '"traceEvents"' "$2/run.json" 2>/dev/null || { echo "run.json is not a trace (no traceEvents)"; return 1; }
+	echo "TTFT P50 server part $srv ms, unattributed 0; run.json holds traceEvents"
+}
+
+# docs/sim.md: an OpenAI stream; include_usage adds the usage frame; data: [DONE] ends it.
+claim_sim_stream() {
+	grep -q '"text_completion"' "$1" || { echo "no completion frame"; return 1; }
+	grep -q '"usage":{"prompt_tokens":' "$1" || { echo "no usage frame (stream_options.include_usage)"; return 1; }
+	# curl's progress meter (stderr, in the same log) may share a line with a frame: frames by data:
+	[ "$(grep -o 'data: \(\[DONE\]\|{\)' "$1" | tail -1)" = 'data: [DONE]' ] ||
+		{ echo "the stream does not end with data: [DONE]"; return 1; }
+	echo "frames, a usage frame, data: [DONE] last"
+}
+
+# docs/watch.md: curl run under the probes: its one connection and one request seen.
+claim_watch_curl() {
+	grep -q '^watched: 1 connection(s), 1 request(s)' "$1" || { echo "not: watched: 1 connection(s), 1 request(s)"; return 1; }
+	grep -q 'exit status 0' "$1" || { echo "the command's exit status is not reported 0"; return 1; }
+	echo "1 connection, 1 request, exit status 0"
+}
+
+# docs/lab.md: "the RTT it delivers (default 0.5 ms)": the median within 0.45-1 ms.
+claim_lab_ping() {
+	local us
+	us=$(sed -n 's/^lab: RTT target 500 us; delivered median \([0-9]*\) us.*/\1/p' "$1")
+	[ -n "$us" ] || { echo "no delivered median RTT"; return 1; }
+	[ "$us" -ge 450 ] && [ "$us" -le 1000 ] || { echo "delivered median $us us, not about 500"; return 1; }
+	echo "delivered median RTT $us us (target 500)"
 }
 
 claim_of() { # example: the CLAIMS function that checks it, if any
