@@ -3,8 +3,9 @@
 set -euo pipefail
 pkgs=(make gcc pkg-config libbpf-dev bpftool clang llvm liburing-dev libcurl4-openssl-dev
       libcjson-dev libssl-dev libelf-dev zlib1g-dev libcriterion-dev curl iproute2 openssl procps
-      libjs-chart.js chromium libopenmpi-dev openmpi-bin python3-aiohttp nginx groff-base man-db)
+      libjs-chart.js chromium libopenmpi-dev openmpi-bin python3-aiohttp nginx)
 missing=()
+pkgs+=(groff-base man-db) # the man pages and their check (make man, tests/integration/readme_manual.sh)
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
