@@ -16,5 +16,6 @@ int cmd_lab(int argc, char **argv);     /* lab/lab_main.c */
 int cmd_compare(int argc, char **argv); /* cmd/compare.c */
 int cmd_report(int argc, char **argv);  /* cmd/report_cmd.c */
 int cmd_watch(int argc, char **argv);   /* cmd/watch_cmd.c */
+int cmd_sweep(int argc, char **argv);   /* cmd/sweep.c */
 
 #endif

@@ -18,6 +18,8 @@ static void usage(FILE *out)
 		"            with a continuous-batching step model and per-request ground truth\n"
 		"  compare   run one workload under several harness profiles (vllm, sglang, ...)\n"
 		"            and show which rule moved which number\n"
+		"  sweep     one bench run per rate or concurrency: the capacity at an SLO under every clock\n"
+		"            (scheduled, admitted, started) and what a started-clock harness overstates\n"
 		"  report    re-derive a profile's metrics from a saved record file\n"
 		"  lab       put real round-trip time between bench and sim (namespaces + delay line)\n"
 		"  watch     attach to another benchmark client (-- COMMAND, or --pid) and show the time it\n"
@@ -37,6 +39,7 @@ static const struct {
 	{ "report", cmd_report },
 	{ "lab", cmd_lab },
 	{ "watch", cmd_watch },
+	{ "sweep", cmd_sweep },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

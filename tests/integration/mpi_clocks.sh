@@ -7,6 +7,7 @@
 #     the kernel reads as the host's: a rank offset by D slept D late, 9.95 req/s of 50 at +10 s);
 #     each offset measured with its sign, within its uncertainty (+1 ms) of D; every merged
 #     request started within 100 ms of its schedule, in rank 0's clock.
+#  3. Rank 0 stopping before the run says why once; the ranks end without MPI_Abort's banner.
 #  2. Probes inside a time namespace (+1000 s; root and BTF): bpf_ktime_get_ns() is the host's
 #     clock, so kernel stamps are moved into the process's; every request's TTFT client part
 #     under 5 ms and its server part at least one 5 ms step (unmoved stamps are 1000 s off).
@@ -86,6 +87,8 @@ run_mpmd() { # name n-per-offset... : offsets (first rank 0 s)
 
 run_mpmd plus 0 10 86400
 check_ranks plus 0 10 86400
+grep -q "latscope report $tmp/plus.jsonl.rank0 ... $tmp/plus.jsonl.rank2\` reports what finished" "$tmp/plus.err" ||
+	fail "rank 0 does not say which rank files to report should the job be cut"
 run_mpmd minus 0 -5
 check_ranks minus 0 -5
 
@@ -115,4 +118,14 @@ sys.exit(1 if bad or n != 30 else 0)
 EOF
 	echo "ok: probes in a time namespace (+1000 s): 30 requests, TTFT client < 5 ms and server >= 5 ms each"
 fi
+# 3. Rank 0 stops before the run (no server): it says why once, every rank ends quietly (no
+#    MPI_Abort banner), the exit code says it failed.
+timeout -k 5 60 "${MPIRUN[@]}" -n 3 "$BIN" bench --base-url http://127.0.0.1:1 --ready-check-timeout-sec 1 \
+	--num-prompts 5 >"$tmp/early.out" 2>"$tmp/early.err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "early stop: mpirun exited $rc (expected a failure, not a hang)"
+n=$(grep -c "did not answer within 1 s" "$tmp/early.err")
+[ "$n" -eq 1 ] || { cat "$tmp/early.err"; fail "early stop: rank 0's reason printed $n times (once expected)"; }
+grep -q "MPI_ABORT was invoked" "$tmp/early.err" && { cat "$tmp/early.err"; fail "early stop: OpenMPI's MPI_ABORT banner"; }
+echo "ok: rank 0 stopping before the run: one line, no MPI_ABORT banner, exit $rc"
 echo "ok: ranks on clocks +10 s, +1 day and -5 s send on schedule"

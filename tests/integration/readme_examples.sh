@@ -34,8 +34,9 @@ SERVER_TIMEOUT_S=4 # a server example serves this long; under `timeout 2` a load
 # examples that run bench's defaults (1,000 prompts of 128 tokens) take seconds, not minutes.
 DEFAULT_SIM_ARGS='--step-ms 1'
 
-# Examples that do not run as above: a glob over the example (as printed) and `skip: WHY` or
-# `exit N` (the README says it exits N). Keep it short and honest.
+# Examples that do not run as above: a glob over the example (as printed) and `skip: WHY`,
+# `exit N` (the docs say it exits N) or `timeout S` (a client that takes longer than 60 s).
+# Keep it short and honest.
 SPECIAL=(
 	'CUDA_INJECTION64_PATH=* vllm serve *'	'skip: a vLLM engine on a GPU machine'
 	'latscope sim --gpu *'	'skip: needs a CUDA device; tests/gpu/smoke.sh runs the simulator with --gpu on a GPU machine'
@@ -49,6 +50,7 @@ SPECIAL=(
 	'llama-server *'	'skip: a llama.cpp engine; tests/engines/ runs one (make engine, docs/engine.md)'
 	'* ... *'	'skip: an outline, not a command: "..." stands for the flags of the example before it'
 	'*--base-url ...'	'skip: an outline, not a command: "..." stands for a server URL'
+	'latscope sweep --search rate *'	'timeout 240' # a dozen 2 s points and their bisection: ~60 s alone, more with every block at once
 )
 
 # Examples whose text promises more than an exit status: a glob over the example (as printed) and
@@ -319,8 +321,8 @@ run_server() { # line example dir
 	fi
 }
 
-run_client() { # line example dir expected-exit
-	local log=$tmp/ex-$(tag "$1").log c url port rc sim_pid='' tls='' claim found
+run_client() { # line example dir expected-exit [timeout]
+	local limit=${5:-$CLIENT_TIMEOUT_S} log=$tmp/ex-$(tag "$1").log c url port rc sim_pid='' tls='' claim found
 	c=$(runnable "$2")
 	url=$(grep -oE 'https?://[^ "'\'']+|(localhost|127\.0\.0\.1):[0-9]+' <<<"$c" | head -1)
 	if [ -n "$url" ]; then
@@ -341,7 +343,7 @@ run_client() { # line example dir expected-exit
 			return
 		fi
 	fi
-	(cd "$3" && exec timeout -k 5 "$CLIENT_TIMEOUT_S" bash -c "exec $c") >"$log" 2>&1 </dev/null &
+	(cd "$3" && exec timeout -k 5 "$limit" bash -c "exec $c") >"$log" 2>&1 </dev/null &
 	current_pid=$!
 	wait "$current_pid"
 	rc=$?
@@ -351,7 +353,7 @@ run_client() { # line example dir expected-exit
 		default_sim_pid=''
 	fi
 	if [ "$rc" -ne "$4" ]; then
-		verdict fail "$1" "$2" "exit $rc$([ "$rc" -eq 124 ] && echo ", past ${CLIENT_TIMEOUT_S} s")"
+		verdict fail "$1" "$2" "exit $rc$([ "$rc" -eq 124 ] && echo ", past $limit s")"
 		show_log "$log"
 		return
 	fi
@@ -388,19 +390,20 @@ special_of() { # example: the SPECIAL verdict that matches it, if any
 # Runs one block's examples in order, in one scratch directory; prints a verdict line each, then
 # "#counts N OK SKIPPED FAILED".
 run_block() { # block
-	local dir=$tmp/block b line ex special expect
+	local dir=$tmp/block b line ex special expect limit
 	mkdir "$dir" || return 1
 	while IFS=$'\t' read -r b line ex; do
 		[ "$b" = "$1" ] || continue
 		n=$((n + 1)) example_start=$SECONDS
-		special=$(special_of "$ex") expect=0
+		special=$(special_of "$ex") expect=0 limit=$CLIENT_TIMEOUT_S
 		case $special in
 		skip:*) verdict skip "$line" "$ex" "${special#skip: }"; continue ;;
 		exit\ *) expect=${special#exit } ;;
+		timeout\ *) limit=${special#timeout } ;;
 		esac
 		case ${ex#sudo } in
 		'latscope sim'*) run_server "$line" "$ex" "$dir" ;;
-		latscope\ * | curl\ *) run_client "$line" "$ex" "$dir" "$expect" ;;
+		latscope\ * | curl\ *) run_client "$line" "$ex" "$dir" "$expect" "$limit" ;;
 		make | make\ *) run_make "$line" "$ex" ;;
 		*) verdict fail "$line" "$ex" "not a latscope, curl or make command: give it a way to run here, or an entry in SPECIAL" ;;
 		esac

@@ -73,24 +73,25 @@ roundtrip faults "latscope/failures?" --base-url "http://127.0.0.1:$PORT" --num-
 	--skip-initial-test --request-timeout 5
 ls_sim_stop
 
+# A bench run in the background on a fresh simulator (sets bench_pid): something happens to it.
+bench_bg() { # name num-prompts rate
+	ls_sim_start "" "$tmp/sim-$1.log" --step-ms 5 || fail "sim ($1)"
+	mkdir -p "$tmp/$1"
+	(cd "$tmp/$1" && exec "$BIN" bench "${COMMON[@]}" --base-url "http://127.0.0.1:$PORT" --num-prompts "$2" \
+		--request-rate "$3" --record R.jsonl --save-result --result-filename A.json --html A.html \
+		>bench.out 2>bench.err) &
+	bench_pid=$!
+	sleep 1.5
+}
+
 # 4. the server killed mid-run: "server gone" and its count read back.
-ls_sim_start "" "$tmp/sim-gone.log" --step-ms 5 || fail "sim (gone)"
-mkdir -p "$tmp/gone"
-(cd "$tmp/gone" && exec "$BIN" bench "${COMMON[@]}" --base-url "http://127.0.0.1:$PORT" --num-prompts 80 \
-	--request-rate 20 --record R.jsonl --save-result --result-filename A.json --html A.html >bench.out 2>bench.err) &
-bench_pid=$!
-sleep 1.5
+bench_bg gone 80 20
 kill -KILL "$SIM"; wait "$SIM" 2>/dev/null; SIM=0
 wait $bench_pid
 compare gone "latscope/server_gone/at_s? latscope/server_gone/connect_failures_since?"
 
 # 5. SIGINT mid-run: the interrupt and what was sent read back.
-ls_sim_start "" "$tmp/sim-int.log" --step-ms 5 || fail "sim (interrupt)"
-mkdir -p "$tmp/int"
-(cd "$tmp/int" && exec "$BIN" bench "${COMMON[@]}" --base-url "http://127.0.0.1:$PORT" --num-prompts 200 \
-	--request-rate 40 --record R.jsonl --save-result --result-filename A.json --html A.html >bench.out 2>bench.err) &
-bench_pid=$!
-sleep 1.5
+bench_bg int 200 40
 kill -INT $bench_pid
 wait $bench_pid
 compare int "latscope/interrupted=true"

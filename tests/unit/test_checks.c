@@ -205,3 +205,56 @@ Test(checks, request_0_leading_a_burst_is_no_sign_of_a_prefix_cache)
 	cr_expect(strstr(p->text, "led a burst (3 similar requests started before its first token)"), "%s", p->text);
 	free_run(run);
 }
+
+/* The client check: a client near a whole core (not spinning by design) or requests leaving
+ * their slot late against the median ITL is not "ok"; the same figures under a spinning loop,
+ * or a quiet client, are. */
+Test(checks, the_client_check_sees_a_saturated_client)
+{
+	struct ls_run *run = new_run(3);
+	for (int i = 0; i < 3; i++)
+		req(&run->requests[i], (uint64_t)i, (uint64_t)i * 5, 20, 8, 1, 8);
+	run->end_ns = T0 + 200 * MS;
+	run->n_client_procs = 1;
+	run->client_cpu_ns = 190 * MS; /* 95 % of 200 ms */
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(!c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	cr_expect(strstr(c.c[LS_CHECK_CLIENT].text, "client CPU 95% of a core"), "%s", c.c[LS_CHECK_CLIENT].text);
+	run->loop_spins = 1; /* --busy-poll: a busy core is the design, not saturation */
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	run->loop_spins = 0;
+	run->n_client_procs = 2; /* two ranks: 47.5 % of their cores */
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	/* Requests that leave their slot 8 ms late, against 10 ms between frames: after the first
+	 * finished (an opening burst's spread is its design, not a late loop). */
+	run->client_cpu_ns = 20 * MS;
+	run->n_client_procs = 1;
+	for (int i = 0; i < 3; i++)
+		run->requests[i].started_ns = run->requests[i].admitted_ns + 8 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_CLIENT].ok, "all three admitted before any finished: %s", c.c[LS_CHECK_CLIENT].text);
+	for (int i = 0; i < 3; i++)
+		run->requests[i].admitted_ns = run->requests[i].scheduled_ns = run->requests[0].finished_ns + (uint64_t)i * MS;
+	for (int i = 0; i < 3; i++)
+		run->requests[i].started_ns = run->requests[i].admitted_ns + 8 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(!c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	cr_expect(strstr(c.c[LS_CHECK_CLIENT].text, "8.00 ms late at P99 = 80% of the median ITL (10.00 ms)"), "%s",
+		  c.c[LS_CHECK_CLIENT].text);
+	/* The probes' account: frames the kernel held 6 ms before the client read them, against 10 ms
+	 * between frames; on time otherwise. */
+	for (int i = 0; i < 3; i++)
+		run->requests[i].started_ns = run->requests[i].admitted_ns;
+	run->client_delay_p99_ns = 6 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(!c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	cr_expect(!strncmp(c.c[LS_CHECK_CLIENT].text, "client delay P99 6.00 ms = 60% of the median ITL (10.00 ms)", 59),
+		  "%s", c.c[LS_CHECK_CLIENT].text);
+	run->client_delay_p99_ns = 2 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	free_run(run);
+}

@@ -112,6 +112,15 @@ struct ls_run {
 	 * and how long opening them took. */
 	uint32_t n_preconnected;
 	uint64_t preconnect_ns;
+	/* The client's own CPU (user + kernel, getrusage) over the measured run, how many client
+	 * processes spent it (MPI ranks), and whether their loops spun (--busy-poll, --spin-us: the
+	 * CPU is then busy by design). The client check reads them. */
+	uint64_t client_cpu_ns;
+	uint32_t n_client_procs;
+	int      loop_spins;
+	/* The client's delay per frame (kernel arrival -> its stamp) at P99, from the probes' attribution
+	 * of the run (0: the probes saw no frame). */
+	uint64_t client_delay_p99_ns;
 };
 
 /* Appends a frame, growing the array; returns the new frame or NULL on ENOMEM. */

@@ -68,6 +68,10 @@ const struct ls_field ls_run_fields[] = {
 	RUN(n_connect_failed_gone, "n_connect_failed_gone", LS_FK_SIZE, .merge = LS_FM_SUM),
 	RUN(n_preconnected, "n_preconnected", LS_FK_U32, .merge = LS_FM_SUM, .hi = UINT32_MAX),
 	RUN(preconnect_ns, "preconnect_ns", LS_FK_U64, .merge = LS_FM_MAX),
+	RUN(client_cpu_ns, "client_cpu_ns", LS_FK_U64, .merge = LS_FM_SUM),
+	RUN(n_client_procs, "n_client_procs", LS_FK_U32, .merge = LS_FM_SUM, .hi = UINT32_MAX),
+	RUN(loop_spins, "loop_spins", LS_FK_INT, .merge = LS_FM_OR, .lo = 0, .hi = 1),
+	RUN(client_delay_p99_ns, "client_delay_p99_ns", LS_FK_U64, .merge = LS_FM_MAX),
 };
 const size_t ls_n_run_fields = sizeof(ls_run_fields) / sizeof(ls_run_fields[0]);
 

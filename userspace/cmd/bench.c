@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "driver/backend.h"
 #include "cmd/cmd.h"
 #include "cmd/bench_dataset.h"
@@ -352,11 +353,18 @@ static int drive(struct bench *b)
 	driver_opts(b, &o, 1);
 	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
 		return -EIO;
+	struct rusage before, after;
+	getrusage(RUSAGE_SELF, &before);
 	rc = ls_driver_run(&o, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &main_run);
+	getrusage(RUSAGE_SELF, &after);
 	ls_bench_probes_run_ended(b->probes);
 	ls_bench_peer_after_run(&b->cfg, &b->server);
 	ls_run_copy_fields(&b->run, &main_run); /* every run field (base/record_fields.h) */
 	b->run.interrupted |= rc == 1;
+	b->run.client_cpu_ns = (uint64_t)(1e3 * (ls_tv_us(&after.ru_utime) - ls_tv_us(&before.ru_utime) +
+						 ls_tv_us(&after.ru_stime) - ls_tv_us(&before.ru_stime)));
+	b->run.n_client_procs = 1;
+	b->run.loop_spins = b->cfg.busy_poll || b->cfg.spin_us;
 	if (b->cfg.preconnect)
 		printf("Preconnect: %u connections opened before the run, in %.1f ms\n", main_run.n_preconnected,
 		       (double)main_run.preconnect_ns / 1e6);
@@ -607,9 +615,13 @@ static int report(struct bench *b)
 	struct ls_wrap wrap;
 	FILE *out = ls_wrap_open(&wrap, stdout);
 	ls_bench_peer_rules_line(out, &b->cfg);
-	int results_rc = results(b, out), probes_rc = 0;
+	/* Attribute first (MPI: every rank's requests): the client delay is a figure of the run, in
+	 * its checks, its result JSON and its record file's last line. */
+	int probes_rc = ls_bench_probes_attribute(b->probes, &b->run) == -ENOMEM ? -ENOMEM : 0;
+	b->run.client_delay_p99_ns = ls_bench_probes_client_delay_p99(b->probes, &b->run);
+	int results_rc = probes_rc ? probes_rc : results(b, out);
 	if (results_rc >= 0) {
-		probes_rc = ls_bench_probes_report(b->probes, &b->run, out); /* MPI: every rank's requests */
+		probes_rc = ls_bench_probes_report(b->probes, &b->run, out);
 		ls_bench_mpi_report(out);
 		ls_checks_print(out, &b->checks);
 	}
@@ -658,15 +670,15 @@ int cmd_bench(int argc, char **argv)
 		goto out;
 	rc = drive(&b);
 	ls_bench_mpi_close_rank_file(&b.spec);
-	if (b.record) {
-		ls_record_set_spec(b.record, &b.spec);
-		ls_record_close(b.record, &b.run);
-		b.record = NULL;
-	}
 	if (rc < 0)
 		fprintf(stderr, "latscope bench: the run could not start (%s)\n", strerror(-rc));
 	if (rc >= 0 && rc != INITIAL_TEST_FAILED)
 		exit_code = report(&b);
+	if (b.record) { /* after the report: its last line has the figures the report made (client delay) */
+		ls_record_set_spec(b.record, &b.spec);
+		ls_record_close(b.record, &b.run);
+		b.record = NULL;
+	}
 out:
 	if (b.record)
 		ls_record_close(b.record, NULL);

@@ -47,6 +47,7 @@ struct rank_stats {
 static struct {
 	int launched, on, rank, size;
 	int gathered, agreed_exit;      /* every rank knows how the run ends: finalize, do not abort */
+	int shared;                     /* rank 0 began sending the shares */
 	const struct ls_config *cfg;    /* the flags, read only (set by the share) */
 	char run_tag[32];               /* the plan's (set by the share) */
 	enum ls_arrival_kind arrival;
@@ -176,6 +177,7 @@ static int share_out(struct ls_plan *plan, struct ls_run *run)
 {
 	if (can_share(plan))
 		return -1;
+	g.shared = 1; /* from here the others may be past the share: a stop must abort them */
 	for (int k = 1; k < g.size; k++) {
 		struct ls_strbuf b = { 0 };
 		int err = ls_plan_pack_share(plan, k, g.size, &b);
@@ -200,6 +202,11 @@ static int share_in(struct ls_plan *plan, struct ls_run *run)
 	char *buf = NULL;
 	size_t len = 0;
 	int err = recv_pieces(0, TAG_SHARE, &buf, &len);
+	if (!err && !len) { /* rank 0 stopped before the run and said why: end quietly, together */
+		free(buf);
+		g.agreed_exit = 1;
+		return -1;
+	}
 	if (!err)
 		err = ls_plan_unpack_share(buf, len, plan, run);
 	free(buf);
@@ -262,6 +269,11 @@ static int open_rank_file(uint64_t start_local_ns)
 	}
 	g.rank_file = ls_record_open(path, &m);
 	free(path);
+	if (g.rank_file && g.rank == 0) /* mpirun's Ctrl-C ends the ranks before they can merge */
+		fprintf(stderr, "latscope bench: each rank writes its requests to %s.rank<K> as they finish; should "
+			"the job be cut (Ctrl-C of mpirun ends every rank within a second), `latscope report "
+			"%s.rank0 ... %s.rank%d` reports what finished\n", g.cfg->record_path, g.cfg->record_path,
+			g.cfg->record_path, g.size - 1);
 	return g.rank_file ? 0 : -1;
 }
 
@@ -865,6 +877,13 @@ void ls_bench_mpi_end(int exit_code)
 {
 	if (!g.launched)
 		return;
+	if (g.on && g.rank == 0 && !g.shared && !g.gathered && !g.agreed_exit) {
+		/* Rank 0 stopped before the run (it said why): the others wait for their share, so an
+		 * empty one tells them, and every rank ends quietly (no MPI_Abort banner). */
+		for (int k = 1; k < g.size; k++)
+			send_pieces(k, TAG_SHARE, "", 0);
+		g.agreed_exit = 1;
+	}
 	if (g.on && !g.gathered && !g.agreed_exit) {
 		/* The others would wait for this rank forever: end the job. */
 		fprintf(stderr, "latscope bench: rank %d stopped before the run's end: ending every rank\n", g.rank);

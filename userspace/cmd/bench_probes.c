@@ -28,7 +28,11 @@ struct ls_bench_probes {
 	int ended;
 	uint64_t steal_before_ms, steal_after_ms; /* /proc/stat steal, all vCPUs */
 	int have_steal;
-	struct ls_attribution *attr; /* after ls_bench_probes_report, for the HTML page */
+	struct ls_attribution *attr; /* after ls_bench_probes_attribute: the report and the HTML page */
+	struct rusage end;          /* the harness's CPU up to the attribution */
+	uint64_t from_ns, to_ns;    /* the run's span (GPU steps outside it are someone else's) */
+	struct ls_gpu_steps gs;     /* --gpu-dir's steps over that span */
+	int have_gs, have_events, merged;
 	/* MPI rank 0 (ls_bench_probes_set_parts): the merged run's events, one store per rank. */
 	struct ls_evstore **stores;
 	size_t n_stores, n_part;
@@ -319,73 +323,115 @@ static int write_files(const struct ls_config *cfg, const struct ls_run *run, co
 	return err;
 }
 
-int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out)
+/* The P99 of run's client delays per frame in a (have_client_delay 0 when none). */
+static void rank_client_delay(const struct ls_run *run, const struct ls_attribution *a,
+			      struct ls_bench_rank_probes *out)
 {
-	const struct ls_config *cfg;
-	struct ls_gpu_steps gs = { 0 };
-	int have_gs = 0, err = 0;
-	uint64_t from, to;
+	uint64_t *d;
+	size_t n = 0;
+	if (ls_attribution_client_delays(run, a, &d, &n))
+		n = 0;
+	if (n) {
+		out->client_delay_p99_ns = (uint64_t)ls_percentile_u64(d, n, 99);
+		out->n_client_frames = n;
+		out->have_client_delay = 1;
+	}
+	free(d);
+}
 
+/* The event stores that attribute run: the probes' own, or at MPI rank 0 one per rank. */
+static int stores_of(const struct ls_bench_probes *bp, const struct ls_run *run,
+		     const struct ls_evstore *const **stores, size_t *n_stores, const uint32_t **part)
+{
+	static const struct ls_evstore *own;
+	own = ls_probes_events(bp->probes);
+	*stores = &own;
+	*n_stores = 1;
+	*part = NULL;
+	int merged = bp->stores && bp->n_part == run->n_requests;
+	if (merged) { /* MPI: each rank's requests with that rank's events */
+		*stores = (const struct ls_evstore *const *)bp->stores;
+		*n_stores = bp->n_stores;
+		*part = bp->part;
+	}
+	return merged;
+}
+
+int ls_bench_probes_attribute(struct ls_bench_probes *bp, const struct ls_run *run)
+{
 	if (!bp)
 		return 0;
-	cfg = bp->cfg;
-	struct rusage end;
+	int err = 0;
 	if (bp->ended)
-		end = bp->after;
+		bp->end = bp->after;
 	else
-		getrusage(RUSAGE_SELF, &end); /* the run ends here: attribution is not its cost */
+		getrusage(RUSAGE_SELF, &bp->end); /* the run ends here: attribution is not its cost */
 	ls_probes_drain(bp->probes); /* what arrived after the loop's last drain */
-	run_span(run, &from, &to);
-	if (cfg->gpu_dir) {
-		if (ls_gpu_steps_load(cfg->gpu_dir, from, to, &gs) == 0)
-			have_gs = 1;
+	run_span(run, &bp->from_ns, &bp->to_ns);
+	if (bp->cfg->gpu_dir) {
+		if (ls_gpu_steps_load(bp->cfg->gpu_dir, bp->from_ns, bp->to_ns, &bp->gs) == 0)
+			bp->have_gs = 1;
 		else
 			err = -EIO; /* the message named the directory; the report goes on without GPU */
 	}
-	const struct ls_evstore *ev = ls_probes_events(bp->probes), *const *stores = &ev;
-	size_t n_stores = 1;
-	const uint32_t *part = NULL;
-	int merged = bp->stores && bp->n_part == run->n_requests, have_events = 0;
-	if (merged) { /* MPI: each rank's requests with that rank's events */
-		stores = (const struct ls_evstore *const *)bp->stores;
-		n_stores = bp->n_stores;
-		part = bp->part;
-	}
+	const struct ls_evstore *const *stores;
+	const uint32_t *part;
+	size_t n_stores;
+	bp->merged = stores_of(bp, run, &stores, &n_stores, &part);
+	bp->have_events = 0;
 	for (size_t k = 0; k < n_stores; k++)
-		have_events |= stores[k] != NULL;
+		bp->have_events |= stores[k] != NULL;
 	struct ls_profile honest;
 	struct ls_attribution *a = NULL;
 	/* Attribution reads every request the honest way, whatever profile the run was sent by. */
 	if (!ls_profile_builtin("honest", &honest))
-		a = ls_attribute_parts(run, stores, n_stores, part, have_gs ? gs.steps : NULL, have_gs ? gs.n : 0,
-				       &honest.read, have_events ? NULL : bp->why);
+		a = ls_attribute_parts(run, stores, n_stores, part, bp->have_gs ? bp->gs.steps : NULL,
+				       bp->have_gs ? bp->gs.n : 0, &honest.read, bp->have_events ? NULL : bp->why);
 	if (!a) {
 		fprintf(stderr, "latscope bench: out of memory attributing the run\n");
-		if (have_gs)
-			ls_gpu_steps_free(&gs);
 		return -ENOMEM;
 	}
+	ls_attribution_free(bp->attr);
+	bp->attr = a; /* the report prints it; kept for the HTML page (ls_bench_probes_attribution) */
+	return err;
+}
+
+uint64_t ls_bench_probes_client_delay_p99(const struct ls_bench_probes *bp, const struct ls_run *run)
+{
+	struct ls_bench_rank_probes rp;
+	memset(&rp, 0, sizeof(rp));
+	if (bp && bp->attr && bp->have_events)
+		rank_client_delay(run, bp->attr, &rp);
+	return rp.have_client_delay ? rp.client_delay_p99_ns : 0;
+}
+
+int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out)
+{
+	if (!bp || !bp->attr)
+		return 0;
+	const struct ls_attribution *a = bp->attr;
 	fprintf(out, "\n");
 	ls_attribution_print(out, a);
-	if (have_events)
+	if (bp->have_events)
 		print_client_delay(out, run, a, !loop_spins(bp->cfg));
 	print_notes(out, bp, a);
 	fprintf(out, "(attribution reads every request the honest way: TTFT and E2EL from `scheduled`, "
 		     "E2EL to the last byte)\n");
-	print_harness_cost(out, bp, merged && bp->own ? bp->own : run, &end,
-			   merged ? "rank 0's own requests; each rank's CPU per frame is below" : "the run");
-	if (have_gs) {
+	print_harness_cost(out, bp, bp->merged && bp->own ? bp->own : run, &bp->end,
+			   bp->merged ? "rank 0's own requests; each rank's CPU per frame is below" : "the run");
+	if (bp->have_gs) {
 		fprintf(out, "\n");
-		ls_gpu_report_print(out, &gs, from, to);
+		ls_gpu_report_print(out, &bp->gs, bp->from_ns, bp->to_ns);
 	}
 	fflush(out);
-	int e = write_files(cfg, run, a, stores, n_stores, have_events, have_gs ? &gs : NULL);
-	if (!err)
-		err = e;
-	ls_attribution_free(bp->attr);
-	bp->attr = a; /* kept for the HTML page (ls_bench_probes_attribution) */
-	if (have_gs)
-		ls_gpu_steps_free(&gs);
+	const struct ls_evstore *const *stores;
+	const uint32_t *part;
+	size_t n_stores;
+	stores_of(bp, run, &stores, &n_stores, &part);
+	int err = write_files(bp->cfg, run, a, stores, n_stores, bp->have_events, bp->have_gs ? &bp->gs : NULL);
+	if (bp->have_gs)
+		ls_gpu_steps_free(&bp->gs);
+	bp->have_gs = 0;
 	return err;
 }
 
@@ -412,21 +458,6 @@ void ls_bench_probes_watched(const struct ls_bench_probes *bp, char *buf, size_t
 		snprintf(buf + len, cap - len, " only (no server watched)");
 }
 
-/* The P99 of run's client delays per frame in a (have_client_delay 0 when none). */
-static void rank_client_delay(const struct ls_run *run, const struct ls_attribution *a,
-			      struct ls_bench_rank_probes *out)
-{
-	uint64_t *d;
-	size_t n = 0;
-	if (ls_attribution_client_delays(run, a, &d, &n))
-		n = 0;
-	if (n) {
-		out->client_delay_p99_ns = (uint64_t)ls_percentile_u64(d, n, 99);
-		out->n_client_frames = n;
-		out->have_client_delay = 1;
-	}
-	free(d);
-}
 
 int ls_bench_probes_rank_view(struct ls_bench_probes *bp, const struct ls_run *run,
 			      struct ls_bench_rank_probes *out)

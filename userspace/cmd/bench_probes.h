@@ -2,7 +2,8 @@
  * eBPF probes as --probes says (auto: when root and BTF allow, else off with the reason; on:
  * or fail; off), hand the driver their drain hook, and after the run attribute every request,
  * print "Where the latency went" (and the GPU section with --gpu-dir), write the attribution
- * JSONL beside --record and the --trace file. bench.c calls open, hook, run_ended, report,
+ * JSONL beside --record and the --trace file. bench.c calls open, hook, run_ended, attribute,
+ * client_delay_p99, report,
  * attribution and watched (for --html) and close; bench_mpi.c the rank view, events and
  * set_parts (every rank's requests attributed at rank 0), and why. */
 #ifndef LATSCOPE_BENCH_PROBES_H
@@ -29,13 +30,20 @@ void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o);
  * and reports after it are not). bp may be NULL. */
 void ls_bench_probes_run_ended(struct ls_bench_probes *bp);
 
-/* After the run: drains the ring once more, loads GPU steps (--gpu-dir), attributes every
- * request of run, prints the section(s) to out, writes the attribution JSONL (when cfg has a
- * --record path and the probes ran: ls_bench_attribution_path) and --trace. 0, or -errno when an output file
- * could not be written (message on stderr). bp NULL: nothing. */
+/* After the run: drains the ring once more, loads GPU steps (--gpu-dir) and attributes every
+ * request of run (before the report, so its figures are the run's: the client delay). 0,
+ * -EIO when the GPU steps could not be read (said; the attribution goes on without them),
+ * -ENOMEM. bp NULL: nothing. */
+int ls_bench_probes_attribute(struct ls_bench_probes *bp, const struct ls_run *run);
+/* The client delay per frame (harness stamp - kernel arrival) at P99 over run's requests, from
+ * that attribution; 0 when the probes saw no frame. */
+uint64_t ls_bench_probes_client_delay_p99(const struct ls_bench_probes *bp, const struct ls_run *run);
+/* Prints the attribution's section(s) to out, writes the attribution JSONL (when cfg has a
+ * --record path and the probes ran: ls_bench_attribution_path) and --trace. 0, or -errno when an
+ * output file could not be written (message on stderr). Nothing before ls_bench_probes_attribute. */
 int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run, FILE *out);
 
-/* The attribution ls_bench_probes_report made (NULL before it, or when bp is NULL); freed by
+/* The attribution ls_bench_probes_attribute made (NULL before it, or when bp is NULL); freed by
  * ls_bench_probes_close. */
 const struct ls_attribution *ls_bench_probes_attribution(const struct ls_bench_probes *bp);
 /* What was watched, in words: "eBPF probes on: the harness, server pid 12" or "probes off: WHY". */

@@ -10,7 +10,7 @@
 
 #define NS 1e9
 
-static const char *const check_names[] = { "failures", "tokens", "itl/tpot", "prefix cache", "rate" };
+static const char *const check_names[] = { "failures", "tokens", "itl/tpot", "prefix cache", "rate", "client" };
 
 const char *ls_check_name(enum ls_check_kind kind)
 {
@@ -431,6 +431,67 @@ static void check_rate(const struct ls_run *run, const struct ls_metrics *m, con
 	}
 }
 
+/* P99 of started - admitted (ms) over the measured requests admitted once the first one had
+ * finished: an opening burst leaves one connect+write after another by design (ARCHITECTURE.md
+ * "How a burst starts"); later, a late request is a loop that fell behind. 0 when none. */
+static double dispatch_p99_ms(const struct ls_run *run)
+{
+	double *lag = malloc((run->n_requests ? run->n_requests : 1) * sizeof(*lag));
+	uint64_t first_finish = UINT64_MAX;
+	size_t n = 0;
+	if (!lag)
+		return 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (!r->warmup && r->finished_ns && r->finished_ns < first_finish)
+			first_finish = r->finished_ns;
+	}
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (!r->warmup && r->started_ns && r->admitted_ns && r->admitted_ns >= first_finish)
+			lag[n++] = ms(r->admitted_ns, r->started_ns);
+	}
+	ls_sort_doubles(lag, n);
+	double p99 = n ? ls_percentile(lag, n, 99) : 0;
+	free(lag);
+	return p99;
+}
+
+/* Was the client the bottleneck? Its own CPU over the run (a spinning loop's is busy by
+ * design), and how late requests left their slot against the median gap between frames. */
+static void check_client(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
+{
+	double wall_ns = run->end_ns > run->start_ns ? (double)(run->end_ns - run->start_ns) : 0;
+	double share = wall_ns > 0 && run->n_client_procs ? (double)run->client_cpu_ns / (wall_ns * run->n_client_procs) : -1;
+	double lag = dispatch_p99_ms(run), itl = m->itl_frame.median_ms;
+	int cpu_bound = share >= LS_CHECK_CLIENT_CPU && !run->loop_spins;
+	int late = lag > 1.0 && itl > 0 && lag > LS_CHECK_CLIENT_LAG * itl;
+	double delay = (double)run->client_delay_p99_ns / 1e6; /* the probes': kernel arrival -> stamp */
+	int slow = delay > 1.0 && itl > 0 && delay > LS_CHECK_CLIENT_LAG * itl;
+	c->ok = !cpu_bound && !late && !slow;
+	char cpu[64] = "client CPU unknown (an older record)";
+	if (share >= 0)
+		snprintf(cpu, sizeof(cpu), "client CPU %.0f%% of %s", share * 100,
+			 run->n_client_procs > 1 ? "its cores" : "a core");
+	if (c->ok) {
+		add(c, "ok: %s%s, requests left their slot within %.2f ms (P99)", cpu,
+		    run->loop_spins ? " (a spinning loop)" : "", lag);
+		if (run->client_delay_p99_ns)
+			add(c, ", frames read %.3f ms after the kernel had them (P99)", delay);
+		return;
+	}
+	if (slow)
+		add(c, "client delay P99 %.2f ms = %.0f%% of the median ITL (%.2f ms): the client set these tails",
+		    delay, delay / itl * 100, itl);
+	if (cpu_bound)
+		add(c, "%s%s over the run: the client may have set these tails", slow ? "; " : "", cpu);
+	if (late)
+		add(c, "%srequests left their slot %.2f ms late at P99 = %.0f%% of the median ITL (%.2f ms): the "
+		       "client's loop fell behind", slow || cpu_bound ? "; " : "", lag, lag / itl * 100, itl);
+	add(c, "; lower --max-concurrency, add client processes (mpirun -n N), or --busy-poll on a core "
+	       "the server does not use");
+}
+
 void ls_checks_compute(const struct ls_run *run, const struct ls_metrics *m, const struct ls_checks_ctx *ctx,
 		       struct ls_checks *out)
 {
@@ -442,6 +503,7 @@ void ls_checks_compute(const struct ls_run *run, const struct ls_metrics *m, con
 	check_itl_tpot(run, m, &out->c[LS_CHECK_ITL_TPOT]);
 	check_prefix_cache(run, m, ctx, &out->c[LS_CHECK_PREFIX_CACHE]);
 	check_rate(run, m, ctx, &out->c[LS_CHECK_RATE]);
+	check_client(run, m, &out->c[LS_CHECK_CLIENT]);
 	out->n = LS_CHECK__COUNT;
 	for (size_t k = 0; k < out->n; k++)
 		out->n_bad += !out->c[k].ok;

@@ -5,7 +5,10 @@
  *   tokens        usage, cumulative counts and the requested length disagree (EOS, tokenizer)
  *   itl/tpot      mean ITL / mean TPOT is not 1: tokens per frame, pooled vs per-request weighting
  *   prefix cache  prompts sent twice (warmups, repeated runs) may skip prefill on the server
- *   rate          the realised request rate is off the target by more than 2% (drift, saturation) */
+ *   rate          the realised request rate is off the target by more than 2% (drift, saturation)
+ *   client        the client itself was the bottleneck: its CPU near a whole core over the run,
+ *                 requests leaving long after their slot, or (probes) frames read long after the
+ *                 kernel had them: each P99 against the median ITL */
 #ifndef LATSCOPE_CHECKS_H
 #define LATSCOPE_CHECKS_H
 
@@ -21,6 +24,7 @@ enum ls_check_kind {
 	LS_CHECK_ITL_TPOT,
 	LS_CHECK_PREFIX_CACHE,
 	LS_CHECK_RATE,
+	LS_CHECK_CLIENT,
 	LS_CHECK__COUNT
 };
 
@@ -29,6 +33,8 @@ enum ls_check_kind {
 #define LS_CHECK_RATIO_TOLERANCE 0.05 /* mean ITL / mean TPOT */
 #define LS_CHECK_TOKENS_TOLERANCE 0.01 /* token totals */
 #define LS_CHECK_PREFIX_RATIO 0.35     /* a repeated prompt's TTFT below this x the rest's median */
+#define LS_CHECK_CLIENT_CPU 0.85       /* the client's CPU share of its core(s) over the run */
+#define LS_CHECK_CLIENT_LAG 0.5        /* dispatch P99 against the median ITL (and over 1 ms) */
 
 struct ls_check {
 	enum ls_check_kind kind;
