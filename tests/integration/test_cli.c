@@ -26,7 +26,7 @@ Test(cli, unknown_command_is_usage_error, .timeout = 10)
 /* `latscope help CMD` is CMD's own --help (issue 31: it printed the general usage). */
 Test(cli, help_command_prints_that_commands_help, .timeout = 10)
 {
-	for (const char *cmd = "bench\0sim\0compare\0report\0lab\0watch\0"; *cmd; cmd += strlen(cmd) + 1) {
+	for (const char *cmd = "bench\0sim\0compare\0report\0lab\0watch\0sweep\0"; *cmd; cmd += strlen(cmd) + 1) {
 		char *out = NULL, *want = NULL, usage[64];
 		const char *help[] = { "help", cmd, NULL }, *flag[] = { cmd, "--help", NULL };
 		cr_assert_eq(t_run(help, &out, NULL, 10), 0, "latscope help %s", cmd);
