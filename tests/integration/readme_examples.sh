@@ -48,6 +48,7 @@ SPECIAL=(
 	'latscope report *.rank0 *'	'skip: needs the rank files of an MPI run; tests/integration/mpi_kill.sh reads them'
 	'*$(pgrep *'	'skip: needs your own server running (vLLM, llama-server); the same flags run against the simulator in docs/probes.md'
 	'llama-server *'	'skip: a llama.cpp engine; tests/engines/ runs one (make engine, docs/engine.md)'
+	'latscope bench * --backend llama.cpp-native *'	"skip: llama-server's native /completion, which latscope sim does not serve; tests/engines/ runs it"
 	'* ... *'	'skip: an outline, not a command: "..." stands for the flags of the example before it'
 	'*--base-url ...'	'skip: an outline, not a command: "..." stands for a server URL'
 	'latscope sweep --search rate *'	'timeout 240' # a dozen 2 s points and their bisection: ~60 s alone, more with every block at once
