@@ -147,6 +147,10 @@ a usage error (a flag, a config or profile file)
 .B 3
 .RB ( bench )
 the run finished but not one measured request succeeded
+.PP
+.B latscope sweep
+has its own codes (no point met the SLO, every point did, stopped early): see
+.BR latscope\-sweep (1).
 EOF
 }
 
