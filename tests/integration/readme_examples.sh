@@ -309,15 +309,15 @@ run_server() { # line example dir
 	fi
 	# Up (accepted) first, however long a loaded machine takes; then it serves SERVER_TIMEOUT_S
 	# and must still be serving (SIGTERM: exit 0 expected), or have exited 0 by itself.
-	(cd "$3" && exec bash -c "exec $c") >"$log" 2>&1 </dev/null &
+	# timeout bounds it (SIGTERM forwarded, the server's own exit status kept); no watchdog
+	# subshell: one killed right after its fork can still run this script's traps (cleanup).
+	(cd "$3" && exec timeout --preserve-status -k 5 $((SERVER_TIMEOUT_S + 15)) bash -c "exec $c") >"$log" 2>&1 </dev/null &
 	current_pid=$!
 	accepts "$port" "$current_pid" && up=1
 	[ "$up" -eq 1 ] && sleep "$SERVER_TIMEOUT_S"
 	kill -TERM "$current_pid" 2>/dev/null
-	(sleep 5 && kill -KILL "$current_pid" 2>/dev/null) &
 	wait "$current_pid"
 	rc=$?
-	kill "$!" 2>/dev/null
 	current_pid=''
 	if [ "$up" -eq 1 ] && [ "$rc" -eq 0 ]; then
 		verdict ok "$1" "$2"
