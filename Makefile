@@ -76,7 +76,7 @@ SKEL      := $(GEN)/latscope.skel.h
 VMLINUX   := $(GEN)/vmlinux.h
 BPF_ARCH  := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
-.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu check-layout man
+.PHONY: all deps test unit-bins san-bins demo clean install fuzz bench gpu check-layout
 all: $(BIN) gpu
 
 deps:
@@ -243,6 +243,7 @@ $(RUNNER_FIX_DIR)/%: tests/runner/fixtures/%.c
 # Man pages: latscope(1) and latscope-CMD(1), made from the binary's own --help texts (one copy of
 # each flag's text: the command's option table), so they are rebuilt with it.
 MAN_DIR := $(BUILD)/man
+.PHONY: man
 man: $(MAN_DIR)/latscope.1
 $(MAN_DIR)/latscope.1: $(BIN) scripts/manpages.sh
 	$(msg) MAN $(MAN_DIR)
