@@ -68,6 +68,8 @@ CLAIMS=(
 	"curl -N localhost:8000/v1/completions -H 'X-Request-Id: r1' *"	claim_sim_stream
 	'sudo latscope watch -- curl *'	claim_watch_curl
 	'latscope lab --ping 100'	claim_lab_ping
+	'latscope report rec.jsonl --rules vllm'	claim_report_as_vllm
+	'latscope report rec.jsonl --rules vllm,sglang,sglang-oai,honest'	claim_report_side_by_side
 )
 
 # The promises. Each: log dir -> 0 and one line of what it found, or 1 and why the text is wrong.
@@ -168,6 +170,20 @@ claim_lab_ping() {
 	[ -n "$us" ] || { echo "no delivered median RTT"; return 1; }
 	[ "$us" -ge 450 ] && [ "$us" -le 1000 ] || { echo "delivered median $us us, not about 500"; return 1; }
 	echo "delivered median RTT $us us (target 500)"
+}
+
+# docs/compare.md: records sent by SGLang's rules, "read as vLLM reads them", with no server.
+claim_report_as_vllm() {
+	grep -q '^Profile: *vllm' "$1" || { echo "the report is not under vllm's rules"; return 1; }
+	grep -q '^Successful requests: *[1-9]' "$1" || { echo "no successful requests read"; return 1; }
+	echo "read under vllm's rules: $(report_n "$1" 'Successful requests') requests"
+}
+
+# docs/compare.md: the four rule sets "side by side, no server": one run, a column each.
+claim_report_side_by_side() {
+	grep -q '^=* latscope compare: 4 profiles, 1 run =*$' "$1" || { echo "not 4 profiles on 1 run"; return 1; }
+	grep -qE '^Metric +vllm +sglang +sglang-oai +honest$' "$1" || { echo "no column per rule set"; return 1; }
+	echo "4 profiles, 1 run, a column each"
 }
 
 claim_of() { # example: the CLAIMS function that checks it, if any
@@ -309,9 +325,11 @@ run_server() { # line example dir
 	fi
 	# Up (accepted) first, however long a loaded machine takes; then it serves SERVER_TIMEOUT_S
 	# and must still be serving (SIGTERM: exit 0 expected), or have exited 0 by itself.
-	# timeout bounds it (SIGTERM forwarded, the server's own exit status kept); no watchdog
-	# subshell: one killed right after its fork can still run this script's traps (cleanup).
-	(cd "$3" && exec timeout --preserve-status -k 5 $((SERVER_TIMEOUT_S + 15)) bash -c "exec $c") >"$log" 2>&1 </dev/null &
+	# timeout bounds it (SIGTERM forwarded, the server's own exit status kept); --foreground: to
+	# the server alone (else timeout also signals its group, and a second SIGTERM can kill the
+	# server while it exits: 143). No watchdog subshell: one killed right after its fork can still
+	# run this script's traps (cleanup).
+	(cd "$3" && exec timeout --foreground --preserve-status -k 5 $((SERVER_TIMEOUT_S + 15)) bash -c "exec $c") >"$log" 2>&1 </dev/null &
 	current_pid=$!
 	accepts "$port" "$current_pid" && up=1
 	[ "$up" -eq 1 ] && sleep "$SERVER_TIMEOUT_S"
