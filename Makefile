@@ -43,7 +43,7 @@ CFLAGS    += $(OPT) -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 LDFLAGS   += $(SANLD) -pthread
 LDLIBS    += -luring -lcurl -lcjson -lbpf -lelf -lz -lssl -lcrypto -lm -ldl
 
-# MPI (`mpirun -n N latscope bench`, README "More than one machine"): Debian's OpenMPI when
+# MPI (`mpirun -n N latscope bench`, docs/mpi.md): Debian's OpenMPI when
 # libopenmpi-dev is installed (pkg-config ompi-c), linked directly (docs/ARCHITECTURE.md says
 # why); without it, or with MPI=0, userspace/mpi/ builds its stub and says "MPI is off".
 ifneq ($(MPI),0)
@@ -249,8 +249,22 @@ $(RUNNER_FIX_DIR)/%: tests/runner/fixtures/%.c
 	$(Q)$(CC) $(RUNNER_FIX_CFLAGS) $< -lcriterion -o $@
 # ---- end of the runner's fixtures ----
 
-install: all
+# Man pages: latscope(1) and latscope-CMD(1), made from the binary's own --help texts (one copy of
+# each flag's text: the command's option table), so they are rebuilt with it.
+MAN_DIR := $(BUILD)/man
+.PHONY: man
+man: $(MAN_DIR)/latscope.1
+$(MAN_DIR)/latscope.1: $(BIN) scripts/manpages.sh
+	$(msg) MAN $(MAN_DIR)
+	$(Q)rm -rf $(MAN_DIR) && scripts/manpages.sh $(BIN) $(MAN_DIR)
+
+install: all man
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/latscope
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 $(MAN_DIR)/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/latscope/docs
+	install -m 0644 README.md CONTRIBUTING.md $(DESTDIR)$(PREFIX)/share/doc/latscope/
+	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/latscope/docs/
 	install -d $(DESTDIR)$(PREFIX)/share/latscope/configs
 	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/latscope/configs/
 	$(if $(wildcard build/gpu/liblatscope_cupti.so),install -D -m 0755 build/gpu/liblatscope_cupti.so $(DESTDIR)$(PREFIX)/lib/latscope/liblatscope_cupti.so)

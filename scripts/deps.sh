@@ -6,6 +6,7 @@ pkgs=(make gcc pkg-config libbpf-dev bpftool clang llvm liburing-dev libcurl4-op
       libjs-chart.js chromium libopenmpi-dev openmpi-bin python3-aiohttp nginx
       git cmake g++ python3-numpy python3-yaml) # the last line: the engine (scripts/engine.sh; npm: nodejs)
 missing=()
+pkgs+=(groff-base man-db) # the man pages and their check (make man, tests/integration/readme_manual.sh)
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done

@@ -8,7 +8,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"latscope %s: where the latency of an LLM serving benchmark really goes\n"
 		"\n"
-		"usage: latscope <command> [flags]   (latscope <command> --help for its flags)\n"
+		"usage: latscope <command> [flags]   (latscope help <command>, or latscope <command> --help,\n"
+		"                                     for its flags; man latscope-<command> once installed)\n"
 		"\n"
 		"commands:\n"
 		"  bench     drive streaming requests at a server and report TTFT/ITL/E2EL, split into\n"
@@ -23,30 +24,50 @@ static void usage(FILE *out)
 		"  lab       put real round-trip time between bench and sim (namespaces + delay line)\n"
 		"  watch     attach to another benchmark client (-- COMMAND, or --pid) and show the time it\n"
 		"            held bytes the kernel had and spent before sending, next to what it reported\n"
+		"  help CMD  print CMD's flags (the same as latscope CMD --help)\n"
 		"  version   print the version\n",
 		LATSCOPE_VERSION);
 }
 
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "bench", cmd_bench },
+	{ "sim", cmd_sim },
+	{ "compare", cmd_compare },
+	{ "report", cmd_report },
+	{ "lab", cmd_lab },
+	{ "watch", cmd_watch },
+	{ "sweep", cmd_sweep },
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* `latscope help [CMD]`: the general usage, or CMD's own --help (one text: the command's). */
+static int help(int argc, char **argv)
+{
+	if (argc < 3) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(argv[2], commands[i].name)) {
+			char *args[] = { argv[2], "--help", NULL };
+			return commands[i].run(2, args);
+		}
+	fprintf(stderr, "latscope help: unknown command '%s' (try: latscope help)\n", argv[2]);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*run)(int argc, char **argv);
-	} commands[] = {
-		{ "bench", cmd_bench },
-		{ "sim", cmd_sim },
-		{ "compare", cmd_compare },
-		{ "report", cmd_report },
-		{ "lab", cmd_lab },
-		{ "watch", cmd_watch },
-		{ "sweep", cmd_sweep },
-	};
-
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+	if (!strcmp(argv[1], "help"))
+		return help(argc, argv);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;
 	}
@@ -54,7 +75,7 @@ int main(int argc, char **argv)
 		printf("latscope %s\n", LATSCOPE_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (size_t i = 0; i < N_COMMANDS; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "latscope: unknown command '%s' (try: latscope --help)\n", argv[1]);

@@ -1,6 +1,6 @@
 /* `latscope compare` and `latscope report` against `latscope sim`: speculative decoding read
  * per frame and per token from ONE run, the slot wait that vLLM's and SGLang's clocks hide,
- * the README's comparison table kept in step with the command's output. */
+ * the comparison table of docs/compare.md kept in step with the command's output. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -164,7 +164,7 @@ static size_t table_labels(const char *text, char labels[][64], size_t cap)
 
 /* A rate the server cannot keep up with, at most 2 requests in flight: vLLM's and SGLang's
  * TTFT stay flat (their clocks start after the slot), latscope's grows with the backlog,
- * and compare says how long the slot wait was. The README's table must have the same rows. */
+ * and compare says how long the slot wait was. The table in docs/compare.md must have the same rows. */
 Test(compare, semaphore_hides_the_slot_wait, .timeout = 60)
 {
 	const char *sx[] = { "--step-ms", "10", "--prefill-token-us", "0", "--quiet", NULL };
@@ -207,29 +207,29 @@ Test(compare, semaphore_hides_the_slot_wait, .timeout = 60)
 	cr_expect(late[1] < 2 * early[1] + 0.01, "vLLM's TTFT does not: %.3f -> %.3f s", early[1], late[1]);
 	ls_run_free(&run);
 
-	/* README: section profiles, "Why two harnesses disagree", a table from compare --markdown. */
+	/* docs/compare.md: section profiles, "Why two harnesses disagree", a table from compare --markdown. */
 	char path[512], want[32][64], got[32][64];
 	const char *root = getenv("LATSCOPE_ROOT");
-	snprintf(path, sizeof(path), "%s/README.md", root ? root : ".");
+	snprintf(path, sizeof(path), "%s/docs/compare.md", root ? root : ".");
 	char *readme = t_read_file(path, NULL);
 	cr_assert_not_null(readme, "cannot read %s", path);
 	char *sec = strstr(readme, "<!-- section:profiles -->");
-	cr_assert_not_null(sec, "README has no profiles section");
+	cr_assert_not_null(sec, "docs/compare.md has no profiles section");
 	char *end = strstr(sec, "<!-- /section:profiles -->");
 	cr_assert_not_null(end);
 	*end = 0;
 	char *why = strstr(sec, "Why two harnesses disagree");
-	cr_assert_not_null(why, "README lacks \"Why two harnesses disagree\"");
+	cr_assert_not_null(why, "docs/compare.md lacks \"Why two harnesses disagree\"");
 	size_t nw = table_labels(out, want, 32), ng = table_labels(why, got, 32);
 	cr_assert_gt(nw, 10);
-	cr_expect_eq(ng, nw, "README table has %zu rows, compare prints %zu", ng, nw);
+	cr_expect_eq(ng, nw, "docs/compare.md table has %zu rows, compare prints %zu", ng, nw);
 	for (size_t i = 0; i < nw && i < ng; i++)
-		cr_expect_str_eq(got[i], want[i], "README row %zu", i);
+		cr_expect_str_eq(got[i], want[i], "docs/compare.md row %zu", i);
 	static const char *const rule_rows[] = { "  clock: ", "  ITL: per-frame vs per-token: ", "  E2EL end: ",
 					     "  output tokens: ", "  hidden slot wait, run 1: " };
 	for (size_t i = 0; i < sizeof(rule_rows) / sizeof(rule_rows[0]); i++) {
 		cr_expect(strstr(out, rule_rows[i]), "compare prints \"%s\"", rule_rows[i]);
-		cr_expect(strstr(why, rule_rows[i]), "README shows \"%s\"", rule_rows[i]);
+		cr_expect(strstr(why, rule_rows[i]), "docs/compare.md shows \"%s\"", rule_rows[i]);
 	}
 	free(readme);
 	free(out);
@@ -241,7 +241,7 @@ static size_t md_cells(const char *text, const char *label, char cells[][32], si
 	char want[96];
 	snprintf(want, sizeof(want), "| %s |", label);
 	const char *p = strstr(text, want);
-	cr_assert_not_null(p, "README table has no row \"%s\"", label);
+	cr_assert_not_null(p, "docs/compare.md table has no row \"%s\"", label);
 	p += strlen(want) - 1;
 	size_t n = 0;
 	while (*p == '|' && p[1] != '\n' && p[1] && n < cap) {
@@ -266,19 +266,19 @@ static double md_num(const char *text, const char *label, size_t col)
 	cr_assert_lt(col, n, "row \"%s\" has %zu cells", label, n);
 	char *end;
 	double v = strtod(cells[col], &end);
-	cr_assert(end != cells[col], "README \"%s\" column %zu is \"%s\", not a number", label, col, cells[col]);
+	cr_assert(end != cells[col], "docs/compare.md \"%s\" column %zu is \"%s\", not a number", label, col, cells[col]);
 	return v;
 }
 
-/* A number after key in text (the README's rules block). */
+/* A number after key in text (the rules block of docs/compare.md). */
 static double after(const char *text, const char *key)
 {
 	const char *p = strstr(text, key);
-	cr_assert_not_null(p, "README lacks \"%s\"", key);
+	cr_assert_not_null(p, "docs/compare.md lacks \"%s\"", key);
 	return strtod(p + strlen(key), NULL);
 }
 
-/* The README's comparison table (from the command it quotes: 100 prompts, --step-ms 10,
+/* The comparison table of docs/compare.md (from the command it quotes: 100 prompts, --step-ms 10,
  * --accept-len 3.5; vllm and honest on one run) holds together: what its command fixes, what
  * each profile's rules make of it, the arithmetic between rows, and the rules block under it.
  * A table pasted from another run, or edited by hand, fails. */
@@ -286,7 +286,7 @@ Test(compare, readme_table_values_hold_together, .timeout = 10)
 {
 	char path[512];
 	const char *root = getenv("LATSCOPE_ROOT");
-	snprintf(path, sizeof(path), "%s/README.md", root ? root : ".");
+	snprintf(path, sizeof(path), "%s/docs/compare.md", root ? root : ".");
 	char *readme = t_read_file(path, NULL);
 	cr_assert_not_null(readme, "cannot read %s", path);
 	char *why = strstr(readme, "Why two harnesses disagree");
@@ -295,7 +295,7 @@ Test(compare, readme_table_values_hold_together, .timeout = 10)
 	cr_assert_not_null(end);
 	*end = 0;
 	cr_assert(strstr(why, "--num-prompts 100") && strstr(why, "--step-ms 10") && strstr(why, "--accept-len 3.5"),
-		  "the README's command changed: update this test's figures");
+		  "the command in docs/compare.md changed: update this test's figures");
 	char names[8][32], runs[8][32], failed[8][32], slot[8][32];
 	size_t n = md_cells(why, "Metric", names, 8);
 	cr_assert_eq(n, 4);

@@ -97,7 +97,7 @@ static int vocab_failures(const char *text)
 	return n;
 }
 
-/* The README's fault storm: connections closed at accept also hit the vocabulary probe. */
+/* docs/reliability.md's fault storm: connections closed at accept also hit the vocabulary probe. */
 Test(real_inputs, fault_storm_probes_retry_and_never_guess_the_vocabulary, .timeout = 120)
 {
 	const char *extra_sim[] = { "--fail-rate", "0.2", "--fail-kind", "mixed", "--seed", "7", NULL };

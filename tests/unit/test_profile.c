@@ -196,9 +196,9 @@ Test(profile, json_round_trip)
 	cJSON_Delete(o2);
 }
 
-/* ---- The README's profile table, cell by cell, against the built-ins ----
- * Each row's cells are read in the README's words: every wording a cell may have is listed
- * with what it says of the profile. A cell in words the test does not know fails (the README
+/* ---- The profile table of docs/compare.md, cell by cell, against the built-ins ----
+ * Each row's cells are read in the words of docs/compare.md: every wording a cell may have is listed
+ * with what it says of the profile. A cell in words the test does not know fails (docs/compare.md
  * says a rule the test does not check); "same" is the cell to its left, "as vllm" vllm's. */
 
 typedef int (*cell_check)(const struct ls_profile *p);
@@ -372,7 +372,7 @@ Test(profile, readme_table_is_what_the_builtins_do)
 {
 	char path[512];
 	const char *root = getenv("LATSCOPE_ROOT");
-	snprintf(path, sizeof(path), "%s/README.md", root ? root : ".");
+	snprintf(path, sizeof(path), "%s/docs/compare.md", root ? root : ".");
 	FILE *f = fopen(path, "rb");
 	cr_assert_not_null(f, "cannot read %s", path);
 	char line[1024], *cells[8];
@@ -403,11 +403,11 @@ Test(profile, readme_table_is_what_the_builtins_do)
 		}
 		if (!n_profiles || !strncmp(cells[0], "---", 3))
 			continue;
-		cr_assert_eq(n, n_profiles + 1, "README row \"%s\" has %zu cells", cells[0], n);
+		cr_assert_eq(n, n_profiles + 1, "docs/compare.md row \"%s\" has %zu cells", cells[0], n);
 		size_t r = 0;
 		while (r < sizeof(readme_rows) / sizeof(readme_rows[0]) && strcmp(readme_rows[r].rule, cells[0]))
 			r++;
-		cr_assert_lt(r, sizeof(readme_rows) / sizeof(readme_rows[0]), "README rule \"%s\" is not checked here",
+		cr_assert_lt(r, sizeof(readme_rows) / sizeof(readme_rows[0]), "docs/compare.md rule \"%s\" is not checked here",
 			     cells[0]);
 		rows_seen++;
 		for (size_t c = 1; c < n; c++) {
@@ -419,14 +419,14 @@ Test(profile, readme_table_is_what_the_builtins_do)
 			const struct cell_word *w = readme_rows[r].words;
 			while (w->text && strcmp(w->text, text))
 				w++;
-			cr_assert_not_null(w->text, "README %s / %s says \"%s\": wording the test does not know",
+			cr_assert_not_null(w->text, "docs/compare.md %s / %s says \"%s\": wording the test does not know",
 					   cells[0], profiles[c - 1].name, text);
-			cr_expect(w->holds(&profiles[c - 1]), "README %s / %s says \"%s\"; the built-in does not",
+			cr_expect(w->holds(&profiles[c - 1]), "docs/compare.md %s / %s says \"%s\"; the built-in does not",
 				  cells[0], profiles[c - 1].name, text);
 			cells[c] = (char *)text; /* "same" further right means this */
 		}
 	}
 	fclose(f);
-	cr_assert_eq(n_profiles, 4, "no profile table in the README's profiles section");
-	cr_expect_eq(rows_seen, sizeof(readme_rows) / sizeof(readme_rows[0]), "README rows: %zu", rows_seen);
+	cr_assert_eq(n_profiles, 4, "no profile table in the profiles section of docs/compare.md");
+	cr_expect_eq(rows_seen, sizeof(readme_rows) / sizeof(readme_rows[0]), "docs/compare.md rows: %zu", rows_seen);
 }

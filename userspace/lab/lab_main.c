@@ -44,7 +44,7 @@ static const struct ls_opt opts[] = {
 	  "LATSCOPE_LAB_SERVER_NS (for `ip netns exec`) set", NULL },
 	{ "experiment", OPT_EXPERIMENT, LS_ARG_NONE, NULL,
 	  "the TCP/TLS experiment at --rtt-us and --second-rtt-us; prints\n"
-	  "the table (README: TCP and TLS in your TTFT)", NULL },
+	  "the table (docs/lab.md: TCP and TLS in your TTFT)", NULL },
 	{ "requests", OPT_REQUESTS, LS_ARG_ONE, "N", "experiment: requests per configuration (default 50)", NULL },
 	{ "second-rtt-us", OPT_SECOND_RTT, LS_ARG_ONE, "US",
 	  "experiment: the second RTT; the slope between the two counts the\n"

@@ -118,7 +118,7 @@ struct sim_config {
 	int         quiet;
 };
 
-/* ---- tokenizer (sim_tokenizer.c): see the README section `sim` ---- */
+/* ---- tokenizer (sim_tokenizer.c): see docs/sim.md ---- */
 #define SIM_TOK_EOS    256 /* "<|endoftext|>", empty text */
 #define SIM_TOK_EMPTY  257 /* "<|special|>": a special token whose text is empty */
 #define SIM_TOK_FIRST_WORD 258

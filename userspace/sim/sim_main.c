@@ -28,7 +28,7 @@ static const struct ls_opt opts[] = {
 	{ "max-header-bytes", O_MAX_HEADER, LS_ARG_ONE, "N", "request head limit, else 431 (default 16384)", NULL },
 	{ "max-body-bytes", O_MAX_BODY, LS_ARG_ONE, "N", "request body limit, else 413 (default 16777216)", NULL },
 	{ "truth", O_TRUTH, LS_ARG_ONE, "FILE",
-	  "append one JSON line per generation request (ground truth, README `sim`)", NULL },
+	  "append one JSON line per generation request (ground truth, docs/sim.md)", NULL },
 	{ "seed", O_SEED, LS_ARG_ONE, "N", "seed of every random choice (default 1)", NULL },
 	{ "quiet", O_QUIET, LS_ARG_NONE, NULL, "no start/stop lines on stderr", NULL },
 	{ "step-ms", O_STEP_MS, LS_ARG_ONE, "MS", "fixed time of every engine step (default 10)", "engine" },

@@ -1,6 +1,6 @@
 /* sim/sim_truth.c — the ground-truth JSONL: one line per generation request, appended as the
  * request ends, with one write(2) on an O_APPEND fd so every line lands whole and is on disk
- * (in the page cache) before the next event is handled. Keys: README section `sim`. */
+ * (in the page cache) before the next event is handled. Keys: docs/sim.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
