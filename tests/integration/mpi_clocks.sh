@@ -8,6 +8,7 @@
 #     each offset measured with its sign, within its uncertainty (+1 ms) of D; every merged
 #     request started within 100 ms of its schedule, in rank 0's clock.
 #  3. Rank 0 stopping before the run says why once; the ranks end without MPI_Abort's banner.
+#  4. SIGINT to mpirun mid-run: `latscope report` of the rank files counts every finished request once.
 #  2. Probes inside a time namespace (+1000 s; root and BTF): bpf_ktime_get_ns() is the host's
 #     clock, so kernel stamps are moved into the process's; every request's TTFT client part
 #     under 5 ms and its server part at least one 5 ms step (unmoved stamps are 1000 s off).
@@ -118,6 +119,38 @@ sys.exit(1 if bad or n != 30 else 0)
 EOF
 	echo "ok: probes in a time namespace (+1000 s): 30 requests, TTFT client < 5 ms and server >= 5 ms each"
 fi
+# 4. SIGINT to mpirun mid-run (ranks a day apart): mpirun ends every rank within a second, so the
+#    report is `latscope report` of the rank files rank 0 named: every finished request once.
+timeout -k 5 60 "${MPIRUN[@]}" -n 1 "$BIN" bench "${ARGS[@]}" --num-prompts 400 --record "$tmp/cut.jsonl" : \
+	-n 1 unshare --time --monotonic 86400 "$BIN" bench "${ARGS[@]}" --num-prompts 400 --record "$tmp/cut.jsonl" \
+	>"$tmp/cut.out" 2>"$tmp/cut.err" &
+job=$!
+sleep 3
+pkill -INT -P $job -x mpirun 2>/dev/null || pkill -INT -x mpirun
+wait $job
+"$BIN" report "$tmp/cut.jsonl.rank0" "$tmp/cut.jsonl.rank1" >"$tmp/cut.report" 2>&1 ||
+	{ tail -3 "$tmp/cut.report"; fail "SIGINT: latscope report of the rank files failed"; }
+python3 - "$tmp/cut.report" "$tmp/cut.jsonl.rank0" "$tmp/cut.jsonl.rank1" <<'EOF2' || fail "SIGINT to mpirun: the report (above)"
+import json, re, sys
+text = open(sys.argv[1]).read()
+ok = int(re.search(r"^Successful requests:\s+(\d+)", text, re.M).group(1))
+m = re.search(r"^Failed requests:\s+(\d+)", text, re.M)
+failed = int(m.group(1)) if m else 0
+ids = []
+for path in sys.argv[2:]:
+    for line in open(path):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the kill
+        if "id" in r and not r["warmup"]:
+            ids.append(r["id"])
+if len(set(ids)) != len(ids) or ok + failed != len(ids) or not 10 < len(ids) < 400:
+    print(f"report: {ok} ok + {failed} failed; rank files: {len(ids)} finished, {len(set(ids))} distinct")
+    sys.exit(1)
+print(f"ok: SIGINT to mpirun: the rank files report {ok} ok + {failed} failed = every one of the {len(ids)} finished requests, once")
+EOF2
+
 # 3. Rank 0 stops before the run (no server): it says why once, every rank ends quietly (no
 #    MPI_Abort banner), the exit code says it failed.
 timeout -k 5 60 "${MPIRUN[@]}" -n 3 "$BIN" bench --base-url http://127.0.0.1:1 --ready-check-timeout-sec 1 \

@@ -44,7 +44,9 @@ for n in 2 3; do
 	# kernel's stamps stay in the host's clock): its offset must be +1000 s, and the start it is
 	# given must be rank 0's in its clock, or its schedule is not the single process's.
 	probes=(--probes off) shift=1000
-	[ $n -eq 3 ] && probes=(--probes auto --server-pid "$sim_pid") shift=
+	# -n 3's ranks 1 and 2 run a day ahead with the probes on: their kernel stamps (the host's
+	# clock) are moved into each rank's own clock, then with its records into rank 0's.
+	[ $n -eq 3 ] && probes=(--probes auto --server-pid "$sim_pid") shift=86400
 	MPI_SHIFT_S=$shift run_mpi "n$n" "$n" "${ARGS[@]}" "${probes[@]}" --record "$tmp/n$n.jsonl" ||
 		{ tail -20 "$tmp/n$n.err"; fail "mpirun -n $n latscope bench exited $?"; }
 	sed -n '/MPI: /,/^merge: /p' "$tmp/n$n.out"
