@@ -310,12 +310,7 @@ static int warm_up(struct bench *b)
 static void run_lines(const struct bench *b)
 {
 	printf("Starting main benchmark run...\n");
-	if (ls_bench_peer_traffic_lines(stdout, &b->cfg))
-		;
-	else if (isfinite(b->cfg.request_rate))
-		printf("Traffic request rate: %g\n", b->cfg.request_rate);
-	else
-		printf("Traffic request rate: inf\n");
+	ls_bench_peer_traffic_lines(stdout, &b->cfg);
 	printf("Arrivals: %s\n", b->arrival_desc);
 	if (b->cfg.max_concurrency)
 		printf("Maximum request concurrency: %u\n", b->cfg.max_concurrency);
@@ -382,24 +377,11 @@ static const char *backend_label(const struct ls_config *c)
 static char *result_path(const struct bench *b)
 {
 	const struct ls_config *c = &b->cfg;
-	char name[512], rate[32];
-	if (c->result_filename) {
+	char name[512];
+	if (c->result_filename)
 		snprintf(name, sizeof(name), "%s", c->result_filename);
-	} else if (ls_bench_peer_result_name(c, b->plan.model, b->date, name, sizeof(name))) {
-		; /* vLLM's name with --label or ramp-up */
-	} else {
-		const char *model = strrchr(b->plan.model ? b->plan.model : "model", '/');
-		model = model ? model + 1 : (b->plan.model ? b->plan.model : "model");
-		if (isfinite(c->request_rate))
-			snprintf(rate, sizeof(rate), "%g", c->request_rate);
-		else
-			snprintf(rate, sizeof(rate), "inf");
-		char conc[32] = "";
-		if (c->max_concurrency)
-			snprintf(conc, sizeof(conc), "-concurrency%u", c->max_concurrency);
-		snprintf(name, sizeof(name), "%s-%sqps%s-%s-%s.json", backend_label(c), rate, conc,
-			 model, b->date);
-	}
+	else /* vLLM's compute_result_filename */
+		ls_bench_peer_result_name(c, b->plan.model, b->date, name, sizeof(name));
 	char *path = NULL;
 	if (c->result_dir) {
 		if (asprintf(&path, "%s/%s", c->result_dir, name) < 0)

@@ -54,18 +54,17 @@ int ls_bench_peer_arrival(const struct ls_config *c, struct ls_arrival *a, size_
 	return 1;
 }
 
-int ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c)
+void ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c)
 {
 	const struct ls_peer_opts *p = &c->peer;
 	if (p->ramp == LS_RAMP_NONE) { /* vLLM: print(f"Traffic request rate: {request_rate}"), a float */
 		char num[40];
 		ls_py_float(c->request_rate, num, sizeof(num));
 		fprintf(out, "Traffic request rate: %s\n", num);
-		return 1;
+		return;
 	}
 	fprintf(out, "Traffic ramp-up strategy: %s.\nWill increase RPS from %g to %g RPS over the duration of the "
 		     "benchmark.\n", ls_ramp_name(p->ramp), p->ramp_start_rps, p->ramp_end_rps);
-	return 1;
 }
 
 /* Adds a comma list as a JSON array (NULL: null). */
@@ -189,7 +188,7 @@ void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *
 			"Profiler stopped");
 }
 
-int ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap)
+void ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap)
 {
 	const struct ls_peer_opts *p = &c->peer;
 	const char *label = p->label ? p->label : c->backend_name ? c->backend_name : ls_backend_name(c->profile.send.backend);
@@ -207,7 +206,6 @@ int ls_bench_peer_result_name(const struct ls_config *c, const char *model, cons
 		snprintf(rate, sizeof(rate), "%sqps", num);
 	}
 	snprintf(name, cap, "%s-%s%s-%s-%s.json", label, rate, conc, base, date);
-	return 1;
 }
 
 void ls_bench_peer_report(const struct ls_config *c, const char *request_json, struct ls_peer_report *pr)

@@ -24,8 +24,8 @@ void ls_bench_peer_driver(const struct ls_config *c, struct ls_driver_opts *o, i
  * ramp-up), or -errno after a message. */
 int ls_bench_peer_arrival(const struct ls_config *c, struct ls_arrival *a, size_t n, char *desc, size_t cap);
 /* The lines vLLM prints for its traffic before the run (the rate as Python prints a float, or the
- * ramp-up); 1: printed (bench's own fallback line is no longer reached). */
-int ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c);
+ * ramp-up). */
+void ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c);
 
 /* Before the measured run (after warmups): POST /flush_cache, then /start_profile. After it:
  * /stop_profile. Failures are reported and the run goes on, as both peers do. */
@@ -33,8 +33,8 @@ void ls_bench_peer_before_run(const struct ls_config *c, const struct ls_server 
 void ls_bench_peer_after_run(const struct ls_config *c, const struct ls_server *s);
 
 /* vLLM's result file name (compute_result_filename: label or backend, rate as a Python float,
- * ramp-up) into name; 1 (it always applies: bench's own fallback name is no longer reached). */
-int ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap);
+ * ramp-up) into name. */
+void ls_bench_peer_result_name(const struct ls_config *c, const char *model, const char *date, char *name, size_t cap);
 
 /* The report pieces from the config; request_json: ls_request_extra_summary (kept by caller). */
 void ls_bench_peer_report(const struct ls_config *c, const char *request_json, struct ls_peer_report *pr);
