@@ -57,7 +57,7 @@ class Page:
         self.placed.add(pos)
         self.n_checked += 1
         shown = shown.strip().rstrip('%')
-        if shown == '—':
+        if shown in ('—', '&mdash;'):  # the page says it has no value
             if isinstance(want, (int, float)) and not isinstance(want, bool):
                 self.bad.append('%s: the page shows none, the independent value is %r' % (where, want))
             return

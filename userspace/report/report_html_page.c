@@ -84,9 +84,14 @@ const cJSON *lp_get(const cJSON *tree, const char *path)
 void lp_num(struct ls_page *p, const char *tag, const cJSON *tree, const char *path, int decimals)
 {
 	const cJSON *v = lp_get(tree, path);
+	char *end = NULL;
+	/* A raw number: written as Python writes a float ("request_rate": 20.0, peer_report.c). */
+	double raw = cJSON_IsRaw(v) && v->valuestring ? strtod(v->valuestring, &end) : 0;
 	lp_printf(p, "<%s class=\"n\" data-key=\"%s\">", tag, path);
 	if (cJSON_IsNumber(v))
 		lp_printf(p, "%.*f", decimals, v->valuedouble);
+	else if (end && end != v->valuestring && !*end && isfinite(raw))
+		lp_printf(p, "%.*f", decimals, raw);
 	else
 		lp_puts(p, "&mdash;");
 	lp_printf(p, "</%s>", tag);
