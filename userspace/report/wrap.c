@@ -16,7 +16,11 @@ int ls_wrap_width(FILE *out)
 	int fd = fileno(out);
 	if (fd < 0 || !isatty(fd))
 		return 0;
-	if (ioctl(fd, TIOCGWINSZ, &ws) || ws.ws_col < 40)
+	/* A pty that has no window size is no one's screen: mpirun forwards its ranks' output
+	 * through one, to whatever mpirun's own stdout is (a file, a pipe). */
+	if (ioctl(fd, TIOCGWINSZ, &ws) || !ws.ws_col)
+		return 0;
+	if (ws.ws_col < 40)
 		return LS_WRAP_MAX;
 	return ws.ws_col < LS_WRAP_MAX ? ws.ws_col : LS_WRAP_MAX;
 }
