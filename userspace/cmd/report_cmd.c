@@ -24,7 +24,7 @@ static void usage(FILE *out)
 		"       latscope report RECORDS.jsonl.rank0 RECORDS.jsonl.rank1 ... [flags]\n"
 		"\n"
 		"Reads a `latscope bench --record` file and prints the metrics a profile would report\n"
-		"for it, then the checks; with --profiles, the comparison table of `latscope compare`.\n"
+		"for it, then the checks; with --rules LIST, the comparison table of `latscope compare`.\n"
 		"Several files are the rank files of one MPI run (mpirun -n N latscope bench --record F):\n"
 		"merged into one run in rank 0's clock, each request once.\n"
 		"\n"
