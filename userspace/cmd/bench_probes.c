@@ -339,13 +339,13 @@ static void rank_client_delay(const struct ls_run *run, const struct ls_attribut
 	free(d);
 }
 
-/* The event stores that attribute run: the probes' own, or at MPI rank 0 one per rank. */
-static int stores_of(const struct ls_bench_probes *bp, const struct ls_run *run,
+/* The event stores that attribute run: the probes' own (in *own, the caller's), or at MPI rank 0
+ * one per rank. */
+static int stores_of(const struct ls_bench_probes *bp, const struct ls_run *run, const struct ls_evstore **own,
 		     const struct ls_evstore *const **stores, size_t *n_stores, const uint32_t **part)
 {
-	static const struct ls_evstore *own;
-	own = ls_probes_events(bp->probes);
-	*stores = &own;
+	*own = ls_probes_events(bp->probes);
+	*stores = own;
 	*n_stores = 1;
 	*part = NULL;
 	int merged = bp->stores && bp->n_part == run->n_requests;
@@ -377,7 +377,8 @@ int ls_bench_probes_attribute(struct ls_bench_probes *bp, const struct ls_run *r
 	const struct ls_evstore *const *stores;
 	const uint32_t *part;
 	size_t n_stores;
-	bp->merged = stores_of(bp, run, &stores, &n_stores, &part);
+	const struct ls_evstore *own;
+	bp->merged = stores_of(bp, run, &own, &stores, &n_stores, &part);
 	bp->have_events = 0;
 	for (size_t k = 0; k < n_stores; k++)
 		bp->have_events |= stores[k] != NULL;
@@ -427,7 +428,8 @@ int ls_bench_probes_report(struct ls_bench_probes *bp, const struct ls_run *run,
 	const struct ls_evstore *const *stores;
 	const uint32_t *part;
 	size_t n_stores;
-	stores_of(bp, run, &stores, &n_stores, &part);
+	const struct ls_evstore *own;
+	stores_of(bp, run, &own, &stores, &n_stores, &part);
 	int err = write_files(bp->cfg, run, a, stores, n_stores, bp->have_events, bp->have_gs ? &bp->gs : NULL);
 	if (bp->have_gs)
 		ls_gpu_steps_free(&bp->gs);

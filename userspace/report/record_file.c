@@ -25,7 +25,7 @@ struct ls_record_writer {
 	uint64_t lines;
 	struct ls_clock_fit clock; /* an MPI rank's file: its run_end line records the second sample */
 	int      mpi;
-	struct ls_record_meta spec; /* .spec: the run_end line's spec-decode counters */
+	struct ls_spec_stats spec; /* the run_end line's spec-decode counters */
 };
 
 static int write_all(int fd, const char *p, size_t len)
@@ -102,16 +102,19 @@ static const struct ls_field mpi_fields[] = {
 #define N_MPI (sizeof(mpi_fields) / sizeof(mpi_fields[0]))
 
 /* The run_end line: the server's spec-decode counters over the run (per-position rates beside). */
+#define SPEC(field, key, k, ...) \
+	{ .name = key, .kind = k, .offset = offsetof(struct ls_spec_stats, field), \
+	  .size = sizeof(((struct ls_spec_stats *)0)->field), __VA_ARGS__ }
 static const struct ls_field spec_fields[] = {
-	META(spec.has, "spec_has", LS_FK_INT, .hi = 1),
-	META(spec.drafts, "spec_drafts", LS_FK_U64),
-	META(spec.draft_tokens, "spec_draft_tokens", LS_FK_U64),
-	META(spec.accepted, "spec_accepted", LS_FK_U64),
-	META(spec.acceptance_rate_pct, "spec_acceptance_rate_pct", LS_FK_DOUBLE),
-	META(spec.acceptance_length, "spec_acceptance_length", LS_FK_DOUBLE),
-	META(spec.n_pos, "spec_n_pos", LS_FK_INT, .hi = LS_SPEC_MAX_POS),
-	META(spec.has_avg, "spec_has_avg", LS_FK_INT, .hi = 1),
-	META(spec.avg_accept_len, "spec_avg_accept_len", LS_FK_DOUBLE),
+	SPEC(has, "spec_has", LS_FK_INT, .hi = 1),
+	SPEC(drafts, "spec_drafts", LS_FK_U64),
+	SPEC(draft_tokens, "spec_draft_tokens", LS_FK_U64),
+	SPEC(accepted, "spec_accepted", LS_FK_U64),
+	SPEC(acceptance_rate_pct, "spec_acceptance_rate_pct", LS_FK_DOUBLE),
+	SPEC(acceptance_length, "spec_acceptance_length", LS_FK_DOUBLE),
+	SPEC(n_pos, "spec_n_pos", LS_FK_INT, .hi = LS_SPEC_MAX_POS),
+	SPEC(has_avg, "spec_has_avg", LS_FK_INT, .hi = 1),
+	SPEC(avg_accept_len, "spec_avg_accept_len", LS_FK_DOUBLE),
 };
 #define N_SPEC (sizeof(spec_fields) / sizeof(spec_fields[0]))
 
@@ -207,7 +210,7 @@ void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *
 void ls_record_set_spec(struct ls_record_writer *w, const struct ls_spec_stats *spec)
 {
 	if (w && spec)
-		w->spec.spec = *spec;
+		w->spec = *spec;
 }
 
 void ls_record_on_finish(void *ctx, const struct ls_request *req)
@@ -222,8 +225,8 @@ static int put_run_end(struct ls_strbuf *b, const struct ls_record_writer *w, co
 	rc |= ls_fields_put(b, ls_run_fields, ls_n_run_fields, run, w->base_ns, 0);
 	rc |= ls_fields_put(b, spec_fields, N_SPEC, &w->spec, w->base_ns, 0);
 	rc |= ls_strbuf_puts(b, ",\"spec_per_pos_rate\":[");
-	for (int i = 0; i < w->spec.spec.n_pos && i < LS_SPEC_MAX_POS; i++)
-		rc |= ls_strbuf_printf(b, "%s%.17g", i ? "," : "", w->spec.spec.per_pos_rate[i]);
+	for (int i = 0; i < w->spec.n_pos && i < LS_SPEC_MAX_POS; i++)
+		rc |= ls_strbuf_printf(b, "%s%.17g", i ? "," : "", w->spec.per_pos_rate[i]);
 	rc |= ls_strbuf_puts(b, "]");
 	if (w->mpi && w->clock.have_after)
 		rc |= put_clock(b, "clock_after", w->clock.offset_after_ns, w->clock.unc_after_ns, w->clock.after_at_ns);
@@ -340,7 +343,7 @@ static void read_run_end(struct loader *ld, const cJSON *o)
 {
 	ld->m.complete = 1;
 	ls_fields_get(o, ls_run_fields, ls_n_run_fields, ld->run, ld->m.base_ns);
-	ls_fields_get(o, spec_fields, N_SPEC, &ld->m, ld->m.base_ns);
+	ls_fields_get(o, spec_fields, N_SPEC, &ld->m.spec, ld->m.base_ns);
 	const cJSON *pos = cJSON_GetObjectItemCaseSensitive(o, "spec_per_pos_rate");
 	int k = 0;
 	for (const cJSON *e = cJSON_IsArray(pos) ? pos->child : NULL; e && k < LS_SPEC_MAX_POS; e = e->next)
