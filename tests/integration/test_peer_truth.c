@@ -276,12 +276,13 @@ Test(peer_truth, sglang_random_prompts_are_cut_to_their_tokens, .timeout = 60)
 	struct t_sim sim;
 	const char *sim_extra[] = { "--step-ms", "1", "--quiet", NULL };
 	cr_assert_eq(t_sim_start(&sim, 0, sim_extra), 0, "simulator did not start");
-	char dir[] = "/tmp/latscope-sr-XXXXXX", record[300];
+	char dir[] = "/tmp/latscope-sr-XXXXXX", record[300], out[300];
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(record, sizeof(record), "%s/rec.jsonl", dir);
+	snprintf(out, sizeof(out), "%s/sglang.jsonl", dir); /* not SGLang's default name in the cwd */
 	const char *args[] = { "--harness", "sglang", "--backend", "sglang", "--dataset-name", "random", "--dataset-path",
 			       fixture("sharegpt.json"), "--random-input-len", "128", "--random-output-len", "4",
-			       "--random-range-ratio", "1", "--num-prompts", "3", NULL };
+			       "--random-range-ratio", "1", "--num-prompts", "3", "--output-file", out, NULL };
 	char *err = NULL;
 	cr_assert_eq(run_bench(&sim, record, args, &err), 0, "%s", err ? err : "");
 	free(err);
