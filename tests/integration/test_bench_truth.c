@@ -32,7 +32,7 @@ static double json_num(const cJSON *o, const char *key)
 	return v->valuedouble;
 }
 
-/* 500 requests at 20 req/s, 10 ms steps, no speculation (about 26 s). */
+/* 500 requests at 50 req/s, 10 ms steps (~8 in flight), no speculation (about 11 s). */
 Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 {
 	struct t_sim sim;
@@ -43,7 +43,7 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 	snprintf(record, sizeof(record), "%s/rec.jsonl", result_dir);
 	const char *argv[] = { "bench", "--base-url", sim.url, "--model", "latscope-sim", "--dataset-name", "random",
 			       "--random-input-len", "32", "--random-output-len", "16", "--ignore-eos",
-			       "--num-prompts", "500", "--request-rate", "20", "--seed", "3", "--disable-tqdm", "--probes", "off",
+			       "--num-prompts", "500", "--request-rate", "50", "--seed", "3", "--disable-tqdm", "--probes", "off",
 			       "--record", record, "--save-result", "--result-dir", result_dir,
 			       "--result-filename", "r.json", "--metric-percentiles", "50,99", NULL };
 	char *out = NULL, *err = NULL;
@@ -103,7 +103,7 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 	cr_expect(fabs(m_itl_c - m_itl_t) / m_itl_t < 0.02, "median ITL %.3f ms vs truth %.3f ms", m_itl_c, m_itl_t);
 
 	/* The gamma schedule end to end: the last arrival sits at exactly N / rate. */
-	cr_expect_eq(last_sched - run.start_ns, 25000000000ull, "last arrival at %llu ns after start",
+	cr_expect_eq(last_sched - run.start_ns, 10000000000ull, "last arrival at %llu ns after start",
 		     (unsigned long long)(last_sched - run.start_ns));
 
 	/* The report's own numbers agree with the records, and realised throughput is on target. */
@@ -118,7 +118,7 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 	/* Throughput is what this run realised: 500 over the time from the start to the sim's last
 	 * write (its truth stamps a frame just before writing it: the client cannot have it
 	 * sooner), which the client saw at most a few steps (10 ms) later (a busy host delays the
-	 * client, not the schedule); that end is the last arrival (25 s) plus one request. */
+	 * client, not the schedule); that end is the last arrival (10 s) plus one request. */
 	double thr = json_num(res, "request_throughput");
 	cr_assert_geq(client_end, truth_end, "the client's last byte is after the sim wrote it (%.3f ms before)",
 		      (double)(truth_end - client_end) / 1e6);
@@ -130,9 +130,9 @@ Test(bench_truth, ttft_itl_and_gamma_against_ground_truth, .timeout = 120)
 		  thr, thr_truth, thr_low);
 	cr_expect(fabs(thr - 500.0 / ((double)(client_end - run.start_ns) / 1e9)) < 1e-9 * thr,
 		  "throughput is completed over the run's own duration");
-	cr_expect_lt(thr, 20.0, "throughput %.4f req/s below the target: the last request takes time", thr);
+	cr_expect_lt(thr, 50.0, "throughput %.4f req/s below the target: the last request takes time", thr);
 	/* The dispatch rate counts the starts: 500 over the last start, which follows the last
-	 * arrival (exactly 25 s, above) by the driver's start lag. */
+	 * arrival (exactly 10 s, above) by the driver's start lag. */
 	const cJSON *ls = cJSON_GetObjectItemCaseSensitive(res, "latscope");
 	double realised = json_num(ls, "realised_request_rate");
 	cr_expect(fabs(realised - 500.0 / ((double)(last_started - run.start_ns) / 1e9)) < 1e-9 * realised,

@@ -131,5 +131,18 @@ ends "2 passed, 2 failed, 1 skipped"
 gone "$(cat "$tmp/hangs.pid")" "e2e_hangs.sh's child"
 gone "$(cat "$tmp/leaves.pid")" "e2e_leaves_child.sh's child"
 
-[ "$bad" -eq 0 ] && echo "PASS: tests/run fails what failed (crash, exit before the report, hang, leak, cut report, empty corpus, shell tests)"
+# The second lane: its tests run beside the main lane's, and what they did is counted once joined
+# (a lost #counts line, a failure that does not reach the "failed:" line, counts added twice).
+start=$SECONDS
+run beside "beside_start 10 $SRC/e2e_fails.sh $SRC/e2e_passes.sh $SRC/e2e_skips.sh
+run_script 10 $SRC/e2e_passes.sh; beside_join"
+fails
+has "FAIL  e2e/runner/fixtures/e2e_fails: exited 1"
+has "skip  e2e/runner/fixtures/e2e_skips: skip: no such hardware here (fixture)"
+has "failed: e2e/runner/fixtures/e2e_fails"
+ends "2 passed, 1 failed, 1 skipped"
+[ "$(grep -c '^ok    e2e/runner/fixtures/e2e_passes' <<<"$out")" -eq 2 ] || flunk "e2e_passes did not run once per lane"
+! grep -q '^#' <<<"$out" || flunk "the lane's own count lines reached the output"
+
+[ "$bad" -eq 0 ] && echo "PASS: tests/run fails what failed (crash, exit before the report, hang, leak, cut report, empty corpus, shell tests, the second lane)"
 exit "$bad"
