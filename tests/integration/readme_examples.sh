@@ -54,6 +54,7 @@ SPECIAL=(
 	'* ... *'	'skip: an outline, not a command: "..." stands for the flags of the example before it'
 	'*--base-url ...'	'skip: an outline, not a command: "..." stands for a server URL'
 	'latscope sweep --search rate *'	'timeout 240' # a dozen 2 s points and their bisection: ~60 s alone, more with every block at once
+	'latscope lab --experiment *'	'skip: ~50 s; tests/integration/test_lab_experiment.c runs the same experiment and checks every figure of its table'
 )
 
 # Examples whose text promises more than an exit status: a glob over the example (as printed) and
@@ -70,6 +71,12 @@ CLAIMS=(
 	'latscope lab --ping 100'	claim_lab_ping
 	'latscope report rec.jsonl --rules vllm'	claim_report_as_vllm
 	'latscope report rec.jsonl --rules vllm,sglang,sglang-oai,honest'	claim_report_side_by_side
+	'latscope sweep --rates 30,45,60,90 *'	claim_sweep_overstates
+	'latscope report run.jsonl --html again.html'	claim_same_page
+	'latscope bench * --dataset-name prefix_repetition *'	claim_prefix_cache
+	'latscope lab --rtt-us 2000 --jitter-us 200 * --ping 50'	claim_lab_jitter
+	'latscope compare --rules vllm,sglang,sglang-oai,honest --base-url *'	claim_compare_runs
+	'latscope bench --harness sglang * --output-file sg.jsonl'	claim_sglang_file
 )
 
 # The promises. Each: log dir -> 0 and one line of what it found, or 1 and why the text is wrong.
@@ -184,6 +191,75 @@ claim_report_side_by_side() {
 	grep -q '^=* latscope compare: 4 profiles, 1 run =*$' "$1" || { echo "not 4 profiles on 1 run"; return 1; }
 	grep -qE '^Metric +vllm +sglang +sglang-oai +honest$' "$1" || { echo "no column per rule set"; return 1; }
 	echo "4 profiles, 1 run, a column each"
+}
+
+# README "Capacity at an SLO": against a server of at most 50 req/s behind 5 slots, 45 req/s from
+# scheduled (60 fails: its slot wait), >= 90 from started (never fails), "+100 % overstated". 30 is
+# taken too (45 at 90 % of the server is the point a loaded host's lag can tip; the text's promise,
+# the overstatement, then reads +200 %); 60 or more from scheduled is a slot wait not counted.
+claim_sweep_overstates() {
+	local sched over
+	sched=$(sed -n 's/^  scheduled  *\([0-9.]*\) req\/s.*/\1/p' "$1")
+	over=$(sed -n 's/.*overstates capacity by +\([0-9.]*\) % or more.*/\1/p' "$1")
+	[ -n "$sched" ] || { echo "no capacity from scheduled in the output"; return 1; }
+	[ "$sched" = 45.00 ] || [ "$sched" = 30.00 ] || { echo "capacity from scheduled $sched req/s, the text says 45"; return 1; }
+	grep -q '^  started  *>= 90.00 req/s' "$1" ||
+		{ echo "capacity from started: $(grep -m1 '^  started ' "$1"), the text says >= 90"; return 1; }
+	[ -n "$over" ] && awk -v o="$over" 'BEGIN { exit !(o >= 100) }' || { echo "overstatement ${over:-not said}, the text says +100 %"; return 1; }
+	echo "capacity $sched req/s from scheduled, >= 90 from started: +$over % overstated"
+}
+
+# docs/html.md: `report run.jsonl --html again.html` is "the same page from the records": every table
+# cell and the charts' data equal bench's run.html (but the command line and what was read).
+claim_same_page() {
+	[ -s "$2/run.html" ] && [ -s "$2/again.html" ] || { echo "run.html or again.html missing"; return 1; }
+	python3 "$ROOT/tests/integration/roundtrip_check.py" html "$2/run.html" "$2/again.html" >"$2/same_page.out" 2>&1 ||
+		{ echo "the pages differ: $(head -3 "$2/same_page.out" | tr '\n' ' ')"; return 1; }
+	echo "again.html has run.html's cells and charts"
+}
+
+# docs/bench.md: "TTFT drops when prompts share a cached prefix": one at a time, each prefix's
+# first prompt computes it (2 of 20), the rest hit: the slowest TTFT is well above the median.
+claim_prefix_cache() {
+	local med max
+	med=$(sed -n 's/^TTFT from started (ms): *mean [0-9.]*  median \([0-9.]*\) .*/\1/p' "$1")
+	max=$(sed -n 's/^TTFT from started (ms): .* max \([0-9.]*\) .*/\1/p' "$1")
+	[ -n "$med" ] && [ -n "$max" ] || { echo "no TTFT from started in the report"; return 1; }
+	awk -v m="$med" -v x="$max" 'BEGIN { exit !(x >= 1.5 * m) }' ||
+		{ echo "TTFT median $med ms, max $max ms: no cached prefix made the others faster"; return 1; }
+	echo "TTFT median $med ms with the prefix cached, max $max ms computing it"
+}
+
+# docs/lab.md: --rtt-us 2000 with 200 us of jitter delivers about 2 ms.
+claim_lab_jitter() {
+	local us
+	us=$(sed -n 's/^lab: RTT target 2000 us; delivered median \([0-9]*\) us.*/\1/p' "$1")
+	[ -n "$us" ] || { echo "no delivered median RTT"; return 1; }
+	[ "$us" -ge 1800 ] && [ "$us" -le 2600 ] || { echo "delivered median $us us, not about 2000"; return 1; }
+	echo "delivered median RTT $us us (target 2000, jitter 200)"
+}
+
+# docs/compare.md: "compare reads profiles that send alike from ONE run": vllm and honest share
+# one, so four profiles take three runs.
+claim_compare_runs() {
+	grep -q '^=* latscope compare: 4 profiles, 3 runs =*$' "$1" || { echo "not 4 profiles on 3 runs"; return 1; }
+	grep -qE '^Run +1 +2 +3 +1$' "$1" || { echo "vllm and honest do not share run 1: $(grep -m1 '^Run ' "$1")"; return 1; }
+	echo "4 profiles, 3 runs (vllm and honest share run 1)"
+}
+
+# docs/peer-flags.md: SGLang's own command line writes SGLang's JSONL line (--output-file).
+claim_sglang_file() {
+	[ -s "$2/sg.jsonl" ] || { echo "no sg.jsonl"; return 1; }
+	python3 - "$2/sg.jsonl" <<'PY' || return 1
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+r = json.loads(lines[-1])
+want = ["backend", "dataset_name", "request_rate", "completed", "total_input_tokens", "median_ttft_ms", "median_itl_ms"]
+missing = [k for k in want if k not in r]
+if missing or r["completed"] != 50 or r["backend"] != "sglang" or r["dataset_name"] != "random":
+    sys.exit(f"sg.jsonl: missing {missing}, completed {r.get('completed')}, backend {r.get('backend')}")
+print(f"sg.jsonl: SGLang's line, {r['completed']} completed, {r['total_input_tokens']} input tokens")
+PY
 }
 
 claim_of() { # example: the CLAIMS function that checks it, if any
