@@ -170,14 +170,17 @@ claim_watch_curl() {
 	echo "1 connection, 1 request, exit status 0"
 }
 
-# docs/lab.md: "the RTT it delivers (default 0.5 ms)": the median within 0.45-1 ms.
-claim_lab_ping() {
+# The lab's delivered median RTT within [lo, hi] us of its target.
+lab_rtt_within() { # log target lo hi
 	local us
-	us=$(sed -n 's/^lab: RTT target 500 us; delivered median \([0-9]*\) us.*/\1/p' "$1")
+	us=$(sed -n "s/^lab: RTT target $2 us; delivered median \\([0-9]*\\) us.*/\\1/p" "$1")
 	[ -n "$us" ] || { echo "no delivered median RTT"; return 1; }
-	[ "$us" -ge 450 ] && [ "$us" -le 1000 ] || { echo "delivered median $us us, not about 500"; return 1; }
-	echo "delivered median RTT $us us (target 500)"
+	[ "$us" -ge "$3" ] && [ "$us" -le "$4" ] || { echo "delivered median $us us, not about $2"; return 1; }
+	echo "delivered median RTT $us us (target $2)"
 }
+
+# docs/lab.md: "the RTT it delivers (default 0.5 ms)": the median within 0.45-1 ms.
+claim_lab_ping() { lab_rtt_within "$1" 500 450 1000; }
 
 # docs/compare.md: records sent by SGLang's rules, "read as vLLM reads them", with no server.
 claim_report_as_vllm() {
@@ -231,13 +234,7 @@ claim_prefix_cache() {
 }
 
 # docs/lab.md: --rtt-us 2000 with 200 us of jitter delivers about 2 ms.
-claim_lab_jitter() {
-	local us
-	us=$(sed -n 's/^lab: RTT target 2000 us; delivered median \([0-9]*\) us.*/\1/p' "$1")
-	[ -n "$us" ] || { echo "no delivered median RTT"; return 1; }
-	[ "$us" -ge 1800 ] && [ "$us" -le 2600 ] || { echo "delivered median $us us, not about 2000"; return 1; }
-	echo "delivered median RTT $us us (target 2000, jitter 200)"
-}
+claim_lab_jitter() { lab_rtt_within "$1" 2000 1800 2600; }
 
 # docs/compare.md: "compare reads profiles that send alike from ONE run": vllm and honest share
 # one, so four profiles take three runs.
