@@ -72,6 +72,7 @@ CLAIMS=(
 	'latscope report rec.jsonl --rules vllm'	claim_report_as_vllm
 	'latscope report rec.jsonl --rules vllm,sglang,sglang-oai,honest'	claim_report_side_by_side
 	'latscope sweep --rates 30,45,60,90 *'	claim_sweep_overstates
+	'latscope sweep --search rate *'	claim_sweep_no_slots
 	'latscope report run.jsonl --html again.html'	claim_same_page
 	'latscope bench * --dataset-name prefix_repetition *'	claim_prefix_cache
 	'latscope lab --rtt-us 2000 --jitter-us 200 * --ping 50'	claim_lab_jitter
@@ -210,6 +211,23 @@ claim_sweep_overstates() {
 		{ echo "capacity from started: $(grep -m1 '^  started ' "$1"), the text says >= 90"; return 1; }
 	[ -n "$over" ] && awk -v o="$over" 'BEGIN { exit !(o >= 100) }' || { echo "overstatement ${over:-not said}, the text says +100 %"; return 1; }
 	echo "capacity $sched req/s from scheduled, >= 90 from started: +$over % overstated"
+}
+
+# docs/sweep.md: without client slots the queue is the server's, "so every clock sees it: 50 req/s
+# found, 50 analytic, no overstatement" (30-55 taken: the search's answer moves with a loaded host).
+claim_sweep_no_slots() {
+	python3 - "$2/sweep.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"sweep.json: {e}")
+cap, over = d.get("capacity", {}), d.get("overstatement_pct")
+got = [cap.get(k) for k in ("scheduled", "admitted", "started")]
+if None in got or len(set(got)) != 1 or not 30 <= got[0] <= 55 or over != 0:
+    sys.exit(f"capacity per clock {got} (the text: 50 for each), overstatement {over} (the text: none)")
+print(f"{got[0]} req/s from every clock, no overstatement (sweep.json)")
+PY
 }
 
 # docs/html.md: `report run.jsonl --html again.html` is "the same page from the records": every table
