@@ -4,8 +4,8 @@ figures of latscope, the bare C floor client (tests/perf/floor_client.c) and the
 client (tests/clients/aiohttp_client.py), each run against its own fresh `latscope sim`, read
 from their own files and the simulator's truth.
 
-usage: anchors.py CASE CLIENT RESULT TRUTH [REPORT]; anchors.py --table ROWS.jsonl (the table on
-stdout, the comparisons per case as one JSON list on stderr)
+usage: anchors.py CASE CLIENT RESULT TRUTH [REPORT] [--rusage FILE]; anchors.py --table ROWS.jsonl
+(the table on stdout, the comparisons per case as one JSON list on stderr)
   CLIENT  latscope (RESULT: its --record JSONL, REPORT: its text report), floor (RESULT: its
           --out JSONL) or python (RESULT: its --save-result JSON)
 Prints one JSON object (numbers, null where not measured), all times in ms:
@@ -22,6 +22,9 @@ Prints one JSON object (numbers, null where not measured), all times in ms:
     connect()->ESTABLISHED P50), null without the probes.
   frame_delay_p50/p99: latscope's client delay per frame (harness stamp - kernel arrival, every
     frame of the run), null without the probes.
+  cpu_us_per_frame (user_us_per_frame + sys_us_per_frame), peak_rss_mib, rss_kib_per_stream
+    (bursts: peak RSS over the streams held at once): from --rusage (tests/perf/rusage.py, the
+    same outside measure for every client) over the token frames the simulator wrote (its truth).
 """
 import json
 import re
@@ -121,6 +124,40 @@ def python(result, truth):
     return sent, ttft, res.get("mean_ttft_ms"), ids
 
 
+def truth_frames(path):
+    """Token frames the simulator wrote in this run (one client per simulator)."""
+    n = 0
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    n += sum(1 for fr in json.loads(line).get("frames", []) if fr.get("kind") == "tokens")
+                except ValueError:
+                    continue
+    except OSError:
+        pass
+    return n
+
+
+def cost(case, rusage_path, frames, n_ok):
+    """CPU per frame and peak RSS from rusage.py's file; {} when there is none."""
+    try:
+        with open(rusage_path) as f:
+            ru = json.load(f)
+    except (OSError, ValueError, TypeError):
+        return {}
+    out = {"frames": frames}
+    if frames:
+        out["user_us_per_frame"] = ru["user_s"] * 1e6 / frames
+        out["sys_us_per_frame"] = ru["sys_s"] * 1e6 / frames
+        out["cpu_us_per_frame"] = out["user_us_per_frame"] + out["sys_us_per_frame"]
+    if ru.get("peak_rss_kib"):
+        out["peak_rss_mib"] = ru["peak_rss_kib"] / 1024
+        if case.startswith("burst-") and n_ok:
+            out["rss_kib_per_stream"] = ru["peak_rss_kib"] / n_ok
+    return out
+
+
 def fmt(v, width=7):
     return f"{v:{width}.2f}" if isinstance(v, (int, float)) else f"{'-':>{width}}"
 
@@ -137,9 +174,9 @@ def table(path):
         if r["case"] not in cases:
             cases.append(r["case"])
     print(f"{'case':<11} {'client':<9} {'ok':>5} | {'sent after start':^15} | {'TTFT mean':^15} | "
-          f"{'truth':>6} {'excess':>7} | latscope vs floor, vs python")
+          f"{'truth':>6} {'excess':>7} | {'CPU':>6} {'RSS':>6} {'RSS':>6} | latscope vs floor, vs python")
     print(f"{'':<11} {'':<9} {'':>5} | {'P50':>7} {'max':>7} | {'1st frm':>7} {'reportd':>7} | "
-          f"{'mean':>6} {'':>7} |")
+          f"{'mean':>6} {'':>7} | {'us/frm':>6} {'MiB':>6} {'KiB/st':>6} |")
     out = []
     for c in cases:
         by = {r["client"]: r for r in rows if r["case"] == c}
@@ -151,6 +188,8 @@ def table(path):
             "sent_p50_ratio_to_floor": ratio(ls.get("sent_p50"), fl.get("sent_p50")),
             "sent_max_ratio_to_floor": ratio(ls.get("sent_max"), fl.get("sent_max")),
             "python_excess_ratio": ratio(py.get("excess"), ls.get("excess")),
+            "cpu_per_frame_ratio_to_floor": ratio(ls.get("cpu_us_per_frame"), fl.get("cpu_us_per_frame")),
+            "peak_rss_ratio_to_floor": ratio(ls.get("peak_rss_mib"), fl.get("peak_rss_mib")),
         }
         out.append(cmp)
         for name in ("floor", "latscope", "python"):
@@ -164,7 +203,8 @@ def table(path):
             note = ""
             if name == "latscope":
                 note = (f"| TTFT {fmt(cmp['ttft_minus_floor'], 0)} ms, excess {fmt(cmp['excess_minus_floor'], 0)} ms "
-                        f"from the floor; sent x{fmt(cmp['sent_p50_ratio_to_floor'], 0)}/x{fmt(cmp['sent_max_ratio_to_floor'], 0)}")
+                        f"from the floor; sent x{fmt(cmp['sent_p50_ratio_to_floor'], 0)}/x{fmt(cmp['sent_max_ratio_to_floor'], 0)}; "
+                        f"CPU x{fmt(cmp['cpu_per_frame_ratio_to_floor'], 0)}, RSS x{fmt(cmp['peak_rss_ratio_to_floor'], 0)}")
                 if r.get("connect_minus_established") is not None:
                     note += f"; CONNECT-ESTAB {r['connect_minus_established']:.3f}"
                 if r.get("frame_delay_p50") is not None:
@@ -173,12 +213,15 @@ def table(path):
                 note = f"| python excess / latscope's: x{fmt(cmp['python_excess_ratio'], 0)}"
             print(f"{c:<11} {name:<9} {r['ok']:>5} | {fmt(r['sent_p50'])} {fmt(r['sent_max'])} | "
                   f"{fmt(r['ttft_mean'])} {fmt(r['reported_ttft_mean'])} | {fmt(r['truth_ttft_mean'], 6)} "
-                  f"{fmt(r['excess'])} {note}")
+                  f"{fmt(r['excess'])} | {fmt(r.get('cpu_us_per_frame'), 6)} {fmt(r.get('peak_rss_mib'), 6)} "
+                  f"{fmt(r.get('rss_kib_per_stream'), 6)} {note}")
     print("ms. floor: tests/perf/floor_client.c (no library); python: tests/clients/aiohttp_client.py "
           "(aiohttp, as vLLM's client); latscope: bench --profile vllm. sent: latscope libcurl PRETRANSFER, "
           "floor its write(), python the simulator's receive (truth, server-side); start: the request's slot "
           "or deadline. TTFT 1st frm: first token frame after that start (python: after its own st); "
-          "reportd: the client's own mean TTFT; excess: reportd - truth (first token frame written - received).")
+          "reportd: the client's own mean TTFT; excess: reportd - truth (first token frame written - received). "
+          "CPU us/frm: user + kernel CPU (tests/perf/rusage.py, the same for every client) over the token frames "
+          "the simulator wrote; RSS: peak (VmHWM), per stream held in a burst.")
     return out
 
 
@@ -186,6 +229,11 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "--table":
         print(json.dumps(table(argv[2])), file=sys.stderr)
         return 0
+    rusage_path = None
+    if "--rusage" in argv:
+        i = argv.index("--rusage")
+        rusage_path = argv[i + 1] if i + 1 < len(argv) else None
+        argv = argv[:i] + argv[i + 2:]
     case, client, result, truth_path = argv[1:5]
     truth = load_truth(truth_path)
     conn, delay = None, (None, None)
@@ -210,6 +258,7 @@ def main(argv):
         "connect_minus_established": conn,
         "frame_delay_p50": delay[0], "frame_delay_p99": delay[1],
     }
+    row.update(cost(case, rusage_path, truth_frames(truth_path), len(ids)))
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}))
     return 0
 

@@ -29,15 +29,17 @@ SIM=0
 . tests/lib/sim.bash
 stop_sim() { ls_sim_stop; }
 trap stop_sim EXIT
-start_sim() { # name
-	ls_sim_start "$OUT/$1.truth" "$OUT/$1.sim.log" --step-ms 10 --prefill-token-us 0 --decode-token-us 0 \
+start_sim() { # name [step_ms]
+	ls_sim_start "$OUT/$1.truth" "$OUT/$1.sim.log" --step-ms "${2:-10}" --prefill-token-us 0 --decode-token-us 0 \
 		--max-batch 4096 --max-batch-tokens 10000000
 }
+# Each client runs under tests/perf/rusage.py: its CPU and peak RSS measured the same way for all.
+RUSAGE="$PY tests/perf/rusage.py"
 
 TOKENS=${ANCHORS_TOKENS:-32} WORDS=32
-# case n conc rate: the three clients, each against its own simulator.
+# case n conc rate [step_ms tokens]: the three clients, each against its own simulator.
 run_case() {
-	local name=$1 n=$2 conc=$3 rate=$4
+	local name=$1 n=$2 conc=$3 rate=$4 step=${5:-10} TOKENS=${6:-$TOKENS}
 	local t=$name
 	local lsargs=(--num-prompts "$n") flargs=(--num "$n") pyargs=(--num-prompts "$n")
 	if [ "$rate" = inf ]; then
@@ -49,37 +51,41 @@ run_case() {
 		flargs+=(--rate "$rate")
 		pyargs+=(--request-rate "$rate")
 	fi
-	if start_sim "$t-floor"; then
-		$PIN_BENCH "$FLOOR" --port "$PORT" "${flargs[@]}" --input-words $WORDS --output-len $TOKENS --ignore-eos \
+	if start_sim "$t-floor" "$step"; then
+		$PIN_BENCH $RUSAGE "$OUT/$t-floor.rusage" -- "$FLOOR" --port "$PORT" "${flargs[@]}" --input-words $WORDS --output-len $TOKENS --ignore-eos \
 			--seed 1 --out "$OUT/$t-floor.jsonl" >"$OUT/$t-floor.out" 2>&1
 		stop_sim
-		$PY tests/perf/anchors.py "$name" floor "$OUT/$t-floor.jsonl" "$OUT/$t-floor.truth" >>"$ROWS"
+		$PY tests/perf/anchors.py "$name" floor "$OUT/$t-floor.jsonl" "$OUT/$t-floor.truth" \
+			--rusage "$OUT/$t-floor.rusage" >>"$ROWS"
 	fi
-	if start_sim "$t-latscope"; then
-		$PIN_BENCH "$BIN" bench --base-url "http://127.0.0.1:$PORT" --model latscope-sim --profile vllm \
+	if start_sim "$t-latscope" "$step"; then
+		$PIN_BENCH $RUSAGE "$OUT/$t-latscope.rusage" -- "$BIN" bench --base-url "http://127.0.0.1:$PORT" --model latscope-sim --profile vllm \
 			--num-warmups 0 --ignore-eos --random-input-len $WORDS --random-output-len $TOKENS --seed 1 \
 			--disable-tqdm --ready-check-timeout-sec 5 "${lsargs[@]}" --record "$OUT/$t-latscope.jsonl" \
 			>"$OUT/$t-latscope.out" 2>"$OUT/$t-latscope.err"
 		stop_sim
 		$PY tests/perf/anchors.py "$name" latscope "$OUT/$t-latscope.jsonl" "$OUT/$t-latscope.truth" \
-			"$OUT/$t-latscope.out" >>"$ROWS"
+			"$OUT/$t-latscope.out" --rusage "$OUT/$t-latscope.rusage" >>"$ROWS"
 	fi
-	if [ $PY_OK = 1 ] && start_sim "$t-python"; then
-		$PIN_BENCH $PY tests/clients/aiohttp_client.py --base-url "http://127.0.0.1:$PORT" --model latscope-sim \
+	if [ $PY_OK = 1 ] && start_sim "$t-python" "$step"; then
+		$PIN_BENCH $RUSAGE "$OUT/$t-python.rusage" -- $PY tests/clients/aiohttp_client.py --base-url "http://127.0.0.1:$PORT" --model latscope-sim \
 			"${pyargs[@]}" --input-words $WORDS --output-len $TOKENS --ignore-eos --seed 1 \
 			--save-result "$OUT/$t-python.json" >"$OUT/$t-python.out" 2>&1
 		stop_sim
-		$PY tests/perf/anchors.py "$name" python "$OUT/$t-python.json" "$OUT/$t-python.truth" >>"$ROWS"
+		$PY tests/perf/anchors.py "$name" python "$OUT/$t-python.json" "$OUT/$t-python.truth" \
+			--rusage "$OUT/$t-python.rusage" >>"$ROWS"
 	elif [ $PY_OK = 0 ]; then
 		echo "{\"case\":\"$name\",\"client\":\"python\",\"error\":\"no aiohttp for $PY\"}" >>"$ROWS"
 	fi
 	echo "  done: anchors $name" >&2
 }
 
+# BURSTS: C:N[:STEP_MS:TOKENS]. The last holds 1,400 streams at 50 frames/s each (20 ms steps,
+# 100 tokens: 70,000 frames/s for 2 s; issue 32): CPU per frame and peak RSS beside the floor's.
 if [ "$QUICK" = 1 ]; then
-	BURSTS="1:8 16:32 64:64 256:256 1024:1024"; RATES="100:100 1000:500"
+	BURSTS="1:8 16:32 64:64 256:256 1024:1024 1400:1400:20:100"; RATES="100:100 1000:500"
 else
-	BURSTS="1:16 16:128 64:256 256:1024 1024:1024"; RATES="100:200 1000:2000"
+	BURSTS="1:16 16:128 64:256 256:1024 1024:1024 1400:1400:20:100"; RATES="100:200 1000:2000"
 fi
 # ANCHORS_CASES="burst:C:N ... rate:R:N" runs only those (the issue's comparisons).
 if [ -n "${ANCHORS_CASES:-}" ]; then
@@ -88,13 +94,13 @@ if [ -n "${ANCHORS_CASES:-}" ]; then
 fi
 [ "${ANCHORS_NO_PYTHON:-0}" = 1 ] && PY_OK=2
 for spec in $BURSTS; do
-	IFS=: read -r c n <<<"$spec"
-	run_case "burst-$c" "$n" "$c" inf
+	IFS=: read -r c n step tok <<<"$spec"
+	run_case "burst-$c" "$n" "$c" inf "${step:-10}" "${tok:-$TOKENS}"
 done
 for spec in $RATES; do
 	IFS=: read -r r n <<<"$spec"
 	run_case "rate-$r" "$n" 0 "$r"
 done
 echo
-echo "three clients against latscope sim (step 10 ms, $WORDS-word prompts, $TOKENS tokens, --ignore-eos; each its own simulator):"
+echo "three clients against latscope sim (step 10 ms, $TOKENS tokens; burst-1400: 20 ms, 100 tokens; $WORDS-word prompts, --ignore-eos; each its own simulator):"
 $PY tests/perf/anchors.py --table "$ROWS" 2>"$OUT/../anchors_cmp.json"
