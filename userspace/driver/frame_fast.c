@@ -359,20 +359,22 @@ static const struct member chat_c0_m[] = { MEMBER("delta", S_C0_TEXT, 0, &delta_
 static const struct want chat_c0_w = { chat_c0_m, 2 };
 static const struct member meta_m[] = { MEMBER("prompt_tokens", S_PROMPT, 0, NULL),
 					MEMBER("completion_tokens", S_COMPLETION, 0, NULL),
-					MEMBER("finish_reason", S_META_FINISH, 0, NULL) };
-static const struct want meta_w = { meta_m, 3 };
+					MEMBER("finish_reason", S_META_FINISH, 0, NULL),
+					MEMBER("e2e_latency", S_TIMINGS, 0, NULL) };
+static const struct want meta_w = { meta_m, 4 };
 
-/* "timings" (llama.cpp's account of the request, on its last frame) is cJSON's to read. */
+/* The engine's own account of the request is cJSON's to read (backend_engine.c): llama.cpp's
+ * "timings", vLLM's "metrics" and the last SGLang meta_info (the one with e2e_latency). */
 static const struct member openai_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
 					  MEMBER("choices", S_A, 1, &c0_w), MEMBER("usage", S_B, 0, &usage_w),
-					  MEMBER("timings", S_TIMINGS, 0, NULL) };
+					  MEMBER("timings", S_TIMINGS, 0, NULL), MEMBER("metrics", S_TIMINGS, 0, NULL) };
 static const struct member chat_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
 					MEMBER("choices", S_A, 1, &chat_c0_w), MEMBER("usage", S_B, 0, &usage_w),
-					MEMBER("timings", S_TIMINGS, 0, NULL) };
+					MEMBER("timings", S_TIMINGS, 0, NULL), MEMBER("metrics", S_TIMINGS, 0, NULL) };
 static const struct member sglang_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
 					  MEMBER("text", S_A, 0, NULL), MEMBER("meta_info", S_B, 0, &meta_w),
 					  MEMBER("timings", S_TIMINGS, 0, NULL) };
-static const struct want openai_w = { openai_m, 5 }, chat_w = { chat_m, 5 }, sglang_w = { sglang_m, 5 };
+static const struct want openai_w = { openai_m, 6 }, chat_w = { chat_m, 6 }, sglang_w = { sglang_m, 5 };
 
 /* A count as int_value() reads it: -1 when absent or no number; -2 to decline. */
 static int64_t count(const struct val *v)
