@@ -184,7 +184,9 @@ void ls_backend_engine_fields(const cJSON *root, uint32_t non_finite, struct ls_
 	} else if (cJSON_IsObject(m)) {
 		vllm(root, m, req, non_finite);
 	} else if (cJSON_IsObject(meta) && cJSON_GetObjectItemCaseSensitive(meta, "e2e_latency")) {
-		sglang(meta, req, non_finite); /* the finishing frame: earlier ones lack e2e_latency */
+		const cJSON *finish = cJSON_GetObjectItemCaseSensitive(meta, "finish_reason");
+		if (finish && !cJSON_IsNull(finish)) /* the finishing frame: the whole account */
+			sglang(meta, req, non_finite);
 	}
 }
 
