@@ -149,5 +149,8 @@ for spec in "llama.cpp openai timings" "sglang sglang meta_info" "vllm openai me
 	run "$1" "$2" "$1" && { check "$1" "$1" "$3" 0 || bad "$1: the engine's account (above)"; }
 	run "$1" "$2" "$1-bad" --engine-fields-bad 0.5 && { check "$1-bad" "$1" "$3" 1 || bad "$1: malformed fields (above)"; }
 done
+for kind in string negative nan huge; do # every malformed kind was sent at least once
+	cat "$tmp"/*-bad.truth 2>/dev/null | grep -q "\"engine_bad\":\"$kind\"" || bad "no request drew a $kind value"
+done
 [ $failures -eq 0 ] || exit 1
 echo "engine_fields: all passed"
