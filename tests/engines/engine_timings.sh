@@ -7,7 +7,8 @@
 # request, and the engine's prompt compute lies inside latscope's TTFT (TTFT outside it >= 0 for
 # every request). Catches: the fast frame reader skipping "timings", a field read from the wrong
 # key (prompt for predicted), ms taken as us, the record losing the fields, the report reading
-# another series.
+# another series, the account labelled with another engine, the engine check missing or failing
+# on an account that fits inside latscope's clocks.
 . "$(dirname "$0")/engine_lib.bash"
 need_engine
 for backend in llama.cpp-native openai; do
@@ -42,13 +43,19 @@ for line in open(rec):
     ttft = min(f[0] for f in r["frames"] if f[6] & 1) - r["started_ns"]  # first frame with choices
     if ttft < r["engine_prompt_ns"]:
         bad.append((r["id"], f"TTFT {ttft / 1e6:.3f} ms < the engine's prompt {r['engine_prompt_ns'] / 1e6:.3f} ms"))
-eng = json.load(open(result))["latscope"].get("engine", {})
+res = json.load(open(result))
+eng = res["latscope"].get("engine", {})
+check = next((c for c in res["latscope"].get("checks", res.get("checks", [])) if c.get("check") == "engine"), None)
+if eng.get("sources") != [{"engine": "llama.cpp", "fields": "timings"}] or eng.get("queue") is not None:
+    bad.append(f"sources {eng.get('sources')}, queue {eng.get('queue')}: llama.cpp's timings give no queue")
+if check is None or not check["ok"]:
+    bad.append(f"the engine check: {check}")
 if n != 12 or bad or eng.get("n") != n:
     print(f"{n} ok requests; result JSON engine.n {eng.get('n')}; not matching the server's log: {bad[:3]}")
     sys.exit(1)
 print(f"ok: {n} requests: prompt and decode timings equal the server's own log; engine prompt P50 "
       f"{eng['prompt']['median_ms']:.3f} ms, TTFT outside it P50 {eng['ttft_outside_prompt']['median_ms']:.3f} ms, "
-      f"decode per token P50 {eng['decode_per_token']['median_ms']:.3f} ms")
+      f"decode per token P50 {eng['decode_per_token']['median_ms']:.3f} ms; check: {check['text']}")
 EOF
 	stop_server
 done

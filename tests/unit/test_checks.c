@@ -69,7 +69,7 @@ Test(checks, a_clean_run_is_all_ok)
 		req(&run->requests[i], (uint64_t)i, (uint64_t)i * 5, 20, 8, 1, 8);
 	struct ls_checks c;
 	checks_of(run, "vllm", NULL, &c);
-	cr_assert_eq(c.n, LS_CHECK__COUNT);
+	cr_assert_eq(c.n, LS_CHECK__COUNT - 1); /* no engine account: no engine line */
 	cr_expect_eq(c.n_bad, 0);
 	for (size_t k = 0; k < c.n; k++)
 		cr_expect(!strncmp(c.c[k].text, "ok: ", 4), "%s: %s", ls_check_name(c.c[k].kind), c.c[k].text);
@@ -205,7 +205,7 @@ Test(checks, realised_rate_off_target)
 	cr_expect(strstr(c.c[LS_CHECK_RATE].text, "the concurrency limit of 2 held them"), "%s", c.c[LS_CHECK_RATE].text);
 	cJSON *j = ls_checks_json(&c);
 	cr_assert_not_null(j);
-	cr_expect_eq(cJSON_GetArraySize(j), LS_CHECK__COUNT);
+	cr_expect_eq(cJSON_GetArraySize(j), LS_CHECK__COUNT - 1);
 	cJSON_Delete(j);
 	free_run(run);
 }
@@ -278,5 +278,44 @@ Test(checks, the_client_check_sees_a_saturated_client)
 	run->client_delay_p99_ns = 2 * MS;
 	checks_of(run, "vllm", NULL, &c);
 	cr_expect(c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	free_run(run);
+}
+
+/* The engine's own account against latscope's clocks: inside the send -> first token window it
+ * is ok and says how much of TTFT the engine does not count; a queue+prefill longer than that
+ * window, an e2e longer than send -> last byte, or malformed values are said with the figures.
+ * Catches: the check reading the TTFT from another clock (started vs sent), the queue left out
+ * of the engine's part, a malformed value passing silently. */
+Test(checks, engine_account_against_latscope)
+{
+	struct ls_run *run = new_run(4);
+	for (int i = 0; i < 4; i++) {
+		struct ls_request *r = &run->requests[i];
+		req(r, (uint64_t)i, (uint64_t)i * 5, 40, 5, 1, 5); /* TTFT 40 ms, last byte at +80 ms */
+		r->sent_ns = r->started_ns + 2 * MS;
+		r->engine_source = LS_ENGINE_SGLANG;
+		r->engine_known = LS_ENGINE_QUEUE | LS_ENGINE_PREFILL | LS_ENGINE_E2E;
+		r->engine_queue_ns = 10 * MS;
+		r->engine_prompt_ns = 20 * MS; /* 30 of the 38 ms from the send */
+		r->engine_e2e_ns = 70 * MS;
+	}
+	struct ls_checks c;
+	checks_of(run, "vllm", NULL, &c);
+	cr_assert_eq(c.n, LS_CHECK__COUNT);
+	const char *t = c.c[LS_CHECK_ENGINE].text;
+	cr_expect(c.c[LS_CHECK_ENGINE].ok, "%s", t);
+	cr_expect(strstr(t, "for 4 requests: its queue+prefill P50 30.00 ms of a TTFT P50 40.00 ms; TTFT it does not "
+			    "count P50 10.00 ms"), "%s", t);
+	run->requests[1].engine_queue_ns = 20 * MS; /* 40 ms > 38 ms from the send */
+	run->requests[2].engine_e2e_ns = 81 * MS;   /* > 78 ms send -> last byte */
+	run->requests[3].engine_bad = 2;
+	checks_of(run, "vllm", NULL, &c);
+	t = c.c[LS_CHECK_ENGINE].text;
+	cr_expect(!c.c[LS_CHECK_ENGINE].ok, "%s", t);
+	cr_expect(strstr(t, "1 of 4 requests: the engine's queue+prefill is longer than latscope's send -> first token "
+			    "(by up to 2.00 ms)"), "%s", t);
+	cr_expect(strstr(t, "1 requests: the engine's end-to-end is longer than send -> last byte (by up to 3.00 ms)"),
+		  "%s", t);
+	cr_expect(strstr(t, "2 malformed engine values ignored in 1 requests"), "%s", t);
 	free_run(run);
 }

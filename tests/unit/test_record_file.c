@@ -72,13 +72,16 @@ static char *reference_line(const struct ls_request *r)
 		",\"new_connection\":%d,\"fd\":%d,\"socket_cookie\":\"%" PRIu64 "\",\"conn_seq\":%u,\"http_status\":%d"
 		",\"fail\":\"%s\",\"error\":\"%s\",\"usage_prompt_tokens\":%d,\"usage_completion_tokens\":%d"
 		",\"body_bytes\":%" PRIu64 ",\"text_bytes\":%" PRIu64 ",\"engine_prompt_n\":%d,\"engine_prompt_ns\":%" PRIu64
-		",\"engine_predicted_n\":%d,\"engine_predicted_ns\":%" PRIu64 ",\"engine_cache_n\":%d,\"frames\":[",
+		",\"engine_predicted_n\":%d,\"engine_predicted_ns\":%" PRIu64 ",\"engine_cache_n\":%d"
+		",\"engine_source\":%d,\"engine_known\":%u,\"engine_queue_ns\":%" PRIu64 ",\"engine_e2e_ns\":%" PRIu64
+		",\"engine_bad\":%u,\"frames\":[",
 		r->id, r->warmup, r->prompt_len, r->output_len, rel(r->scheduled_ns), rel(r->admitted_ns),
 		rel(r->started_ns), rel(r->connect_ns), rel(r->tls_ns), rel(r->sent_ns), rel(r->headers_ns),
 		rel(r->done_frame_ns), rel(r->finished_ns), r->new_connection, r->fd, r->socket_cookie, r->conn_seq,
 		r->http_status, ls_fail_name(r->fail), r->error, r->usage_prompt_tokens, r->usage_completion_tokens,
 		r->body_bytes, r->text_bytes, r->engine_prompt_n, r->engine_prompt_ns, r->engine_predicted_n,
-		r->engine_predicted_ns, r->engine_cache_n);
+		r->engine_predicted_ns, r->engine_cache_n, r->engine_source, r->engine_known, r->engine_queue_ns,
+		r->engine_e2e_ns, r->engine_bad);
 	for (uint32_t i = 0; i < r->n_frames; i++) {
 		const struct ls_frame *f = &r->frames[i];
 		len += (size_t)snprintf(b + len, cap - len, "%s[%" PRId64 ",%" PRIu64 ",%u,%u,%d,%d,%u]", i ? "," : "",

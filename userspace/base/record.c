@@ -29,6 +29,26 @@ const char *ls_fail_name(enum ls_fail fail)
 	return fail_names[fail];
 }
 
+static const char *const engine_source_names[LS_ENGINE__COUNT] = {
+	[LS_ENGINE_NONE] = "none",     [LS_ENGINE_LLAMACPP] = "llama.cpp", [LS_ENGINE_SGLANG] = "sglang",
+	[LS_ENGINE_VLLM] = "vllm",     [LS_ENGINE_TGI] = "tgi",            [LS_ENGINE_TRTLLM] = "trtllm",
+};
+
+const char *ls_engine_source_name(int source)
+{
+	return source >= 0 && source < LS_ENGINE__COUNT ? engine_source_names[source] : "none";
+}
+
+const char *ls_engine_fields_name(int source)
+{
+	static const char *const fields[LS_ENGINE__COUNT] = {
+		[LS_ENGINE_NONE] = "none",         [LS_ENGINE_LLAMACPP] = "timings",
+		[LS_ENGINE_SGLANG] = "meta_info",  [LS_ENGINE_VLLM] = "metrics",
+		[LS_ENGINE_TGI] = "x-*-time headers", [LS_ENGINE_TRTLLM] = "/perf_metrics",
+	};
+	return source >= 0 && source < LS_ENGINE__COUNT ? fields[source] : "none";
+}
+
 struct ls_frame *ls_request_add_frame(struct ls_request *req)
 {
 	if (req->n_frames == req->cap_frames) {

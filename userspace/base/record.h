@@ -41,6 +41,27 @@ enum {
 	LS_FRAME_FINISH     = 1u << 4, /* carried a finish_reason / meta_info.finish_reason */
 };
 
+/* Whose own per-request fields gave ls_request.engine_* (names: ls_engine_source_name, stable). */
+enum ls_engine_source {
+	LS_ENGINE_NONE = 0,
+	LS_ENGINE_LLAMACPP, /* "timings" on the last frame */
+	LS_ENGINE_SGLANG,   /* meta_info of the last /generate frame (--enable-metrics for the times) */
+	LS_ENGINE_VLLM,     /* "metrics" on the usage frame (--enable-per-request-metrics) */
+	LS_ENGINE_TGI,      /* x-queue-time, x-inference-time, ... response headers */
+	LS_ENGINE_TRTLLM,   /* /perf_metrics timing_metrics */
+	LS_ENGINE__COUNT
+};
+/* Which parts of the engine's account it gave (ls_request.engine_known). */
+enum {
+	LS_ENGINE_QUEUE   = 1u << 0, /* engine_queue_ns */
+	LS_ENGINE_PREFILL = 1u << 1, /* engine_prompt_ns (engine_prompt_n when >= 0) */
+	LS_ENGINE_DECODE  = 1u << 2, /* engine_predicted_ns over engine_predicted_n tokens */
+	LS_ENGINE_E2E     = 1u << 3, /* engine_e2e_ns */
+	LS_ENGINE_CACHED  = 1u << 4, /* engine_cache_n */
+};
+const char *ls_engine_source_name(int source); /* "llama.cpp", "sglang", ... */
+const char *ls_engine_fields_name(int source); /* what carried it: "timings", "meta_info", ... */
+
 /* One SSE message (one `data:` event), stamped when the write callback completed it. */
 struct ls_frame {
 	uint64_t arrived_ns;  /* harness saw the frame complete (write callback) */
@@ -83,12 +104,19 @@ struct ls_request {
 	uint64_t body_bytes;              /* response body bytes received */
 	uint64_t text_bytes;              /* generated text bytes */
 
-	/* The engine's own account of the request where its stream gives one (llama.cpp's
-	 * "timings" in the last frame): prompt tokens it computed and for how long, tokens it
-	 * generated and for how long, prompt tokens it took from its cache. Counts -1 and times 0
-	 * when not given. */
+	/* The engine's own account of the request where its response gives one (llama.cpp's
+	 * "timings", SGLang's meta_info, vLLM's "metrics", TGI's x-*-time headers: docs/engine.md):
+	 * which engine's fields (engine_source), which parts they gave (engine_known, LS_ENGINE_*),
+	 * its queue, its prompt compute (prefill) over engine_prompt_n tokens, its decode time over
+	 * engine_predicted_n tokens, its own end-to-end time, the prompt tokens it took from its
+	 * cache; and how many of its values were malformed and ignored (engine_bad). Counts -1 and
+	 * times 0 when not given. */
 	int32_t  engine_prompt_n, engine_predicted_n, engine_cache_n;
 	uint64_t engine_prompt_ns, engine_predicted_ns;
+	int      engine_source;  /* enum ls_engine_source */
+	uint32_t engine_known;   /* LS_ENGINE_* bits */
+	uint64_t engine_queue_ns, engine_e2e_ns;
+	uint32_t engine_bad;
 
 	uint32_t n_frames, cap_frames;
 	struct ls_frame *frames;

@@ -46,6 +46,11 @@ const struct ls_field ls_request_fields[] = {
 	REQ(engine_predicted_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
 	REQ(engine_predicted_ns, LS_FK_U64),
 	REQ(engine_cache_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
+	REQ(engine_source, LS_FK_INT, .lo = 0, .hi = LS_ENGINE__COUNT - 1),
+	REQ(engine_known, LS_FK_U32, .hi = UINT32_MAX),
+	REQ(engine_queue_ns, LS_FK_U64),
+	REQ(engine_e2e_ns, LS_FK_U64),
+	REQ(engine_bad, LS_FK_U32, .hi = UINT32_MAX),
 };
 const size_t ls_n_request_fields = sizeof(ls_request_fields) / sizeof(ls_request_fields[0]);
 

@@ -443,20 +443,15 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 	return ls_backend_decode_json(backend, data, len, st, fr, req);
 }
 
-/* llama.cpp's "timings" {prompt_n, prompt_ms, predicted_n, predicted_ms, cache_n} (server
- * common's server_slot_stats::to_json), on the last frame of its native and OpenAI streams. */
-static void engine_timings(const cJSON *root, struct ls_request *req)
+/* A frame that is JSON but for Python's NaN / Infinity (json.dumps writes them: an engine's
+ * timing field can be one): parsed with them as null, counted. NULL when it is not that. */
+static cJSON *parse_non_finite(const char *data, size_t len, uint32_t *n_replaced)
 {
-	const cJSON *t = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "timings") : NULL;
-	if (!cJSON_IsObject(t))
-		return;
-	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(t, "prompt_ms");
-	const cJSON *gm = cJSON_GetObjectItemCaseSensitive(t, "predicted_ms");
-	req->engine_prompt_n = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(t, "prompt_n"));
-	req->engine_predicted_n = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(t, "predicted_n"));
-	req->engine_cache_n = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(t, "cache_n"));
-	req->engine_prompt_ns = cJSON_IsNumber(pm) ? ls_d2u64(pm->valuedouble * 1e6) : 0;
-	req->engine_predicted_ns = cJSON_IsNumber(gm) ? ls_d2u64(gm->valuedouble * 1e6) : 0;
+	size_t fixed_len;
+	char *fixed = ls_backend_non_finite_to_null(data, len, &fixed_len, n_replaced);
+	cJSON *root = fixed && *n_replaced ? parse_frame(fixed, fixed_len) : NULL;
+	free(fixed);
+	return root;
 }
 
 int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len,
@@ -471,10 +466,13 @@ int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len
 	if (!ls_utf8_valid((const unsigned char *)data, len))
 		return set_malformed(req, "not UTF-8", data, len);
 	cJSON *root = parse_frame(data, len);
+	uint32_t non_finite = 0;
+	if (!root)
+		root = parse_non_finite(data, len, &non_finite);
 	if (!root)
 		return set_malformed(req, "not JSON", data, len);
 	int rc = 0;
-	engine_timings(root, req);
+	ls_backend_engine_fields(root, non_finite, req);
 	if (ls_backend_is_peer(backend)) {
 		rc = cJSON_IsObject(root) ? ls_backend_decode_peer(backend, root, st, fr, req)
 					  : set_malformed(req, "not an object", data, len);

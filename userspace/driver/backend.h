@@ -50,4 +50,14 @@ char *ls_backend_body(enum ls_backend backend, const char *model, const struct l
 int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
 		      struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req);
 
+/* The engine's own account from the response head (TGI's x-queue-time, x-total-time, ...; ms):
+ * one header line (with its CRLF) into req->engine_*. Other lines are ignored. */
+void ls_backend_engine_header(struct ls_request *req, const char *line, size_t len);
+/* TensorRT-LLM's GET /perf_metrics body joined to reqs by its server arrival time (the server's
+ * steady clock: CLOCK_MONOTONIC, the same host): each entry to the request it arrived after the
+ * send of (within 1 ms before it) and before its first response byte, nearest. How many joined,
+ * or -EBADMSG when the body is no JSON list; *n_bad entries whose times were malformed. */
+int ls_engine_perf_metrics_join(const char *body, size_t len, struct ls_request *reqs, size_t n,
+				uint32_t *n_bad);
+
 #endif

@@ -48,4 +48,11 @@ int ls_frame_fast(enum ls_backend backend, const char *data, size_t len, struct 
 int ls_backend_decode_json(enum ls_backend backend, const char *data, size_t len,
 			   struct ls_decode_state *st, struct ls_frame *fr, struct ls_request *req);
 
+/* backend_engine.c: the engine's own account in a parsed frame (llama.cpp "timings", vLLM
+ * "metrics", SGLang's finishing meta_info) into req->engine_* (non_finite: NaN / Infinity
+ * tokens the frame had, read as null, counted bad); a copy of data with those tokens outside
+ * strings as null (malloc'd, NULL on ENOMEM; *n_replaced how many). */
+void ls_backend_engine_fields(const cJSON *root, uint32_t non_finite, struct ls_request *req);
+char *ls_backend_non_finite_to_null(const char *data, size_t len, size_t *out_len, uint32_t *n_replaced);
+
 #endif

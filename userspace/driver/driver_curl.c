@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 #include "base/clock.h"
+#include "driver/backend.h"
 #include "driver/driver_int.h"
 
 #define REQUEST_ID_MAX 72 /* "X-Request-Id: " + run tag + '-' + id */
@@ -87,6 +88,10 @@ static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
 		while (end > at && (buf[end - 1] == '\r' || buf[end - 1] == '\n' || buf[end - 1] == ' '))
 			end--;
 		snprintf(x->content_type, sizeof(x->content_type), "%.*s", (int)(end - at), buf + at);
+		return len;
+	}
+	if (buf[0] == 'x' || buf[0] == 'X') {
+		ls_backend_engine_header(rec, buf, len); /* TGI's timing headers */
 		return len;
 	}
 	if ((len == 2 && buf[0] == '\r') || (len == 1 && buf[0] == '\n')) {

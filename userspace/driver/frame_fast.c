@@ -344,7 +344,7 @@ static int scan_obj(struct cur *c, struct val *v, const struct want *w, int dept
 
 /* Where each backend's members land in the out slots. */
 enum { S_ERROR, S_OBJECT, S_A, S_B, S_C0_TEXT, S_C0_FINISH, S_PROMPT, S_COMPLETION, S_CONTENT, S_REASONING,
-       S_TIMINGS, S_META_FINISH = S_C0_TEXT };
+       S_TIMINGS, S_META_FINISH = S_C0_TEXT, S_META_E2E = S_CONTENT };
 
 static const struct member usage_m[] = { MEMBER("prompt_tokens", S_PROMPT, 0, NULL),
 					 MEMBER("completion_tokens", S_COMPLETION, 0, NULL) };
@@ -359,20 +359,22 @@ static const struct member chat_c0_m[] = { MEMBER("delta", S_C0_TEXT, 0, &delta_
 static const struct want chat_c0_w = { chat_c0_m, 2 };
 static const struct member meta_m[] = { MEMBER("prompt_tokens", S_PROMPT, 0, NULL),
 					MEMBER("completion_tokens", S_COMPLETION, 0, NULL),
-					MEMBER("finish_reason", S_META_FINISH, 0, NULL) };
-static const struct want meta_w = { meta_m, 3 };
+					MEMBER("finish_reason", S_META_FINISH, 0, NULL),
+					MEMBER("e2e_latency", S_META_E2E, 0, NULL) };
+static const struct want meta_w = { meta_m, 4 };
 
-/* "timings" (llama.cpp's account of the request, on its last frame) is cJSON's to read. */
+/* The engine's own account of the request is cJSON's to read (backend_engine.c): llama.cpp's
+ * "timings", vLLM's "metrics" and SGLang's finishing meta_info (finish_reason and e2e_latency). */
 static const struct member openai_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
 					  MEMBER("choices", S_A, 1, &c0_w), MEMBER("usage", S_B, 0, &usage_w),
-					  MEMBER("timings", S_TIMINGS, 0, NULL) };
+					  MEMBER("timings", S_TIMINGS, 0, NULL), MEMBER("metrics", S_TIMINGS, 0, NULL) };
 static const struct member chat_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
 					MEMBER("choices", S_A, 1, &chat_c0_w), MEMBER("usage", S_B, 0, &usage_w),
-					MEMBER("timings", S_TIMINGS, 0, NULL) };
+					MEMBER("timings", S_TIMINGS, 0, NULL), MEMBER("metrics", S_TIMINGS, 0, NULL) };
 static const struct member sglang_m[] = { MEMBER("error", S_ERROR, 0, NULL), MEMBER("object", S_OBJECT, 0, NULL),
 					  MEMBER("text", S_A, 0, NULL), MEMBER("meta_info", S_B, 0, &meta_w),
 					  MEMBER("timings", S_TIMINGS, 0, NULL) };
-static const struct want openai_w = { openai_m, 5 }, chat_w = { chat_m, 5 }, sglang_w = { sglang_m, 5 };
+static const struct want openai_w = { openai_m, 6 }, chat_w = { chat_m, 6 }, sglang_w = { sglang_m, 5 };
 
 /* A count as int_value() reads it: -1 when absent or no number; -2 to decline. */
 static int64_t count(const struct val *v)
@@ -448,7 +450,8 @@ int ls_frame_fast(enum ls_backend backend, const char *data, size_t len, struct 
 		return 0; /* cJSON ignores what follows the object; JSON does not */
 	/* An error object (backend.c: error_object) is cJSON's to report, an engine's timings its to read. */
 	const struct val *obj = &out[S_OBJECT];
-	if (present(&out[S_ERROR]) || present(&out[S_TIMINGS]) ||
+	int sglang_account = backend == LS_BACKEND_SGLANG && present(&out[S_META_E2E]) && present(&out[S_META_FINISH]);
+	if (present(&out[S_ERROR]) || present(&out[S_TIMINGS]) || sglang_account ||
 	    (obj->type == V_STR && (!obj->plain || (obj->len == 5 && !memcmp(obj->at + 1, "error", 5)))))
 		return 0;
 	return fields(backend, out, f) == 0;

@@ -10,7 +10,7 @@
 
 #define NS 1e9
 
-static const char *const check_names[] = { "failures", "tokens", "itl/tpot", "prefix cache", "rate", "client" };
+static const char *const check_names[] = { "failures", "tokens", "itl/tpot", "prefix cache", "rate", "client", "engine" };
 
 const char *ls_check_name(enum ls_check_kind kind)
 {
@@ -492,6 +492,84 @@ static void check_client(const struct ls_run *run, const struct ls_metrics *m, s
 	       "the server does not use");
 }
 
+/* ---- engine ---- */
+
+/* What the engine's account of r says lies inside its TTFT: its queue (where given) and prefill. */
+static uint64_t engine_inside_ttft(const struct ls_request *r)
+{
+	return (ls_engine_has(r, LS_ENGINE_QUEUE) ? r->engine_queue_ns : 0) +
+	       (ls_engine_has(r, LS_ENGINE_PREFILL) ? r->engine_prompt_ns : 0);
+}
+
+struct engine_tally {
+	size_t n, over_ttft, over_e2e;
+	double worst_ttft_ms, worst_e2e_ms;
+	double *inside_ms; /* per request, for its median; NULL: none kept */
+};
+
+/* One ok request against the engine's account: the server cannot start before the send nor end
+ * after the last byte, so an account longer than those windows is another clock or meaning. */
+static void engine_one(const struct ls_request *r, const struct ls_read_rules *rules, struct engine_tally *t)
+{
+	uint64_t first = first_token_of(r, rules);
+	if (!r->sent_ns || first == UINT64_MAX || first < r->sent_ns)
+		return;
+	uint64_t inside = engine_inside_ttft(r), ttft = first - r->sent_ns;
+	if (t->inside_ms)
+		t->inside_ms[t->n] = (double)inside / 1e6;
+	t->n++;
+	if (inside > ttft + LS_CHECK_ENGINE_SLACK_NS) {
+		t->over_ttft++;
+		t->worst_ttft_ms = fmax(t->worst_ttft_ms, ms(ttft, inside));
+	}
+	uint64_t e2e = r->finished_ns > r->sent_ns ? r->finished_ns - r->sent_ns : 0;
+	if (ls_engine_has(r, LS_ENGINE_E2E) && e2e && r->engine_e2e_ns > e2e + LS_CHECK_ENGINE_SLACK_NS) {
+		t->over_e2e++;
+		t->worst_e2e_ms = fmax(t->worst_e2e_ms, ms(e2e, r->engine_e2e_ns));
+	}
+}
+
+/* The engine's own account against latscope's clocks. 0 when no request had one (no line). */
+static int check_engine(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
+{
+	if (!m->engine_n && !m->engine_bad_values)
+		return 0;
+	struct engine_tally t = { .inside_ms = malloc((run->n_requests ? run->n_requests : 1) * sizeof(double)) };
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		if (!r->warmup && r->fail == LS_OK && engine_inside_ttft(r))
+			engine_one(r, &m->rules, &t);
+	}
+	double lo, mid, hi;
+	spread(t.inside_ms, t.inside_ms ? t.n : 0, &lo, &mid, &hi);
+	free(t.inside_ms);
+	c->ok = !t.over_ttft && !t.over_e2e && !m->engine_bad_values;
+	if (c->ok) {
+		add(c, "ok: the engine's own account fits inside latscope's clocks for %zu requests: its %s P50 %.2f ms "
+		       "of a TTFT P50 %.2f ms; TTFT it does not count P50 %.2f ms (its frontend, the network, the client%s)",
+		    t.n, m->engine_outside_has_queue ? "queue+prefill" : "prefill", mid, m->ttft.median_ms,
+		    m->ttft_outside_prompt.median_ms, m->engine_outside_has_queue ? "" : "; its queue too: it gives none");
+		return 1;
+	}
+	const char *sep = "";
+	if (t.over_ttft) {
+		add(c, "%zu of %zu requests: the engine's queue+prefill is longer than latscope's send -> first token "
+		       "(by up to %.2f ms)", t.over_ttft, t.n, t.worst_ttft_ms);
+		sep = "; ";
+	}
+	if (t.over_e2e) {
+		add(c, "%s%zu requests: the engine's end-to-end is longer than send -> last byte (by up to %.2f ms)", sep,
+		    t.over_e2e, t.worst_e2e_ms);
+		sep = "; ";
+	}
+	if (t.over_ttft || t.over_e2e)
+		add(c, ": its clock, or what its fields measure, is not what latscope measures");
+	if (m->engine_bad_values)
+		add(c, "%s%zu malformed engine values ignored in %zu requests (their parts are missing)", sep,
+		    m->engine_bad_values, m->engine_bad_requests);
+	return 1;
+}
+
 void ls_checks_compute(const struct ls_run *run, const struct ls_metrics *m, const struct ls_checks_ctx *ctx,
 		       struct ls_checks *out)
 {
@@ -504,7 +582,7 @@ void ls_checks_compute(const struct ls_run *run, const struct ls_metrics *m, con
 	check_prefix_cache(run, m, ctx, &out->c[LS_CHECK_PREFIX_CACHE]);
 	check_rate(run, m, ctx, &out->c[LS_CHECK_RATE]);
 	check_client(run, m, &out->c[LS_CHECK_CLIENT]);
-	out->n = LS_CHECK__COUNT;
+	out->n = check_engine(run, m, &out->c[LS_CHECK_ENGINE]) ? LS_CHECK__COUNT : LS_CHECK__COUNT - 1;
 	for (size_t k = 0; k < out->n; k++)
 		out->n_bad += !out->c[k].ok;
 }

@@ -8,7 +8,10 @@
  *   rate          the realised request rate is off the target by more than 2% (drift, saturation)
  *   client        the client itself was the bottleneck: its CPU near a whole core over the run,
  *                 requests leaving long after their slot, or (probes) frames read long after the
- *                 kernel had them: each P99 against the median ITL */
+ *                 kernel had them: each P99 against the median ITL
+ *   engine        (only when the responses carried the engine's own account) its queue+prefill
+ *                 longer than latscope's TTFT from the send, its end-to-end longer than send ->
+ *                 last byte, malformed values ignored; else how much of TTFT it does not count */
 #ifndef LATSCOPE_CHECKS_H
 #define LATSCOPE_CHECKS_H
 
@@ -25,6 +28,7 @@ enum ls_check_kind {
 	LS_CHECK_PREFIX_CACHE,
 	LS_CHECK_RATE,
 	LS_CHECK_CLIENT,
+	LS_CHECK_ENGINE, /* last: left out (n = LS_CHECK__COUNT - 1) when no request had an account */
 	LS_CHECK__COUNT
 };
 
@@ -35,6 +39,7 @@ enum ls_check_kind {
 #define LS_CHECK_PREFIX_RATIO 0.35     /* a repeated prompt's TTFT below this x the rest's median */
 #define LS_CHECK_CLIENT_CPU 0.85       /* the client's CPU share of its core(s) over the run */
 #define LS_CHECK_CLIENT_LAG 0.5        /* dispatch P99 against the median ITL (and over 1 ms) */
+#define LS_CHECK_ENGINE_SLACK_NS 500000 /* the engine's clock against latscope's: 0.5 ms */
 
 struct ls_check {
 	enum ls_check_kind kind;

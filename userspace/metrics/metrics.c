@@ -557,7 +557,54 @@ static void summaries(const struct ls_run *run, const struct ls_read_rules *rule
 	itl_stats(run, rules, s, m);
 }
 
-enum engine_series { ENGINE_PROMPT, ENGINE_DECODE, ENGINE_OUTSIDE };
+int ls_engine_has(const struct ls_request *r, uint32_t part)
+{
+	if (r->engine_known & part)
+		return 1;
+	if (r->engine_known)
+		return 0;
+	if (part == LS_ENGINE_PREFILL)
+		return r->engine_prompt_ns != 0;
+	if (part == LS_ENGINE_DECODE)
+		return r->engine_predicted_ns != 0 && r->engine_predicted_n > 0;
+	return part == LS_ENGINE_CACHED && r->engine_prompt_ns != 0 && r->engine_cache_n >= 0;
+}
+
+static int engine_any(const struct ls_request *r)
+{
+	return ls_engine_has(r, LS_ENGINE_QUEUE | LS_ENGINE_PREFILL | LS_ENGINE_DECODE | LS_ENGINE_E2E);
+}
+
+enum engine_series { ENGINE_QUEUE, ENGINE_PROMPT, ENGINE_DECODE, ENGINE_E2E, ENGINE_OUTSIDE };
+
+/* One request's value of a series (seconds) into *v: 0 when it has none. */
+static int engine_value(const struct ls_request *r, const struct ls_req_view *view, enum ls_origin origin,
+			enum engine_series which, double *v)
+{
+	switch (which) {
+	case ENGINE_QUEUE:
+		*v = (double)r->engine_queue_ns / NS;
+		return ls_engine_has(r, LS_ENGINE_QUEUE);
+	case ENGINE_PROMPT:
+		*v = (double)r->engine_prompt_ns / NS;
+		return ls_engine_has(r, LS_ENGINE_PREFILL);
+	case ENGINE_DECODE:
+		if (!ls_engine_has(r, LS_ENGINE_DECODE) || r->engine_predicted_n <= 0)
+			return 0;
+		*v = (double)r->engine_predicted_ns / NS / r->engine_predicted_n;
+		return 1;
+	case ENGINE_E2E:
+		*v = (double)r->engine_e2e_ns / NS;
+		return ls_engine_has(r, LS_ENGINE_E2E);
+	case ENGINE_OUTSIDE:
+		if (!ls_engine_has(r, LS_ENGINE_PREFILL))
+			return 0;
+		*v = view->ttft_s[origin] - (double)r->engine_prompt_ns / NS -
+		     (ls_engine_has(r, LS_ENGINE_QUEUE) ? (double)r->engine_queue_ns / NS : 0.0);
+		return 1;
+	}
+	return 0;
+}
 
 /* One series of the engine's account into buf: how many values. */
 static size_t engine_series(const struct ls_run *run, const struct ls_read_rules *rules, const struct scratch *s,
@@ -569,36 +616,42 @@ static size_t engine_series(const struct ls_run *run, const struct ls_read_rules
 		if (r->warmup)
 			continue;
 		const struct ls_req_view *view = &s->views[v++];
-		if (!view->ok || !r->engine_prompt_ns)
-			continue;
-		double prompt_s = (double)r->engine_prompt_ns / NS;
-		if (which == ENGINE_PROMPT)
-			buf[k++] = prompt_s;
-		else if (which == ENGINE_OUTSIDE)
-			buf[k++] = view->ttft_s[rules->origin] - prompt_s;
-		else if (r->engine_predicted_n > 0 && r->engine_predicted_ns)
-			buf[k++] = (double)r->engine_predicted_ns / NS / r->engine_predicted_n;
+		if (view->ok && engine_value(r, view, rules->origin, which, &buf[k]))
+			k++;
 	}
 	return k;
 }
 
-/* The engine's own account of each request, where its stream gave one. */
+/* The engine's own account of each request, where its response gave one. */
 static void engine_account(const struct ls_run *run, const struct ls_read_rules *rules, const struct scratch *s,
 			   struct ls_metrics *m)
 {
 	if (s->buf_n < m->n)
 		return;
-	for (size_t i = 0; i < run->n_requests; i++) {
+	m->engine_outside_has_queue = 1;
+	for (size_t i = 0, v = 0; i < run->n_requests; i++) {
 		const struct ls_request *r = &run->requests[i];
-		if (r->warmup || !r->engine_prompt_ns)
+		if (r->warmup)
 			continue;
+		int ok = s->views[v++].ok;
+		m->engine_bad_values += r->engine_bad;
+		m->engine_bad_requests += r->engine_bad != 0;
+		if (!ok || !engine_any(r))
+			continue;
+		m->engine_n++;
+		/* Records from before engine_source existed had llama.cpp's timings only. */
+		m->engine_sources |= 1u << (r->engine_source ? r->engine_source : LS_ENGINE_LLAMACPP);
 		m->engine_prompt_tokens += r->engine_prompt_n > 0 ? (uint64_t)r->engine_prompt_n : 0;
 		m->engine_cached_tokens += r->engine_cache_n > 0 ? (uint64_t)r->engine_cache_n : 0;
+		if (ls_engine_has(r, LS_ENGINE_PREFILL) && !ls_engine_has(r, LS_ENGINE_QUEUE))
+			m->engine_outside_has_queue = 0;
 	}
-	m->engine_n = engine_series(run, rules, s, ENGINE_PROMPT, s->buf);
-	ls_stat_compute(s->buf, m->engine_n, rules, &m->engine_prompt);
-	ls_stat_compute(s->buf, engine_series(run, rules, s, ENGINE_DECODE, s->buf), rules, &m->engine_decode_per_token);
-	ls_stat_compute(s->buf, engine_series(run, rules, s, ENGINE_OUTSIDE, s->buf), rules, &m->ttft_outside_prompt);
+	static const enum engine_series order[] = { ENGINE_QUEUE, ENGINE_PROMPT, ENGINE_DECODE, ENGINE_E2E,
+						    ENGINE_OUTSIDE };
+	struct ls_stat *out[] = { &m->engine_queue, &m->engine_prompt, &m->engine_decode_per_token, &m->engine_e2e,
+				  &m->ttft_outside_prompt };
+	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+		ls_stat_compute(s->buf, engine_series(run, rules, s, order[k], s->buf), rules, out[k]);
 }
 
 /* Tokens per frame, throughputs and Little's-law concurrency over the duration. */

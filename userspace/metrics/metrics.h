@@ -187,13 +187,21 @@ struct ls_metrics {
 	struct ls_stat itl_frame, itl_token;
 	struct ls_stat slot_wait, dispatch, queue; /* queue = started - scheduled */
 
-	/* The engine's own account (ls_request.engine_*: llama.cpp's timings), over the ok measured
-	 * requests that carry it: its prompt compute, its decode time per generated token, and this
-	 * profile's TTFT less the prompt compute (what the engine's prompt time does not cover:
-	 * its queue and frontend, the network, the client). engine_n 0: no request had one. */
+	/* The engine's own account (ls_request.engine_*: llama.cpp's timings, SGLang's meta_info,
+	 * vLLM's metrics, TGI's headers, TensorRT-LLM's /perf_metrics), over the ok measured requests
+	 * that carry a part of it, each part over those that carry that part, exact percentiles of
+	 * the per-request values: its queue, its prompt compute (prefill), its decode time per token,
+	 * its own end-to-end time; and this profile's TTFT less the engine's queue (where it gave
+	 * one) and prefill: what the engine does not count (its frontend, the network, the client;
+	 * and its queue when engine_outside_has_queue is 0). engine_sources: bit 1 << source per
+	 * engine seen. engine_bad_values: malformed values ignored over every measured request, in
+	 * engine_bad_requests of them. engine_n 0: no request had an account. */
 	size_t   engine_n;
+	unsigned engine_sources;
 	uint64_t engine_prompt_tokens, engine_cached_tokens;
-	struct ls_stat engine_prompt, engine_decode_per_token, ttft_outside_prompt;
+	size_t   engine_bad_values, engine_bad_requests;
+	int      engine_outside_has_queue;
+	struct ls_stat engine_queue, engine_prompt, engine_decode_per_token, engine_e2e, ttft_outside_prompt;
 
 	/* Tokens per gated frame (speculative decoding shows here): counts per bucket. */
 	uint64_t tpf_hist[LS_TPF_MAX + 1];
@@ -217,6 +225,10 @@ struct ls_metrics {
 	uint64_t  out_bins_from_ns;
 	double   *in_flight_bins;   /* the same grid: mean requests in flight (peak_concurrency's intervals) */
 };
+
+/* Whether r's engine account gave a part (LS_ENGINE_*). Records written before engine_known
+ * existed (llama.cpp's timings only) read their times as given when not 0. */
+int ls_engine_has(const struct ls_request *r, uint32_t part);
 
 /* Computes everything. 0 or -ENOMEM. run->start_ns / end_ns give the duration; when end_ns
  * is 0 (an interrupted or reloaded run) the last measured finish is used. */

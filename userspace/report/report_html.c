@@ -155,6 +155,31 @@ static void stat_row(struct ls_page *p, const cJSON *tree, const char *label, co
 	lp_puts(p, "</tr>\n");
 }
 
+/* The engine's own account (latscope.engine), a row per part it gave, labelled with its source. */
+static void engine_rows(struct ls_page *p, const cJSON *tree, const struct ls_read_rules *r)
+{
+	static const struct {
+		const char *key, *label;
+	} parts[] = { { "queue", "engine queue" }, { "prompt", "engine prefill" },
+		      { "ttft_outside_prompt", "TTFT outside the engine" }, { "decode_per_token", "engine decode / token" },
+		      { "e2e", "engine end-to-end" } };
+	const cJSON *src, *sources = lp_get(tree, "latscope/engine/sources");
+	char label[160] = "";
+	size_t len = 0;
+	cJSON_ArrayForEach(src, sources) {
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(src, "engine"), *f = cJSON_GetObjectItemCaseSensitive(src, "fields");
+		if (cJSON_IsString(e) && cJSON_IsString(f) && len < sizeof(label))
+			len += (size_t)snprintf(label + len, sizeof(label) - len, "%s%s %s", len ? " + " : "", e->valuestring,
+						f->valuestring);
+	}
+	for (size_t k = 0; len && k < sizeof(parts) / sizeof(parts[0]); k++) {
+		char path[96];
+		snprintf(path, sizeof(path), "latscope/engine/%s", parts[k].key);
+		if (cJSON_IsObject(lp_get(tree, path)))
+			stat_row(p, tree, parts[k].label, label, NULL, path, r);
+	}
+}
+
 static void section_headline(struct ls_page *p, const struct ls_html_run *h, const cJSON *tree)
 {
 	const struct ls_read_rules *r = &h->m->rules;
@@ -177,6 +202,7 @@ static void section_headline(struct ls_page *p, const struct ls_html_run *h, con
 		stat_row(p, tree, "E2EL", clock, "e2el", NULL, r);
 	stat_row(p, tree, "E2EL", "scheduled", NULL, "latscope/e2el_by_clock/scheduled", r);
 	stat_row(p, tree, "slot wait", "admitted − scheduled", NULL, "latscope/slot_wait", r);
+	engine_rows(p, tree, r);
 	lp_puts(p, "</table>\n");
 	if (r->n_itl_percentiles)
 		lp_puts(p, "<p class=\"note\">This profile reads ITL at its own percentiles: those columns show — for ITL "

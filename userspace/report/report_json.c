@@ -72,18 +72,41 @@ static void add_preconnect(cJSON *o, const struct ls_report_ctx *ctx)
 	cJSON_AddNumberToObject(pc, "ms", ctx->preconnect_ms);
 }
 
-/* "engine": the engine's own account of its requests (llama.cpp's timings), when they had one. */
+/* A part of the engine's account: its stat, or null when no request gave it. */
+static void add_engine_part(cJSON *e, const char *key, const struct ls_stat *s, const struct ls_read_rules *r)
+{
+	if (s->n)
+		cJSON_AddItemToObject(e, key, stat_obj(s, r));
+	else
+		cJSON_AddNullToObject(e, key);
+}
+
+/* "engine": the engine's own account of its requests (docs/engine.md), when they had one or
+ * sent malformed values: which engines' fields, each part's stat (null: not given). */
 static void add_engine(cJSON *o, const struct ls_metrics *m)
 {
-	if (!m->engine_n)
+	if (!m->engine_n && !m->engine_bad_values)
 		return;
 	cJSON *e = cJSON_AddObjectToObject(o, "engine");
 	cJSON_AddNumberToObject(e, "n", (double)m->engine_n);
+	cJSON *src = cJSON_AddArrayToObject(e, "sources");
+	for (int k = 1; src && k < LS_ENGINE__COUNT; k++)
+		if (m->engine_sources & (1u << k)) {
+			cJSON *one = cJSON_CreateObject();
+			cJSON_AddStringToObject(one, "engine", ls_engine_source_name(k));
+			cJSON_AddStringToObject(one, "fields", ls_engine_fields_name(k));
+			cJSON_AddItemToArray(src, one);
+		}
 	cJSON_AddNumberToObject(e, "prompt_tokens", (double)m->engine_prompt_tokens);
 	cJSON_AddNumberToObject(e, "cached_tokens", (double)m->engine_cached_tokens);
-	cJSON_AddItemToObject(e, "prompt", stat_obj(&m->engine_prompt, &m->rules));
-	cJSON_AddItemToObject(e, "ttft_outside_prompt", stat_obj(&m->ttft_outside_prompt, &m->rules));
-	cJSON_AddItemToObject(e, "decode_per_token", stat_obj(&m->engine_decode_per_token, &m->rules));
+	add_engine_part(e, "queue", &m->engine_queue, &m->rules);
+	add_engine_part(e, "prompt", &m->engine_prompt, &m->rules);
+	add_engine_part(e, "ttft_outside_prompt", &m->ttft_outside_prompt, &m->rules);
+	cJSON_AddBoolToObject(e, "ttft_outside_excludes_queue", m->engine_n && m->engine_outside_has_queue);
+	add_engine_part(e, "decode_per_token", &m->engine_decode_per_token, &m->rules);
+	add_engine_part(e, "e2e", &m->engine_e2e, &m->rules);
+	cJSON_AddNumberToObject(e, "bad_values", (double)m->engine_bad_values);
+	cJSON_AddNumberToObject(e, "bad_requests", (double)m->engine_bad_requests);
 }
 
 static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ctx *ctx)

@@ -206,18 +206,47 @@ static void server_gone(FILE *out, const struct ls_report_ctx *ctx)
 	line_s(out, "Server stopped accepting connections:", gone);
 }
 
-/* The engine's own account of its requests (llama.cpp's timings), beside latscope's clocks. */
+/* "a+b" of the engines (or their fields) in the bit set. */
+static void engine_names(char *buf, size_t cap, unsigned sources, const char *(*name)(int))
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int e = 1; e < LS_ENGINE__COUNT; e++)
+		if (sources & (1u << e))
+			len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", len ? "+" : "", name(e));
+}
+
+/* A part of the engine's account, when some request gave it. */
+static void engine_part(FILE *out, const char *label, const struct ls_stat *s)
+{
+	if (s->n)
+		stat_line(out, label, s);
+}
+
+/* The engine's own account of its requests, each part labelled with the fields it came from,
+ * beside latscope's clocks. */
 static void engine_account(FILE *out, const struct ls_metrics *m)
 {
-	if (!m->engine_n)
-		return;
-	char n[96];
-	snprintf(n, sizeof(n), "%zu requests, %llu prompt tokens (%llu from its cache)", m->engine_n,
-		 (unsigned long long)m->engine_prompt_tokens, (unsigned long long)m->engine_cached_tokens);
-	line_s(out, "Engine's own account (timings):", n);
-	stat_line(out, "Engine prompt compute (ms):", &m->engine_prompt);
-	stat_line(out, "TTFT outside it (ms):", &m->ttft_outside_prompt);
-	stat_line(out, "Engine decode per token (ms):", &m->engine_decode_per_token);
+	char label[96], fields[64], engines[64], n[192];
+	if (m->engine_n) {
+		engine_names(fields, sizeof(fields), m->engine_sources, ls_engine_fields_name);
+		engine_names(engines, sizeof(engines), m->engine_sources, ls_engine_source_name);
+		snprintf(label, sizeof(label), "Engine's own account (%s):", fields);
+		snprintf(n, sizeof(n), "%zu requests, %s, %llu prompt tokens (%llu from its cache)", m->engine_n, engines,
+			 (unsigned long long)m->engine_prompt_tokens, (unsigned long long)m->engine_cached_tokens);
+		line_s(out, label, n);
+		engine_part(out, "Engine queue (ms):", &m->engine_queue);
+		engine_part(out, "Engine prompt compute (ms):", &m->engine_prompt);
+		engine_part(out, m->engine_outside_has_queue ? "TTFT outside its queue+prefill (ms):" : "TTFT outside it (ms):",
+			    &m->ttft_outside_prompt);
+		engine_part(out, "Engine decode per token (ms):", &m->engine_decode_per_token);
+		engine_part(out, "Engine end-to-end (ms):", &m->engine_e2e);
+	}
+	if (m->engine_bad_values) {
+		snprintf(n, sizeof(n), "%zu malformed values ignored, in %zu requests (strings, negatives, NaN, over a day)",
+			 m->engine_bad_values, m->engine_bad_requests);
+		line_s(out, "Engine's fields:", n);
+	}
 }
 
 /* --preconnect: the connections opened before the clock (ls_run.n_preconnected). */

@@ -76,6 +76,14 @@ int sim_fault_on_accept(struct sim_server *srv, const struct sim_conn *c);
  * on c), 0 when the request goes on to the engine. */
 int sim_fault_before_head(struct sim_server *srv, struct sim_conn *c, struct sim_req *r);
 
+/* ---- the engine's own per-request fields (sim_engine_fields.c: --engine-fields) ---- */
+enum sim_engine_fields { SIM_EF_NONE = 0, SIM_EF_LLAMACPP, SIM_EF_SGLANG, SIM_EF_VLLM, SIM_EF__COUNT };
+enum sim_ef_bad { SIM_EF_BAD_NONE = 0, SIM_EF_BAD_STRING, SIM_EF_BAD_NEGATIVE, SIM_EF_BAD_NAN, SIM_EF_BAD_HUGE,
+		  SIM_EF_BAD__COUNT };
+/* "none", "llama.cpp", "sglang", "vllm" into *out; -1 for another word. */
+int sim_engine_fields_parse(const char *v, int *out);
+const char *sim_engine_fields_bad_name(int kind); /* "none", "string", "negative", "nan", "huge" */
+
 /* ---- configuration (sim_main.c fills it from flags) ---- */
 enum sim_accept_dist { SIM_ACCEPT_GEOMETRIC = 0, SIM_ACCEPT_TWO_POINT };
 
@@ -100,6 +108,8 @@ struct sim_config {
 	int         empty_frame_every;
 	int         empty_first_frame;  /* the first token frame carries only an empty-text special */
 	double      api_frame_us;      /* API server CPU per frame it writes (busy), 0 = none */
+	int         engine_fields;     /* enum sim_engine_fields: whose per-request account the frames carry */
+	double      engine_fields_bad; /* share of requests whose account values are malformed */
 	/* faults */
 	double      fail_rate;
 	unsigned    fail_kinds;        /* bitmask of 1 << enum sim_fault */
@@ -178,6 +188,7 @@ struct sim_req {
 	int              fault_frame;    /* mid-stream faults fire before writing this token frame */
 	int              malformed_done; /* the mid-stream fault has fired */
 	uint32_t         endless_frames; /* frames an endless stream has sent past its tokens */
+	int              engine_bad;     /* enum sim_ef_bad: how its engine fields are malformed */
 	/* this step's plan (sim_engine.c) */
 	int              in_step;
 	int              step_prefill;
@@ -297,6 +308,23 @@ void sim_truth_close(struct sim_truth *t);
 int  sim_req_add_frame(struct sim_req *r, uint64_t t_ns, uint32_t bytes, uint32_t tokens,
 		       uint32_t text_len, enum sim_frame_kind kind);
 int  sim_req_add_step(struct sim_req *r, const struct sim_step_rec *s);
+
+/* ---- the engine's own account of a request (sim_engine_fields.c) ---- */
+/* From r's steps: queue (received -> its first prefill step starts), prefill (-> the step that
+ * sampled its first token ends), decode (-> its last step ends), e2e (received -> last step end).
+ * 0 when r has no token yet. */
+struct sim_account {
+	uint64_t queue_ns, prefill_ns, decode_ns, e2e_ns;
+	uint64_t first_token_ns, last_token_ns;
+};
+int sim_engine_account(const struct sim_req *r, struct sim_account *a);
+/* The bad kind for request number seq (--engine-fields-bad, seeded apart from its own stream). */
+int sim_engine_fields_bad_pick(const struct sim_config *cfg, uint64_t seq);
+/* Appends the members (each with its leading comma): llama.cpp's "timings" object; SGLang's
+ * meta_info timings (final: the finishing frame's e2e and stamps too); vLLM's "metrics" object. */
+int sim_engine_fields_llamacpp(struct ls_strbuf *b, const struct sim_req *r);
+int sim_engine_fields_sglang(struct ls_strbuf *b, const struct sim_req *r, int final);
+int sim_engine_fields_vllm(struct ls_strbuf *b, const struct sim_req *r);
 
 /* ---- TLS (sim_tls.c) ---- */
 SSL_CTX *sim_tls_ctx(const struct sim_config *cfg);

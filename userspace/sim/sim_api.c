@@ -234,6 +234,7 @@ static void seed_request(struct sim_server *srv, struct sim_req *r, int id_given
 			  : sim_hash64(&r->seq, sizeof(r->seq), cfg->seed ^ 0x5eedull);
 	r->fault = sim_fault_pick(cfg->fail_rate, cfg->fail_kinds, &r->rng);
 	r->fault_frame = 2 + (int)(sim_rng_next(&r->rng) % 3);
+	r->engine_bad = sim_engine_fields_bad_pick(cfg, r->seq);
 	if (r->ignore_eos) {
 		r->target_tokens = r->max_tokens;
 	} else {

@@ -12,7 +12,7 @@ enum {
 	O_HOST, O_PORT, O_MODEL, O_MAX_MODEL_LEN, O_MAX_CONNS, O_MAX_HEADER, O_MAX_BODY, O_TRUTH,
 	O_SEED, O_QUIET, O_STEP_MS, O_DECODE_US, O_PREFILL_US, O_MAX_BATCH, O_MAX_BATCH_TOKENS,
 	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST,
-	O_API_FRAME_US, O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB,
+	O_API_FRAME_US, O_ENGINE_FIELDS, O_ENGINE_FIELDS_BAD, O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB,
 	O_GPU_DEVICE, O_HELP,
 };
 
@@ -58,6 +58,13 @@ static const struct ls_opt opts[] = {
 	  "the API server's CPU per frame it writes, spent busy before the write\n"
 	  "(a Python server's serialising + detokenising: tens of us), so one\n"
 	  "step's frames leave at least US apart (default 0)", NULL },
+	{ "engine-fields", O_ENGINE_FIELDS, LS_ARG_ONE, "FORMAT",
+	  "the engine's own per-request account in its frames, from the sim's steps:\n"
+	  "llama.cpp (\"timings\" on the last frame), sglang (meta_info timings),\n"
+	  "vllm (\"metrics\" on the usage frame) or none (default none)", NULL },
+	{ "engine-fields-bad", O_ENGINE_FIELDS_BAD, LS_ARG_ONE, "P",
+	  "share of requests whose account values are malformed: a string, a\n"
+	  "negative, NaN or a huge number, seeded per request (default 0)", NULL },
 	{ "fail-rate", O_FAIL_RATE, LS_ARG_ONE, "P", "probability a generation request gets a fault (default 0)",
 	  "faults (seeded, per request)" },
 	{ "fail-kind", O_FAIL_KIND, LS_ARG_ONE, "LIST",
@@ -156,6 +163,10 @@ static const char *apply_engine(struct sim_config *cfg, const struct ls_opt *o, 
 			"must be an integer 0..1073741824" : NULL;
 	case O_EMPTY_FIRST:
 		return set_switch(v, &cfg->empty_first_frame);
+	case O_ENGINE_FIELDS:
+		return sim_engine_fields_parse(v, &cfg->engine_fields) ? "must be llama.cpp, sglang, vllm or none" : NULL;
+	case O_ENGINE_FIELDS_BAD:
+		return ls_opt_parse_double(v, 0, 1, &cfg->engine_fields_bad) ? "must be a share 0..1" : NULL;
 	case O_API_FRAME_US:
 		return ls_opt_parse_double(v, 0, 1e5, &cfg->api_frame_us) ?
 			"must be microseconds 0..100000" : NULL;

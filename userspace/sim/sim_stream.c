@@ -131,6 +131,8 @@ static void meta_info(struct sim_server *srv, const struct sim_req *r, const cha
 				r->prompt_len, r->generated, r->cached_tokens);
 	if (srv->cfg->accept_len > 1.0)
 		w->rc |= ls_strbuf_printf(m, ",\"spec_verify_ct\":%u", r->spec_verify_ct);
+	if (srv->cfg->engine_fields == SIM_EF_SGLANG) /* --enable-metrics: on every frame, e2e on the last */
+		w->rc |= sim_engine_fields_sglang(m, r, reason != NULL);
 	w->rc |= ls_strbuf_puts(m, "}");
 }
 
@@ -210,7 +212,10 @@ static void token_message(struct sim_server *srv, struct sim_req *r, struct wire
 		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "}," : ",");
 		w->rc |= ls_strbuf_puts(m, "\"logprobs\":null,\"finish_reason\":");
 		finish_json(reason, w);
-		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "}]}" : ",\"stop_reason\":null}]}");
+		w->rc |= ls_strbuf_puts(m, r->ep == SIM_EP_CHAT ? "}]" : ",\"stop_reason\":null}]");
+		if (reason && srv->cfg->engine_fields == SIM_EF_LLAMACPP) /* its last frame carries them */
+			w->rc |= sim_engine_fields_llamacpp(m, r);
+		w->rc |= ls_strbuf_puts(m, "}");
 	}
 	if (cut->malformed && m->len > json_start + 2)
 		m->len = json_start + (m->len - json_start) / 2;
@@ -345,6 +350,8 @@ static void frame_stream_end(struct sim_server *srv, struct sim_req *r, struct w
 		oai_prefix(srv, r, w);
 		w->rc |= ls_strbuf_puts(&w->msg, ",\"choices\":[],");
 		usage_obj(r, w);
+		if (srv->cfg->engine_fields == SIM_EF_VLLM) /* the usage frame carries them */
+			w->rc |= sim_engine_fields_vllm(&w->msg, r);
 		w->rc |= ls_strbuf_puts(&w->msg, "}");
 		w->rc |= ls_strbuf_puts(&w->msg, cut->event_end);
 		push_message(w, 0, 0, SIM_FRAME_USAGE, (size_t)-1);

@@ -73,9 +73,12 @@ static int format_line(struct ls_strbuf *b, const struct sim_req *r, uint64_t en
 			     (unsigned long long)r->received_ns, (unsigned long long)r->admitted_ns,
 			     (unsigned long long)r->headers_ns);
 	rc |= ls_strbuf_printf(b, ",\"prompt_tokens\":%d,\"cached_tokens\":%d,\"max_tokens\":%d,"
-			     "\"completion_tokens\":%d,\"fault\":\"%s\",\"steps\":[",
+			     "\"completion_tokens\":%d,\"fault\":\"%s\",",
 			     r->prompt_len, r->cached_tokens, r->max_tokens, r->generated,
 			     sim_fault_name(r->fault));
+	if (r->engine_bad)
+		rc |= ls_strbuf_printf(b, "\"engine_bad\":\"%s\",", sim_engine_fields_bad_name(r->engine_bad));
+	rc |= ls_strbuf_puts(b, "\"steps\":[");
 	for (size_t i = 0; i < r->n_steps && !rc; i++) {
 		const struct sim_step_rec *s = &r->steps[i];
 		rc |= ls_strbuf_printf(b, "%s{\"start\":%llu,\"end\":%llu,\"tokens\":%u,\"prefill_tokens\":%u",
