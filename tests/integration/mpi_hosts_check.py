@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""mpi_hosts_check.py — the checks of tests/integration/mpi_hosts.sh (ranks in their own network
+and time namespaces, RTT_US from the server through the lab's delay line) over the merged record,
+the rank files and the simulator's truth. Prints what it measured; exit 1 when a check fails.
+
+  mpi_hosts_check.py MERGED.jsonl TRUTH.jsonl REPORT.txt RTT_US "OFFSET_S..." RANKFILE...
+"""
+import statistics
+import sys
+
+from mpi_check import check, failures, load, run_start, truth_of, ttft_itl
+
+
+def pct(values, p):
+    """numpy's linear percentile (base/stats.h's rule)."""
+    v = sorted(values)
+    if not v:
+        return 0.0
+    at = (len(v) - 1) * p / 100
+    lo = int(at)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (at - lo)
+
+
+def main(merged_path, truth_path, report, rtt_us, offsets, rank_files):
+    rtt_ms = float(rtt_us) / 1e3
+    offs = [float(x) for x in offsets.split()]
+    n = len(offs)
+    head, reqs, end = load(merged_path)
+    measured = [r for r in reqs if not r["warmup"]]
+    num = len(measured)
+    ids = sorted(r["id"] for r in measured)
+    check(ids == list(range(num)) and num > 0, f"every request id exactly once in the merged record ({num})")
+    check(all(r["fail"] == "ok" for r in measured), "every request ok")
+    start = run_start(head, end)
+
+    # Per rank: realised rate against its own share of the schedule, and its schedule lag.
+    lag99 = []
+    for k in range(n):
+        mine = [r for r in measured if r["id"] % n == k]
+        sched = len(mine) / ((max(r["scheduled_ns"] for r in mine) - start) / 1e9)
+        real = len(mine) / ((max(r["started_ns"] for r in mine) - start) / 1e9)
+        check(abs(real / sched - 1) <= 0.01, f"rank {k} ({offs[k]:+g} s): realised {real:.3f} req/s, its "
+              f"schedule's {sched:.3f} (1 %)")
+        lag99.append(pct([(r["started_ns"] - r["scheduled_ns"]) / 1e6 for r in mine], 99))
+    for k in range(1, n):
+        check(lag99[k] <= lag99[0] + 5, f"rank {k}: schedule lag P99 {lag99[k]:.3f} ms, rank 0's (the host's "
+              f"clock) {lag99[0]:.3f} ms (+5 ms)")
+
+    # The offsets: clock_k - clock_0 is exactly the namespaces' difference.
+    for k, path in enumerate(rank_files):
+        h, _, e = load(path)
+        want = round((offs[k] - offs[0]) * 1e9)
+        samples = [("before", h["clock"])] + ([("after", (e or {}).get("clock_after"))] if k else [])
+        for name, c in samples:  # rank 0 is the reference: one zero sample
+            if c is None:
+                check(False, f"rank {k}: no clock sample {name} the run")
+                continue
+            check(abs(int(c["offset_ns"]) - want) <= int(c["unc_ns"]),
+                  f"rank {k}: offset {name} the run {int(c['offset_ns']) - want:+d} ns from the known "
+                  f"{want} ns, within +-{c['unc_ns']} ns")
+
+    # TTFT and ITL against the truth (the sim's clock is the host's, rank 0's): a token reaches the
+    # client one way of the RTT after the sim wrote it.
+    tc, tt, ic, it = ttft_itl(measured, truth_of(truth_path, head["run_tag"]))
+    check(len(tc) == num, f"a truth line for each of the {num} requests ({len(tc)})")
+    for k in range(n):
+        d = [a - b for a, b, r in zip(tc, tt, measured) if r["id"] % n == k]
+        med = statistics.median(d)
+        check(rtt_ms / 2 - 0.1 <= med <= rtt_ms / 2 + 0.5,
+              f"rank {k}: TTFT - the truth's, median {med:.3f} ms; one way of the RTT {rtt_ms / 2:.3f} ms "
+              f"(-0.1/+0.5)")
+    mic, mit = statistics.median(ic), statistics.median(it)
+    check(abs(mic - mit) / mit < 0.02, f"median ITL {mic:.3f} ms vs truth {mit:.3f} ms (< 2 %)")
+
+    # Probes on in every rank: a client delay from its own probes, no "probes off" line.
+    text = open(report).read()
+    rows = {int(l.split()[0]): l.split() for l in text.splitlines()
+            if l.startswith("  ") and l.split()[0].isdigit() and "/" in l}
+    for k in range(n):
+        row = rows.get(k, [])
+        check(len(row) > 6 and row[6] != "n/a" and f"rank {k}: probes off" not in text,
+              f"rank {k}: probes on, client delay P99 {row[6] if len(row) > 6 else '?'} ms from its own probes")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 7:
+        raise SystemExit(__doc__)
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:])
+    sys.exit(1 if failures else 0)
