@@ -67,6 +67,9 @@ static struct {
 	uint64_t *cookies;              /* this rank's requests' sockets (ls_bench_probes_sockets) */
 	size_t n_cookies;
 	int spilled;                    /* the merge did not fit: every record went to a file */
+	int stopped;                    /* a rank was stopped (mpirun's Ctrl-C): the gather is bounded */
+	unsigned char *missing;         /* rank 0: ranks whose records did not arrive before the deadline */
+	uint64_t budget_ns;             /* the launcher's SIGTERM -> SIGKILL time */
 	int events_dropped;             /* the records fit, the other ranks' events did not */
 } g;
 
@@ -97,7 +100,8 @@ int ls_bench_mpi_start(void)
 	g.on = 1;
 	g.fits = calloc((size_t)g.size, sizeof(*g.fits));
 	g.all = calloc((size_t)g.size, sizeof(*g.all));
-	if (!g.fits || !g.all) {
+	g.missing = calloc((size_t)g.size, 1);
+	if (!g.fits || !g.all || !g.missing) {
 		fprintf(stderr, "latscope bench: out of memory for %d ranks\n", g.size);
 		return -1;
 	}
@@ -269,12 +273,25 @@ static int open_rank_file(uint64_t start_local_ns)
 	}
 	g.rank_file = ls_record_open(path, &m);
 	free(path);
-	if (g.rank_file && g.rank == 0) /* mpirun's Ctrl-C ends the ranks before they can merge */
-		fprintf(stderr, "latscope bench: each rank writes its requests to %s.rank<K> as they finish; should "
-			"the job be cut (Ctrl-C of mpirun ends every rank within a second), `latscope report "
-			"%s.rank0 ... %s.rank%d` reports what finished\n", g.cfg->record_path, g.cfg->record_path,
-			g.cfg->record_path, g.size - 1);
+	if (g.rank_file && g.rank == 0) /* a rank killed, or one too slow for mpirun's second */
+		fprintf(stderr, "latscope bench: each rank writes its requests to %s.rank<K> as they finish; on "
+			"Ctrl-C of mpirun rank 0 reports what finished within the second mpirun gives, and should "
+			"a rank be killed first, `latscope report %s.rank0 ... %s.rank%d` reports what finished\n",
+			g.cfg->record_path, g.cfg->record_path, g.cfg->record_path, g.size - 1);
 	return g.rank_file ? 0 : -1;
+}
+
+/* How long the launcher waits between its SIGTERM and its SIGKILL: OpenMPI's
+ * odls_base_sigkill_timeout (s; mpirun passes MCA parameters to the ranks as OMPI_MCA_*), 1 s by
+ * default, which srun's KillWait (30 s) exceeds: 1 s unless told. */
+static uint64_t stop_budget_ns(void)
+{
+	const char *v = getenv("OMPI_MCA_odls_base_sigkill_timeout");
+	char *end = NULL;
+	double s = v && *v ? strtod(v, &end) : 0;
+	if (!v || !*v || *end || !(s >= 1 && s <= 3600))
+		s = 1;
+	return (uint64_t)(s * 1e9);
 }
 
 int ls_bench_mpi_before_run(struct ls_driver_opts *o)
@@ -293,6 +310,12 @@ int ls_bench_mpi_before_run(struct ls_driver_opts *o)
 	g.start0_ns = start0;
 	o->start_at_ns = (uint64_t)((int64_t)start0 + g.fits[g.rank].offset_ns); /* in this rank's clock */
 	o->max_concurrency = g.slots;
+	/* mpirun's Ctrl-C: SIGTERM to every rank, SIGKILL a budget later. The streams in flight get
+	 * a quarter of it, the gather (bounded waits) the next ~40 %, the report the rest. */
+	g.budget_ns = stop_budget_ns();
+	if (o->grace_ns > g.budget_ns / 4)
+		o->grace_ns = g.budget_ns / 4;
+	ls_mpi_stop_watch(g.budget_ns * 65 / 100);
 	if (g.have_meta && open_rank_file(o->start_at_ns))
 		return -1;
 	if (g.rank_file) {
@@ -537,6 +560,8 @@ static void merge_run_fields(struct ls_run *run)
 	memset(&merged, 0, sizeof(merged));
 	g.r->n_not_sent = 0;
 	for (int k = 0; k < g.size; k++) {
+		if (g.missing[k])
+			continue;
 		struct ls_run f = g.all[k].fields;
 		f.requests = NULL;
 		ls_clock_run_to_root(&g.fits[k], &f);
@@ -691,13 +716,24 @@ static int spill_in(size_t total, uint64_t need, uint64_t avail)
 	return err ? err : cerr;
 }
 
-static int gather_in(void)
+/* A rank whose part did not arrive before the stop's deadline: left out of the merge, said. */
+static int rank_missing(int k, int err)
 {
-	uint64_t t0 = ls_now_ns();
-	struct ls_run *run = g.r->run;
-	size_t nw = run->n_warmup, total = g.mine.n_measured, at = 0;
-	uint64_t frames = g.mine.n_frames, events = g.mine.n_events;
+	if (err != -ETIMEDOUT)
+		return err;
+	g.missing[k] = 1;
+	memset(&g.all[k], 0, sizeof(g.all[k]));
+	snprintf(g.all[k].probes, sizeof(g.all[k].probes), "its records did not arrive in time");
+	return 0;
+}
+
+/* Every rank's figures (rank 0's own first); the totals the merge holds. */
+static int recv_stats(size_t *total, uint64_t *frames, uint64_t *events)
+{
 	g.all[0] = g.mine;
+	*total = g.mine.n_measured;
+	*frames = g.mine.n_frames;
+	*events = g.mine.n_events;
 	for (int k = 1; k < g.size; k++) {
 		void *buf;
 		size_t len;
@@ -707,12 +743,47 @@ static int gather_in(void)
 		if (!err)
 			memcpy(&g.all[k], buf, sizeof(g.all[k]));
 		free(buf);
-		if (err)
+		if (err && (err = rank_missing(k, err)))
 			return err;
-		total += g.all[k].n_measured;
-		frames += g.all[k].n_frames;
-		events += g.all[k].n_events;
+		*total += g.all[k].n_measured;
+		*frames += g.all[k].n_frames;
+		*events += g.all[k].n_events;
 	}
+	return 0;
+}
+
+/* Rank k's records after reqs[*at] and its events into stores[k]; a rank cut by the stop's
+ * deadline leaves nothing of its part behind (its rank file has it). */
+static int recv_rank(int k, struct ls_request *reqs, size_t *at, size_t cap, struct ls_evstore **stores)
+{
+	size_t before = *at;
+	int err = g.missing[k] ? 0 : recv_records(k, reqs, at, cap);
+	if (!err && !g.missing[k] && *at - before != g.all[k].n_measured)
+		err = -EPROTO;
+	if (!err && !g.missing[k])
+		err = recv_events(k, g.events_dropped ? NULL : &stores[k]);
+	if (err == -ETIMEDOUT) {
+		for (size_t i = before; i < *at; i++) {
+			g.n_frames -= reqs[i].n_frames;
+			ls_request_free(&reqs[i]);
+		}
+		*at = before;
+		ls_evstore_free(stores[k]);
+		stores[k] = NULL;
+		err = rank_missing(k, err);
+	}
+	return err;
+}
+
+static int gather_in(void)
+{
+	uint64_t t0 = ls_now_ns();
+	struct ls_run *run = g.r->run;
+	size_t nw = run->n_warmup, total, at = 0;
+	uint64_t frames, events;
+	int err = recv_stats(&total, &frames, &events);
+	if (err)
+		return err;
 	/* An event store's arrays grow by doubling: up to twice an event's bytes each. */
 	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame), avail;
 	uint64_t ev_need = (events - g.mine.n_events) * 2 * sizeof(struct ls_event);
@@ -735,19 +806,14 @@ static int gather_in(void)
 	run->requests = reqs;
 	run->n_requests = at;
 	struct ls_evstore **stores = calloc((size_t)g.size, sizeof(*stores));
-	int err = stores ? own_events(&stores[0]) : -ENOMEM;
+	err = stores ? own_events(&stores[0]) : -ENOMEM;
 	for (int k = 1; k < g.size && !err; k++) {
-		size_t before = at;
-		err = recv_records(k, reqs, &at, nw + total);
+		err = recv_rank(k, reqs, &at, nw + total, stores);
 		run->n_requests = at;
-		if (!err && at - before != g.all[k].n_measured)
-			err = -EPROTO;
-		if (!err)
-			err = recv_events(k, g.events_dropped ? NULL : &stores[k]);
 	}
 	uint32_t *part = NULL;
 	if (!err) {
-		qsort(reqs + nw, total, sizeof(*reqs), cmp_id);
+		qsort(reqs + nw, at - nw, sizeof(*reqs), cmp_id);
 		merge_run_fields(run);
 		part = parts_of(run);
 		if (!part || keep_local_view(run))
@@ -789,8 +855,14 @@ int ls_bench_mpi_after_run(int rc, struct ls_bench_mpi_run *r)
 	struct rusage after;
 	getrusage(RUSAGE_SELF, &after);
 	local_stats(rc, &after);
-	/* Every rank done before the second ping-pong: a rank still sending would skew it. */
-	if (ls_mpi_barrier() || ls_mpi_clock_sync(g.rank, g.size, CLOCK_ROUNDS, 1, g.fits)) {
+	if (rc == 1) /* the driver read a stop, at most its grace ago: waits are bounded from there */
+		ls_mpi_stop_note(ls_now_ns() - g.budget_ns / 4);
+	/* Every rank done before the second ping-pong: a rank still sending would skew it. After a
+	 * stop (any rank's) there is no second one: the SIGKILL comes within the budget, and its
+	 * blocking round trips would take from the gather's share. */
+	int stop = 0;
+	if (ls_mpi_any(ls_mpi_stopped(), &stop) ||
+	    (!(g.stopped = stop) && ls_mpi_clock_sync(g.rank, g.size, CLOCK_ROUNDS, 1, g.fits))) {
 		fprintf(stderr, "latscope bench: rank %d: measuring the clocks after the run failed\n", g.rank);
 		return -EIO;
 	}
@@ -801,7 +873,9 @@ int ls_bench_mpi_after_run(int rc, struct ls_bench_mpi_run *r)
 		ls_bench_mpi_close_rank_file(NULL);
 	int err = g.rank == 0 ? gather_in() : gather_out();
 	if (err && g.rank == 0)
-		fprintf(stderr, "latscope bench: gathering the ranks' records failed: %s\n", strerror(-err));
+		fprintf(stderr, "latscope bench: gathering the ranks' records failed: %s%s\n", strerror(-err),
+			err == -ETIMEDOUT ? " (a rank did not answer before the stop's SIGKILL): report the rank "
+			"files instead, as said above" : "");
 	if (!err)
 		g.gathered = 1;
 	g.n_merged = r->run->n_requests;
@@ -846,10 +920,19 @@ void ls_bench_mpi_report(FILE *out)
 	fprintf(out, "  %-4s %-8s %8s %12s %11s %11s %10s %9s %-8s %7s\n", "rank", "host", "requests", "rate/target",
 		"lag P99", "delay P99", "CPU/frame", "clock us", "+-unc", "ppm");
 	for (int k = 0; k < g.size; k++)
-		print_rank(out, k);
+		if (!g.missing[k])
+			print_rank(out, k);
 	for (int k = 0; k < g.size; k++)
-		if (strcmp(g.all[k].probes, "on"))
+		if (g.missing[k])
+			fprintf(out, "  rank %d: its records did not arrive within the %.1f s mpirun gives after its stop: "
+				"not in this report; `latscope report` of its rank file%s has what it finished\n", k,
+				g.budget_ns / 1e9, g.have_meta ? " (--record FILE.rank<K>)" : " (with --record)");
+		else if (strcmp(g.all[k].probes, "on"))
 			fprintf(out, "  rank %d: probes off: %s\n", k, g.all[k].probes);
+	if (g.stopped)
+		fprintf(out, "stopped (SIGINT/SIGTERM): every rank sent what finished to rank 0 within the %.1f s mpirun "
+			"gives before SIGKILL (more: --mca odls_base_sigkill_timeout S); one clock sample per rank\n",
+			g.budget_ns / 1e9);
 	fprintf(out, "(rate: realised/target req/s; lag: started - scheduled; delay: client delay per frame, "
 		"harness stamp - kernel arrival, by each rank's own probes; clock: offset to rank 0, its "
 		"uncertainty and drift; the attribution above is %s)\n", g.events_dropped ? "rank 0's requests "
@@ -884,14 +967,16 @@ void ls_bench_mpi_end(int exit_code)
 			send_pieces(k, TAG_SHARE, "", 0);
 		g.agreed_exit = 1;
 	}
-	if (g.on && !g.gathered && !g.agreed_exit) {
+	if (g.on && !g.gathered && !g.agreed_exit && !ls_mpi_stopped()) {
 		/* The others would wait for this rank forever: end the job. */
 		fprintf(stderr, "latscope bench: rank %d stopped before the run's end: ending every rank\n", g.rank);
 		ls_mpi_abort(exit_code ? exit_code : 1);
 	}
 	ls_mpi_finalize();
+	ls_mpi_stop_watch(0);
 	free(g.fits);
 	free(g.all);
+	free(g.missing);
 	free(g.local.requests);
 	free(g.cookies);
 	memset(&g, 0, sizeof(g));

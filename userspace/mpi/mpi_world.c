@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,62 @@ int ls_mpi_built(void)
 	return 1;
 }
 
+/* The stop: when a SIGINT/SIGTERM came (the driver's, or the handler's after it), and how long
+ * the launcher waits before SIGKILL. Atomics: the handler writes them. */
+static _Atomic uint64_t stop_at_ns, stop_budget_ns;
+static struct sigaction old_int, old_term;
+static int watching;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	ls_mpi_stop_note(ls_now_ns());
+}
+
+void ls_mpi_stop_watch(uint64_t budget_ns)
+{
+	if (!budget_ns) {
+		if (watching) {
+			sigaction(SIGINT, &old_int, NULL);
+			sigaction(SIGTERM, &old_term, NULL);
+		}
+		watching = 0;
+		return;
+	}
+	stop_budget_ns = budget_ns;
+	if (watching)
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	/* The driver blocks both and reads them itself during the run: this catches the ones that
+	 * come after it, which would otherwise end a rank that is sending its share to rank 0. */
+	watching = sigaction(SIGINT, &sa, &old_int) == 0 && sigaction(SIGTERM, &sa, &old_term) == 0;
+}
+
+void ls_mpi_stop_note(uint64_t at_ns)
+{
+	uint64_t none = 0;
+	atomic_compare_exchange_strong(&stop_at_ns, &none, at_ns ? at_ns : 1);
+}
+
+int ls_mpi_stopped(void)
+{
+	return stop_at_ns != 0;
+}
+
+uint64_t ls_mpi_stop_deadline_ns(void)
+{
+	return stop_at_ns ? stop_at_ns + stop_budget_ns : 0;
+}
+
+static int past_deadline(void)
+{
+	uint64_t d = ls_mpi_stop_deadline_ns();
+	return d && ls_now_ns() >= d;
+}
+
 static void pause_poll(void)
 {
 	struct timespec ts = { 0, POLL_NS };
@@ -52,6 +109,8 @@ static int wait_req(MPI_Request *rq)
 			return -EIO;
 		if (done)
 			return 0;
+		if (past_deadline())
+			return -ETIMEDOUT;
 		pause_poll();
 	}
 }
@@ -114,6 +173,8 @@ int ls_mpi_recv(int from, int tag, void **buf, size_t *len)
 			return -EIO;
 		if (flag)
 			break;
+		if (past_deadline())
+			return -ETIMEDOUT;
 		pause_poll();
 	}
 	if (MPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0)
@@ -145,6 +206,16 @@ int ls_mpi_barrier(void)
 {
 	MPI_Request rq;
 	if (MPI_Ibarrier(MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
+		return -EIO;
+	return wait_req(&rq);
+}
+
+int ls_mpi_any(int flag, int *any)
+{
+	int mine = flag != 0;
+	MPI_Request rq;
+	*any = mine;
+	if (MPI_Iallreduce(&mine, any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
 		return -EIO;
 	return wait_req(&rq);
 }
@@ -263,6 +334,32 @@ int ls_mpi_bcast(void *buf, size_t len, int root)
 int ls_mpi_barrier(void)
 {
 	return -ENOSYS;
+}
+
+int ls_mpi_any(int flag, int *any)
+{
+	*any = flag;
+	return -ENOSYS;
+}
+
+void ls_mpi_stop_watch(uint64_t budget_ns)
+{
+	(void)budget_ns;
+}
+
+void ls_mpi_stop_note(uint64_t at_ns)
+{
+	(void)at_ns;
+}
+
+int ls_mpi_stopped(void)
+{
+	return 0;
+}
+
+uint64_t ls_mpi_stop_deadline_ns(void)
+{
+	return 0;
 }
 
 int ls_mpi_clock_sync(int rank, int size, int rounds, int after, struct ls_clock_fit *fits)
