@@ -21,7 +21,9 @@
 #  - merged TTFT = the sim's truth + one way of the delivered RTT (median, +-0.5 ms), merged ITL
 #    = the truth's (2 %): a rank's stamps not moved into rank 0's clock are seconds to a day off;
 #  - probes on in every rank: each rank's client delay from its own probes, and the server part
-#    of TTFT per rank against the truth (kernel stamps, host clock, moved into each rank's).
+#    of TTFT per rank against the truth (kernel stamps, host clock, moved into each rank's);
+#  - rank 0's progress lines count every rank's requests: N/num-prompts, N between the merged
+#    records finished 1 s before the line and at it (the old line counted rank 0's share alone).
 # Needs root (namespaces, TUN, probes) and mpirun; skips (77) otherwise. ~10 s. MPI_HOSTS_KEEP=DIR
 # keeps the run's files there.
 set -u
@@ -69,10 +71,11 @@ for i in $(seq 100); do
 	sleep 0.1
 done
 ARGS=(--base-url http://10.213.0.2:8000 --model latscope-sim --dataset-name random --random-input-len 16
-      --random-output-len 8 --ignore-eos --request-rate "$RATE" --num-prompts "$NUM" --seed 5 --disable-tqdm
+      --random-output-len 8 --ignore-eos --request-rate "$RATE" --num-prompts "$NUM" --seed 5
       --probes on --server-pid "$sim" --record "$tmp/hosts.jsonl")
 # nsenter, not `ip netns exec`: that one mounts a fresh /sys, without the tracefs the probes use.
-cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,tcp
+# Progress on (plain lines on rank 0's stderr, every 250 ms): it counts every rank's requests.
+cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x LATSCOPE_PROGRESS_INTERVAL_MS=250 --mca btl self,tcp
      --mca btl_tcp_if_include 10.215.0.0/24 --mca oob_tcp_if_include lsbr0)
 for ((k = 0; k < n; k++)); do
 	[ $k -gt 0 ] && cmd+=(:)
@@ -94,7 +97,8 @@ sed -n '/MPI: /,/^merge: /p' "$tmp/hosts.out"
 [ -n "${MPI_HOSTS_KEEP:-}" ] && cp -r "$tmp" "$MPI_HOSTS_KEEP"
 ranks=()
 for ((k = 0; k < ${#OFFSETS[@]}; k++)); do ranks+=("$tmp/hosts.jsonl.rank$k"); done
-python3 "$ROOT/tests/integration/mpi_hosts_check.py" "$tmp/hosts.jsonl" "$tmp/truth.jsonl" "$tmp/hosts.out" $RTT_US \
+python3 "$ROOT/tests/integration/mpi_hosts_check.py" "$tmp/hosts.jsonl" "$tmp/truth.jsonl" "$tmp/hosts.out" \
+	"$tmp/hosts.err" $RTT_US \
 	"$HOSTS_OFFSETS" "${ranks[@]}" || fail "ranks on hosts apart: see the checks above"
 python3 "$CHECK" attribution "$tmp/hosts.attribution.jsonl" "$tmp/hosts.jsonl" "$tmp/truth.jsonl" ${#OFFSETS[@]} ||
 	fail "the attribution does not cover every rank's requests (see above)"

@@ -3,8 +3,9 @@
 and time namespaces, RTT_US from the server through the lab's delay line) over the merged record,
 the rank files and the simulator's truth. Prints what it measured; exit 1 when a check fails.
 
-  mpi_hosts_check.py MERGED.jsonl TRUTH.jsonl REPORT.txt RTT_US "OFFSET_S..." RANKFILE...
+  mpi_hosts_check.py MERGED.jsonl TRUTH.jsonl REPORT.txt RANK0.stderr RTT_US "OFFSET_S..." RANKFILE...
 """
+import re
 import statistics
 import sys
 
@@ -22,7 +23,27 @@ def pct(values, p):
     return v[lo] + (v[hi] - v[lo]) * (at - lo)
 
 
-def main(merged_path, truth_path, report, rtt_us, offsets, rank_files):
+def progress(stderr_path, measured, start, n):
+    """Rank 0's plain progress lines against the merged records' finish times (rank 0's clock)."""
+    lines = re.findall(r"^latscope: progress: (\d+)/(\d+) requests done, (\d+) failed, ([\d.]+) s elapsed$",
+                       open(stderr_path).read(), re.M)
+    num = len(measured)
+    fin = sorted((r["finished_ns"] - start) / 1e9 for r in measured)
+    fin0 = sorted((r["finished_ns"] - start) / 1e9 for r in measured if r["id"] % n == 0)
+    upto = lambda v, t: sum(1 for x in v if x <= t)
+    check(len(lines) >= 4, f"rank 0 printed {len(lines)} progress lines (>= 4)")
+    beyond, bad = 0, []
+    for done, jobs, _, t in lines:
+        done, jobs, t = int(done), int(jobs), float(t)
+        lo, hi = upto(fin, t - 1.0), upto(fin, t + 0.1)
+        if jobs != num or not lo <= done <= hi:
+            bad.append(f"{done}/{jobs} at {t} s (finished by then: {lo}..{hi})")
+        beyond += done > upto(fin0, t + 0.1)
+    check(not bad, f"every progress line counts all {num} requests and what every rank finished: {bad[:3]}")
+    check(beyond > 0, f"{beyond} progress lines count more than rank 0's own finished requests")
+
+
+def main(merged_path, truth_path, report, stderr_path, rtt_us, offsets, rank_files):
     rtt_ms = float(rtt_us) / 1e3
     offs = [float(x) for x in offsets.split()]
     n = len(offs)
@@ -73,6 +94,8 @@ def main(merged_path, truth_path, report, rtt_us, offsets, rank_files):
     mic, mit = statistics.median(ic), statistics.median(it)
     check(abs(mic - mit) / mit < 0.02, f"median ITL {mic:.3f} ms vs truth {mit:.3f} ms (< 2 %)")
 
+    progress(stderr_path, measured, start, n)
+
     # Probes on in every rank: a client delay from its own probes, no "probes off" line.
     text = open(report).read()
     rows = {int(l.split()[0]): l.split() for l in text.splitlines()
@@ -84,7 +107,7 @@ def main(merged_path, truth_path, report, rtt_us, offsets, rank_files):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 7:
+    if len(sys.argv) < 8:
         raise SystemExit(__doc__)
-    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:])
+    main(*sys.argv[1:7], sys.argv[7:])
     sys.exit(1 if failures else 0)

@@ -23,6 +23,9 @@
 #define TAG_STATS 2
 #define TAG_RECS  3
 #define TAG_EVENTS 4
+#define TAG_PROGRESS 5
+#define PROGRESS_TICK_NS 250000000ull /* each rank's counts to rank 0: a 32-byte message per tick */
+#define MAX_HOOKS 4
 #define CHUNK_BYTES (4u << 20)  /* one message of records: what rank 0 holds beyond the records */
 #define CLOCK_ROUNDS 64
 #define START_MARGIN_NS 200000000ull /* the start instant's lead: its broadcast, each rank's wake-up */
@@ -42,6 +45,7 @@ struct rank_stats {
 	int      have_events;           /* its probes ran: its events follow its records */
 	uint64_t n_events;              /* events of its own requests' sockets (sent after them) */
 	uint64_t lost_by_kind[LS_EV__COUNT];
+	uint64_t n_progress;            /* progress messages it sent rank 0 during the run */
 };
 
 static struct {
@@ -70,6 +74,12 @@ static struct {
 	int stopped;                    /* a rank was stopped (mpirun's Ctrl-C): the gather is bounded */
 	unsigned char *missing;         /* rank 0: ranks whose records did not arrive before the deadline */
 	uint64_t budget_ns;             /* the launcher's SIGTERM -> SIGKILL time */
+	/* The progress line over every rank: the driver publishes this rank's counts in `out`; a
+	 * hook sends them to rank 0 (n_posted), whose hook keeps each rank's latest (peers,
+	 * n_taken) and their sum (`more`) for its progress line. */
+	struct ls_loop_hook hooks[MAX_HOOKS];
+	struct ls_progress_counts out, posted, more, *peers;
+	uint64_t n_posted, *n_taken, other_jobs;
 	int events_dropped;             /* the records fit, the other ranks' events did not */
 } g;
 
@@ -101,7 +111,9 @@ int ls_bench_mpi_start(void)
 	g.fits = calloc((size_t)g.size, sizeof(*g.fits));
 	g.all = calloc((size_t)g.size, sizeof(*g.all));
 	g.missing = calloc((size_t)g.size, 1);
-	if (!g.fits || !g.all || !g.missing) {
+	g.peers = calloc((size_t)g.size, sizeof(*g.peers));
+	g.n_taken = calloc((size_t)g.size, sizeof(*g.n_taken));
+	if (!g.fits || !g.all || !g.missing || !g.peers || !g.n_taken) {
 		fprintf(stderr, "latscope bench: out of memory for %d ranks\n", g.size);
 		return -1;
 	}
@@ -194,10 +206,12 @@ static int share_out(struct ls_plan *plan, struct ls_run *run)
 			return -1;
 		}
 	}
+	size_t all_jobs = plan->n_measured;
 	if (ls_plan_keep_share(plan, run, 0, g.size)) {
 		fprintf(stderr, "latscope bench: out of memory keeping rank 0's share of the run\n");
 		return -1;
 	}
+	g.other_jobs = all_jobs - plan->n_measured; /* the progress line's from the first: all of them */
 	return 0;
 }
 
@@ -281,6 +295,80 @@ static int open_rank_file(uint64_t start_local_ns)
 	return g.rank_file ? 0 : -1;
 }
 
+/* Rank 0: the other ranks' counts that arrived, their sum for the progress line. */
+static void take_progress(void)
+{
+	struct ls_progress_counts c;
+	int from;
+	while (ls_mpi_take(TAG_PROGRESS, &c, sizeof(c), &from) == 1)
+		if (from > 0 && from < g.size) {
+			g.peers[from] = c;
+			g.n_taken[from]++;
+		}
+	memset(&g.more, 0, sizeof(g.more));
+	g.more.jobs = g.other_jobs; /* rank 0 sent them: known before their first message */
+	for (int k = 1; k < g.size; k++) {
+		g.more.started += g.peers[k].started;
+		g.more.done += g.peers[k].done;
+		g.more.failed += g.peers[k].failed;
+	}
+}
+
+/* Each tick: a rank sends its counts when they changed and the last ones are out (a message
+ * still on its way means rank 0 is behind: skip, never wait); rank 0 takes what came. */
+static int progress_tick(void *ctx, uint64_t now_ns)
+{
+	(void)ctx, (void)now_ns;
+	if (g.rank == 0) {
+		take_progress();
+		return 0;
+	}
+	if (!memcmp(&g.out, &g.posted, sizeof(g.out)))
+		return 0;
+	if (ls_mpi_post(0, TAG_PROGRESS, &g.out, sizeof(g.out)) == 1) {
+		g.posted = g.out;
+		g.n_posted++;
+	}
+	return 0;
+}
+
+/* The progress hook beside the driver's others (the probes'): rank 0's line counts every rank. */
+static void progress_hook(struct ls_driver_opts *o)
+{
+	if (g.cfg->disable_tqdm || o->n_hooks >= MAX_HOOKS) /* no line at rank 0: nothing to count */
+		return;
+	if (o->n_hooks)
+		memcpy(g.hooks, o->hooks, o->n_hooks * sizeof(*g.hooks));
+	g.hooks[o->n_hooks] = (struct ls_loop_hook){ .fd = -1, .period_ns = PROGRESS_TICK_NS,
+						     .on_ready = progress_tick };
+	o->hooks = g.hooks;
+	o->n_hooks++;
+	o->progress_out = &g.out;
+	if (g.rank == 0) {
+		g.more.jobs = g.other_jobs;
+		o->progress_more = &g.more;
+	}
+}
+
+static int rank_missing(int k, int err);
+
+/* Rank 0, after the run: the progress messages still unread (each rank said how many it sent),
+ * so that none is left for MPI_Finalize. */
+static int drain_progress(void)
+{
+	for (int k = 1; k < g.size; k++)
+		while (!g.missing[k] && g.n_taken[k] < g.all[k].n_progress) {
+			void *buf;
+			size_t len;
+			int err = ls_mpi_recv(k, TAG_PROGRESS, &buf, &len);
+			free(buf);
+			if (err)
+				return rank_missing(k, err);
+			g.n_taken[k]++;
+		}
+	return 0;
+}
+
 /* How long the launcher waits between its SIGTERM and its SIGKILL: OpenMPI's
  * odls_base_sigkill_timeout (s; mpirun passes MCA parameters to the ranks as OMPI_MCA_*), 1 s by
  * default, which srun's KillWait (30 s) exceeds: 1 s unless told. */
@@ -316,6 +404,7 @@ int ls_bench_mpi_before_run(struct ls_driver_opts *o)
 	if (o->grace_ns > g.budget_ns / 4)
 		o->grace_ns = g.budget_ns / 4;
 	ls_mpi_stop_watch(g.budget_ns * 65 / 100);
+	progress_hook(o);
 	if (g.have_meta && open_rank_file(o->start_at_ns))
 		return -1;
 	if (g.rank_file) {
@@ -393,6 +482,8 @@ static void local_stats(int rc, const struct rusage *after)
 		snprintf(s->host, sizeof(s->host), "?");
 	ls_run_copy_fields(&s->fields, run);
 	s->driver_rc = rc;
+	if (g.rank && ls_mpi_post_flush() == 0) /* every one out: rank 0 reads exactly these */
+		s->n_progress = g.n_posted;
 }
 
 /* ---- the gather: every rank's records to rank 0 ---- */
@@ -782,6 +873,8 @@ static int gather_in(void)
 	size_t nw = run->n_warmup, total, at = 0;
 	uint64_t frames, events;
 	int err = recv_stats(&total, &frames, &events);
+	if (!err)
+		err = drain_progress();
 	if (err)
 		return err;
 	/* An event store's arrays grow by doubling: up to twice an event's bytes each. */
@@ -977,6 +1070,8 @@ void ls_bench_mpi_end(int exit_code)
 	free(g.fits);
 	free(g.all);
 	free(g.missing);
+	free(g.peers);
+	free(g.n_taken);
 	free(g.local.requests);
 	free(g.cookies);
 	memset(&g, 0, sizeof(g));

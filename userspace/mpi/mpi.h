@@ -62,6 +62,15 @@ int ls_mpi_recv(int from, int tag, void **buf, size_t *len);
 int ls_mpi_bcast(void *buf, size_t len, int root);
 /* Every rank here, polled (a rank that waits does not take a core from one still running). */
 int ls_mpi_barrier(void);
+/* A small message (len <= LS_MPI_POST_MAX) sent without waiting, for periodic news (progress):
+ * 1 sent; 0 not sent because the previous one is still on its way (post again later); or -errno.
+ * ls_mpi_post_flush waits (polled) until the last one is out. */
+#define LS_MPI_POST_MAX 64
+int ls_mpi_post(int to, int tag, const void *buf, size_t len);
+int ls_mpi_post_flush(void);
+/* A message with tag from any rank, of exactly len bytes, if one is there: 1 with it in buf and
+ * its sender in *from, 0 when none is, -EPROTO (another length) or -EIO. Never waits. */
+int ls_mpi_take(int tag, void *buf, size_t len, int *from);
 /* Every rank here; *any = 1 when any rank's flag was non-zero (a max over the ranks). 0 or -EIO. */
 int ls_mpi_any(int flag, int *any);
 

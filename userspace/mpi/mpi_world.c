@@ -210,6 +210,56 @@ int ls_mpi_barrier(void)
 	return wait_req(&rq);
 }
 
+/* The one small message on its way (ls_mpi_post): its bytes stay here until it is out. */
+static struct {
+	MPI_Request rq;
+	int pending;
+	unsigned char buf[LS_MPI_POST_MAX];
+} post;
+
+int ls_mpi_post(int to, int tag, const void *buf, size_t len)
+{
+	if (len > sizeof(post.buf))
+		return -EMSGSIZE;
+	if (post.pending) {
+		int done = 0;
+		if (MPI_Test(&post.rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EIO;
+		if (!done)
+			return 0;
+		post.pending = 0;
+	}
+	memcpy(post.buf, buf, len);
+	if (MPI_Isend(post.buf, (int)len, MPI_BYTE, to, tag, MPI_COMM_WORLD, &post.rq) != MPI_SUCCESS)
+		return -EIO;
+	post.pending = 1;
+	return 1;
+}
+
+int ls_mpi_post_flush(void)
+{
+	if (!post.pending)
+		return 0;
+	post.pending = 0;
+	return wait_req(&post.rq);
+}
+
+int ls_mpi_take(int tag, void *buf, size_t len, int *from)
+{
+	MPI_Status st;
+	int flag = 0, n = 0;
+	if (MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS)
+		return -EIO;
+	if (!flag)
+		return 0;
+	if (MPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0 || (size_t)n != len)
+		return -EPROTO;
+	if (MPI_Recv(buf, n, MPI_BYTE, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+		return -EIO;
+	*from = st.MPI_SOURCE;
+	return 1;
+}
+
 int ls_mpi_any(int flag, int *any)
 {
 	int mine = flag != 0;
@@ -339,6 +389,23 @@ int ls_mpi_barrier(void)
 int ls_mpi_any(int flag, int *any)
 {
 	*any = flag;
+	return -ENOSYS;
+}
+
+int ls_mpi_post(int to, int tag, const void *buf, size_t len)
+{
+	(void)to, (void)tag, (void)buf, (void)len;
+	return -ENOSYS;
+}
+
+int ls_mpi_post_flush(void)
+{
+	return -ENOSYS;
+}
+
+int ls_mpi_take(int tag, void *buf, size_t len, int *from)
+{
+	(void)tag, (void)buf, (void)len, (void)from;
 	return -ENOSYS;
 }
 
