@@ -8,7 +8,8 @@
 #     each offset measured with its sign, within its uncertainty (+1 ms) of D; every merged
 #     request started within 100 ms of its schedule, in rank 0's clock.
 #  3. Rank 0 stopping before the run says why once; the ranks end without MPI_Abort's banner.
-#  4. SIGINT to mpirun mid-run: rank 0's merged report counts every finished request once.
+#  4. SIGINT to mpirun mid-run: rank 0's merged report counts every finished request once;
+#     4b. with one rank too slow for mpirun's second, the others' (the slow one named).
 #  2. Probes inside a time namespace (+1000 s; root and BTF): bpf_ktime_get_ns() is the host's
 #     clock, so kernel stamps are moved into the process's; every request's TTFT client part
 #     under 5 ms and its server part at least one 5 ms step (unmoved stamps are 1000 s off).
@@ -139,7 +140,7 @@ sleep 3
 # Our own mpirun only (the child of this timeout): other jobs on the machine are not ours to stop.
 pkill -INT -P $job -x mpirun || fail "SIGINT: no mpirun under the job $job"
 wait $job
-grep -q "^stopped (SIGINT/SIGTERM): every rank sent what finished" "$tmp/cut.out" ||
+grep -q "^stopped (SIGINT/SIGTERM): what finished, from 2 of 2 ranks" "$tmp/cut.out" ||
 	{ tail -5 "$tmp/cut.err"; fail "SIGINT to mpirun: rank 0 printed no merged report"; }
 python3 - "$tmp/cut.out" "$tmp/cut.jsonl" "$tmp/truth.jsonl" "$tmp/cut.jsonl.rank0" "$tmp/cut.jsonl.rank1" <<'EOF2' || fail "SIGINT to mpirun: the merged report (above)"
 import json, re, sys
@@ -172,6 +173,33 @@ if not failed: bad.append("no stream in flight was cut at the stop (0 failed)")
 print("\n".join(bad) or f"ok: SIGINT to mpirun: rank 0's merged report has {ok} ok + {failed} failed = every one of the "
       f"{len(mids)} finished requests once (= the rank files, >= the {len(seen)} the sim saw)")
 sys.exit(1 if bad else 0)
+EOF2
+
+# 4b. The same with rank 1 of 3 too slow for mpirun's second (LATSCOPE_MPI_SLOW_RANK=1 holds its
+#    records back until rank 0 has given up on them): rank 0 reports ranks 0 and 2, names rank 1
+#    and its file; the merged record is exactly ranks 0 and 2's files, each request once.
+#    Catches: a late rank taking the ranks after it down with it (rank 0 must still take the ones
+#    already sent), or its half-received part left in the merge.
+timeout -k 5 60 "${MPIRUN[@]}" -x LATSCOPE_MPI_SLOW_RANK=1 -n 3 "$BIN" bench "${ARGS[@]}" --num-prompts 400 \
+	--record "$tmp/slow.jsonl" >"$tmp/slow.out" 2>"$tmp/slow.err" &
+job=$!
+sleep 3
+pkill -INT -P $job -x mpirun || fail "SIGINT: no mpirun under the job $job"
+wait $job
+grep -q "^stopped (SIGINT/SIGTERM): what finished, from 2 of 3 ranks" "$tmp/slow.out" &&
+	grep -q "rank 1: its records did not arrive .* \`latscope report $tmp/slow.jsonl.rank1\` has what it finished" "$tmp/slow.out" ||
+	{ tail -5 "$tmp/slow.err"; grep -E "^stopped|^  rank" "$tmp/slow.out"; fail "a slow rank: rank 0 did not report the others and name it"; }
+python3 - "$tmp/slow.out" "$tmp/slow.jsonl" "$tmp/slow.jsonl.rank0" "$tmp/slow.jsonl.rank2" <<'EOF2' || fail "a slow rank: the merged report (above)"
+import json, re, sys
+text = open(sys.argv[1]).read()
+n = int(re.search(r"^Successful requests:\s+(\d+)", text, re.M).group(1))
+m = re.search(r"^Failed requests:\s+(\d+)", text, re.M)
+n += int(m.group(1)) if m else 0
+ids = lambda p: [r["id"] for r in map(json.loads, open(p)) if "id" in r and not r["warmup"]]
+merged, disk = ids(sys.argv[2]), ids(sys.argv[3]) + ids(sys.argv[4])
+ok = sorted(merged) == sorted(disk) and len(set(merged)) == len(merged) == n and not any(i % 3 == 1 for i in merged) and merged
+print(("ok: " if ok else "FAIL: ") + f"a slow rank: rank 0 reported {n} requests; merged {len(merged)} ids, ranks 0 and 2's files {len(disk)}")
+sys.exit(0 if ok else 1)
 EOF2
 
 # 3. Rank 0 stops before the run (no server): it says why once, every rank ends quietly (no

@@ -89,10 +89,19 @@ uint64_t ls_mpi_stop_deadline_ns(void)
 	return stop_at_ns ? stop_at_ns + stop_budget_ns : 0;
 }
 
-static int past_deadline(void)
+/* Past the stop's deadline a wait still gets LATE_GRACE_NS of its own: a message already sent
+ * (the empty one that ends a rank's records, say) takes a few polls to be seen, and without them
+ * every rank after the first late one would be given up too. */
+#define LATE_GRACE_NS 20000000ull
+
+static int past_deadline(uint64_t wait_from_ns)
 {
 	uint64_t d = ls_mpi_stop_deadline_ns();
-	return d && ls_now_ns() >= d;
+	if (!d)
+		return 0;
+	if (d < wait_from_ns)
+		d = wait_from_ns;
+	return ls_now_ns() >= d + LATE_GRACE_NS;
 }
 
 static void pause_poll(void)
@@ -103,13 +112,14 @@ static void pause_poll(void)
 
 static int wait_req(MPI_Request *rq)
 {
+	uint64_t from = ls_now_ns();
 	for (;;) {
 		int done = 0;
 		if (MPI_Test(rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
 			return -EIO;
 		if (done)
 			return 0;
-		if (past_deadline())
+		if (past_deadline(from))
 			return -ETIMEDOUT;
 		pause_poll();
 	}
@@ -166,6 +176,7 @@ int ls_mpi_recv(int from, int tag, void **buf, size_t *len)
 {
 	MPI_Status st;
 	int flag = 0, n = 0;
+	uint64_t wait_from = ls_now_ns();
 	*buf = NULL;
 	*len = 0;
 	for (;;) {
@@ -173,7 +184,7 @@ int ls_mpi_recv(int from, int tag, void **buf, size_t *len)
 			return -EIO;
 		if (flag)
 			break;
-		if (past_deadline())
+		if (past_deadline(wait_from))
 			return -ETIMEDOUT;
 		pause_poll();
 	}
