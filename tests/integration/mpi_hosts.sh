@@ -14,7 +14,7 @@
 # on the bridge (docs/mpi.md). Checks (mpi_hosts_check.py), each against an independent source:
 #  - every request id exactly once in the merged record (a rank's share lost or sent twice);
 #  - each rank's realised rate within 1 % of its share of the schedule and its schedule lag P99
-#    within 5 ms of rank 0's (host clock): a rank that armed its timers in another clock than
+#    within 50 ms of rank 0's (host clock; the VM's stalls under load): a rank that armed its timers in another clock than
 #    its own sends D late (the 9.95 req/s of 50 at +10 s of issue 30);
 #  - each rank's measured offset within its stated uncertainty of the namespace's known offset
 #    (wrong sign or unit, a ping-pong that misses half the round trip);
@@ -23,8 +23,12 @@
 #  - probes on in every rank: each rank's client delay from its own probes, and the server part
 #    of TTFT per rank against the truth (kernel stamps, host clock, moved into each rank's);
 #  - rank 0's progress lines count every rank's requests: N/num-prompts, N between the merged
-#    records finished 1 s before the line and at it (the old line counted rank 0's share alone).
-# Needs root (namespaces, TUN, probes) and mpirun; skips (77) otherwise. ~10 s. MPI_HOSTS_KEEP=DIR
+#    records finished 1 s before the line and at it (the old line counted rank 0's share alone);
+#  - Ctrl-C of mpirun mid-run (probes on, some streams in flight): rank 0's report and merged
+#    record hold exactly what the ranks that arrived wrote to their rank files, each request once,
+#    every ok one seen by the sim, and at least rank 0's part (a rank late for mpirun's second is
+#    named; the old code's ranks died waiting 2 s for their streams, and no report came).
+# Needs root (namespaces, TUN, probes) and mpirun; skips (77) otherwise. ~20 s. MPI_HOSTS_KEEP=DIR
 # keeps the run's files there.
 set -u
 . "$(dirname "$0")/mpi_lib.bash"
@@ -71,20 +75,29 @@ for i in $(seq 100); do
 	sleep 0.1
 done
 ARGS=(--base-url http://10.213.0.2:8000 --model latscope-sim --dataset-name random --random-input-len 16
-      --random-output-len 8 --ignore-eos --request-rate "$RATE" --num-prompts "$NUM" --seed 5
-      --probes on --server-pid "$sim" --record "$tmp/hosts.jsonl")
+      --ignore-eos --request-rate "$RATE" --seed 5 --probes on --server-pid "$sim")
 # nsenter, not `ip netns exec`: that one mounts a fresh /sys, without the tracefs the probes use.
 # Progress on (plain lines on rank 0's stderr, every 250 ms): it counts every rank's requests.
-cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x LATSCOPE_PROGRESS_INTERVAL_MS=250 --mca btl self,tcp
-     --mca btl_tcp_if_include 10.215.0.0/24 --mca oob_tcp_if_include lsbr0)
-for ((k = 0; k < n; k++)); do
-	[ $k -gt 0 ] && cmd+=(:)
-	cmd+=(-n 1 nsenter --net=/run/netns/$HOSTS_NS_PREFIX$k unshare --time --monotonic "${offs[$k]}"
-	      "$BIN" bench "${ARGS[@]}")
-done
+mpi_cmd() { # bench args...: cmd=(mpirun ... one rank per namespace)
+	cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x LATSCOPE_PROGRESS_INTERVAL_MS=250
+	     --mca btl self,tcp --mca btl_tcp_if_include 10.215.0.0/24 --mca oob_tcp_if_include lsbr0)
+	for ((k = 0; k < n; k++)); do
+		[ $k -gt 0 ] && cmd+=(:)
+		cmd+=(-n 1 nsenter --net=/run/netns/$HOSTS_NS_PREFIX$k unshare --time --monotonic "${offs[$k]}"
+		      "$BIN" bench "${ARGS[@]}" "$@")
+	done
+}
 export PMIX_MCA_ptl_tcp_if_include=lsbr0 PMIX_MCA_ptl_tcp_remote_connections=1
+mpi_cmd --random-output-len 8 --num-prompts "$NUM" --record "$tmp/hosts.jsonl"
 timeout -k 5 120 "${cmd[@]}" >"$tmp/hosts.out" 2>"$tmp/hosts.err"
 rc=$?
+# Ctrl-C of mpirun mid-run, probes on: streams of 100 tokens (0.5 s), so some are cut.
+mpi_cmd --random-output-len 100 --num-prompts 600 --record "$tmp/cut.jsonl"
+timeout -k 5 60 "${cmd[@]}" >"$tmp/cut.out" 2>"$tmp/cut.err" &
+job=$!
+sleep 4
+pkill -INT -P $job -x mpirun || echo "no mpirun under $job to stop" >>"$tmp/cut.err"
+wait $job
 kill $sim 2>/dev/null
 wait $sim 2>/dev/null
 exit $rc
@@ -102,4 +115,7 @@ python3 "$ROOT/tests/integration/mpi_hosts_check.py" "$tmp/hosts.jsonl" "$tmp/tr
 	"$HOSTS_OFFSETS" "${ranks[@]}" || fail "ranks on hosts apart: see the checks above"
 python3 "$CHECK" attribution "$tmp/hosts.attribution.jsonl" "$tmp/hosts.jsonl" "$tmp/truth.jsonl" ${#OFFSETS[@]} ||
 	fail "the attribution does not cover every rank's requests (see above)"
+grep -E "^stopped|^  rank [0-9]: its records" "$tmp/cut.out"
+python3 "$ROOT/tests/integration/mpi_hosts_check.py" cut "$tmp/cut.out" "$tmp/cut.jsonl" "$tmp/truth.jsonl" \
+	"$tmp/cut.jsonl.rank"{0,1,2} || { tail -3 "$tmp/cut.err"; fail "Ctrl-C of mpirun: see the checks above"; }
 echo "mpi_hosts: ok"

@@ -4,7 +4,9 @@ and time namespaces, RTT_US from the server through the lab's delay line) over t
 the rank files and the simulator's truth. Prints what it measured; exit 1 when a check fails.
 
   mpi_hosts_check.py MERGED.jsonl TRUTH.jsonl REPORT.txt RANK0.stderr RTT_US "OFFSET_S..." RANKFILE...
+  mpi_hosts_check.py cut REPORT.txt MERGED.jsonl TRUTH.jsonl RANKFILE...   (Ctrl-C of mpirun)
 """
+import json
 import re
 import statistics
 import sys
@@ -64,9 +66,12 @@ def main(merged_path, truth_path, report, stderr_path, rtt_us, offsets, rank_fil
         check(abs(real / sched - 1) <= 0.01, f"rank {k} ({offs[k]:+g} s): realised {real:.3f} req/s, its "
               f"schedule's {sched:.3f} (1 %)")
         lag99.append(pct([(r["started_ns"] - r["scheduled_ns"]) / 1e6 for r in mine], 99))
+    # Within 50 ms of rank 0's (on the host's clock): this 2-core VM's scheduler stalls a rank
+    # for tens of ms under load (27 ms seen at load 8), while a rank that waits in another clock
+    # than its own is late by its offset, seconds to a day here.
     for k in range(1, n):
-        check(lag99[k] <= lag99[0] + 5, f"rank {k}: schedule lag P99 {lag99[k]:.3f} ms, rank 0's (the host's "
-              f"clock) {lag99[0]:.3f} ms (+5 ms)")
+        check(lag99[k] <= lag99[0] + 50, f"rank {k}: schedule lag P99 {lag99[k]:.3f} ms, rank 0's (the host's "
+              f"clock) {lag99[0]:.3f} ms (+50 ms)")
 
     # The offsets: clock_k - clock_0 is exactly the namespaces' difference.
     for k, path in enumerate(rank_files):
@@ -106,7 +111,57 @@ def main(merged_path, truth_path, report, stderr_path, rtt_us, offsets, rank_fil
               f"rank {k}: probes on, client delay P99 {row[6] if len(row) > 6 else '?'} ms from its own probes")
 
 
+def whole_lines(path):
+    """The requests of a record file, lines cut by a kill left out."""
+    out = []
+    for line in open(path):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        out.append(r)
+    return out
+
+
+def cut(report, merged_path, truth_path, rank_files):
+    """Ctrl-C of mpirun: rank 0's merge is exactly the arrived ranks' files, each request once."""
+    text = open(report).read()
+    m = re.search(r"^stopped \(SIGINT/SIGTERM\): what finished, from (\d+) of (\d+) ranks", text, re.M)
+    check(m is not None, "rank 0 printed a merged report after the stop")
+    if not m:
+        return
+    n = len(rank_files)
+    missing = {int(k) for k in re.findall(r"^  rank (\d+): its records did not arrive", text, re.M)}
+    check(int(m.group(1)) == n - len(missing) and 0 not in missing,
+          f"{m.group(1)} of {m.group(2)} ranks merged; named missing: {sorted(missing)}")
+    got = {}
+    for key in ("Successful requests:", "Failed requests:"):
+        mm = re.search("^" + key + r"\s+(\d+)", text, re.M)
+        got[key] = int(mm.group(1)) if mm else 0
+    recs = whole_lines(merged_path)
+    tag = recs[0]["run_tag"]
+    merged = [r for r in recs if "id" in r and not r["warmup"]]
+    ids = [r["id"] for r in merged]
+    disk = [r["id"] for k, p in enumerate(rank_files) if k not in missing
+            for r in whole_lines(p) if "id" in r and not r["warmup"]]
+    seen = {int(o["id"].rsplit("-", 1)[1]) for o in map(json.loads, open(truth_path))
+            if o.get("id", "").startswith(tag + "-")}
+    check(len(set(ids)) == len(ids) and sorted(ids) == sorted(disk),
+          f"the merged record is the arrived ranks' files: {len(ids)} ids ({len(set(ids))} distinct), "
+          f"files {len(disk)}")
+    check(got["Successful requests:"] + got["Failed requests:"] == len(ids),
+          f"the report counts {got['Successful requests:']} ok + {got['Failed requests:']} failed = the merged "
+          f"{len(ids)}")
+    ok_ids = {r["id"] for r in merged if r["fail"] == "ok"}
+    check(ok_ids <= seen, f"every ok request ({len(ok_ids)}) was seen by the sim")
+    check(got["Failed requests:"] > 0 and 10 < len(ids) < 600,
+          f"cut mid-run with streams in flight ({got['Failed requests:']} cut)")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["cut"]:
+        cut(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+        sys.exit(1 if failures else 0)
     if len(sys.argv) < 8:
         raise SystemExit(__doc__)
     main(*sys.argv[1:7], sys.argv[7:])
