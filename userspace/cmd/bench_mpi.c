@@ -226,8 +226,11 @@ static int share_in(struct ls_plan *plan, struct ls_run *run)
 		g.agreed_exit = 1;
 		return -1;
 	}
-	if (!err)
+	if (!err) { /* an empty plan: the share's head names the model (--model's copy would leak) */
+		free(plan->model);
+		plan->model = NULL;
 		err = ls_plan_unpack_share(buf, len, plan, run);
+	}
 	free(buf);
 	if (err) {
 		fprintf(stderr, "latscope bench: rank %d: receiving its share of the run from rank 0 failed: %s\n",
