@@ -37,6 +37,13 @@ command -v ip >/dev/null 2>&1 || skip "no ip (iproute2)"
 command -v nsenter >/dev/null 2>&1 || skip "no nsenter (util-linux)"
 unshare --time --monotonic 1 true 2>/dev/null || skip "time namespaces are not available here (kernel >= 5.6)"
 [ -r /sys/kernel/btf/vmlinux ] || skip "no /sys/kernel/btf/vmlinux: the probes cannot run in the ranks"
+[ -c /dev/net/tun ] || skip "no /dev/net/tun: the lab's delay line needs TUN devices"
+# Rank namespaces left by a run of this test that was killed (its pid gone): removed.
+for ns in $(ip netns list 2>/dev/null | grep -o '^lsr[0-9]*k[0-9]*'); do
+	pid=${ns#lsr}
+	pid=${pid%k*}
+	kill -0 "$pid" 2>/dev/null || ip netns del "$ns" 2>/dev/null
+done
 
 RTT_US=4000 NUM=150 RATE=50
 OFFSETS=(0 86400 -5)
