@@ -13,6 +13,11 @@
 #include "workload/arrival.h"
 #include "base/loop_hook.h"
 
+/* Requests of a run: to send, handed to libcurl, finished, finished failed. */
+struct ls_progress_counts {
+	uint64_t jobs, started, done, failed;
+};
+
 struct ls_driver_opts {
 	const char *url;                /* base URL + endpoint */
 	enum ls_backend backend;
@@ -52,11 +57,6 @@ struct ls_driver_opts {
 	 * line adds *progress_more (the other processes', kept by a hook) to its own. NULL: none. */
 	struct ls_progress_counts *progress_out;
 	const struct ls_progress_counts *progress_more;
-};
-
-/* Requests of a run: to send, handed to libcurl, finished, finished failed. */
-struct ls_progress_counts {
-	uint64_t jobs, started, done, failed;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

@@ -71,7 +71,8 @@ int ls_mpi_post_flush(void);
 /* A message with tag from any rank, of exactly len bytes, if one is there: 1 with it in buf and
  * its sender in *from, 0 when none is, -EPROTO (another length) or -EIO. Never waits. */
 int ls_mpi_take(int tag, void *buf, size_t len, int *from);
-/* Every rank here; *any = 1 when any rank's flag was non-zero (a max over the ranks). 0 or -EIO. */
+/* Every rank here; *any = 1 when any rank's flag was non-zero (a max over the ranks). 0, -EIO or
+ * -ETIMEDOUT (after a stop, below). */
 int ls_mpi_any(int flag, int *any);
 
 /* The launcher's stop: mpirun sends each rank SIGTERM on Ctrl-C and SIGKILL budget_ns later
@@ -79,7 +80,8 @@ int ls_mpi_any(int flag, int *any);
  * from then on (noting the stop instead of dying; the driver reads them itself while it runs),
  * and (0) gives them back their old handlers. Once a stop is noted (the handler, or
  * ls_mpi_stop_note for one the driver saw), every wait above gives up at the stop + budget with
- * -ETIMEDOUT: what arrived by then is merged before the SIGKILL. */
+ * -ETIMEDOUT (a wait begun later still polls 20 ms: a message already sent takes a few polls to
+ * be seen): what arrived by then is merged before the SIGKILL. */
 void ls_mpi_stop_watch(uint64_t budget_ns);
 void ls_mpi_stop_note(uint64_t at_ns);
 int ls_mpi_stopped(void);
