@@ -8,7 +8,8 @@
 #     each offset measured with its sign, within its uncertainty (+1 ms) of D; every merged
 #     request started within 100 ms of its schedule, in rank 0's clock.
 #  3. Rank 0 stopping before the run says why once; the ranks end without MPI_Abort's banner.
-#  4. SIGINT to mpirun mid-run: `latscope report` of the rank files counts every finished request once.
+#  4. SIGINT to mpirun mid-run: rank 0's merged report counts every finished request once;
+#     4b. with one rank too slow for mpirun's second, the others' (the slow one named).
 #  2. Probes inside a time namespace (+1000 s; root and BTF): bpf_ktime_get_ns() is the host's
 #     clock, so kernel stamps are moved into the process's; every request's TTFT client part
 #     under 5 ms and its server part at least one 5 ms step (unmoved stamps are 1000 s off).
@@ -122,36 +123,83 @@ sys.exit(1 if bad or n != 30 else 0)
 EOF
 	echo "ok: probes in a time namespace (+1000 s): 30 requests, TTFT client < 5 ms and server >= 5 ms each"
 fi
-# 4. SIGINT to mpirun mid-run (ranks a day apart): mpirun ends every rank within a second, so the
-#    report is `latscope report` of the rank files rank 0 named: every finished request once.
-timeout -k 5 60 "${MPIRUN[@]}" -n 1 "$BIN" bench "${ARGS[@]}" --num-prompts 400 --record "$tmp/cut.jsonl" : \
-	-n 1 unshare --time --monotonic 86400 "$BIN" bench "${ARGS[@]}" --num-prompts 400 --record "$tmp/cut.jsonl" \
+# 4. SIGINT to mpirun mid-run (ranks a day apart): mpirun sends every rank SIGTERM and SIGKILL a
+#    second later; in that second each rank sends rank 0 what finished and rank 0 reports the
+#    merge. Its report and merged record hold every finished request once: the union of the rank
+#    files (written as requests finished), no id twice, and every request the sim saw (its truth).
+#    Catches: a grace for streams in flight longer than mpirun's second (the ranks die waiting),
+#    a rank that had finished dying of the SIGTERM while it sends, a gather that waits past it.
+# Streams of 100 tokens (0.5 s): some are in flight at the stop, cut after their grace and
+# counted as failed.
+timeout -k 5 60 "${MPIRUN[@]}" -n 1 "$BIN" bench "${ARGS[@]}" --random-output-len 100 --num-prompts 400 \
+	--record "$tmp/cut.jsonl" : -n 1 unshare --time --monotonic 86400 "$BIN" bench "${ARGS[@]}" \
+	--random-output-len 100 --num-prompts 400 --record "$tmp/cut.jsonl" \
 	>"$tmp/cut.out" 2>"$tmp/cut.err" &
 job=$!
 sleep 3
-pkill -INT -P $job -x mpirun 2>/dev/null || pkill -INT -x mpirun
+# Our own mpirun only (the child of this timeout): other jobs on the machine are not ours to stop.
+pkill -INT -P $job -x mpirun || fail "SIGINT: no mpirun under the job $job"
 wait $job
-"$BIN" report "$tmp/cut.jsonl.rank0" "$tmp/cut.jsonl.rank1" >"$tmp/cut.report" 2>&1 ||
-	{ tail -3 "$tmp/cut.report"; fail "SIGINT: latscope report of the rank files failed"; }
-python3 - "$tmp/cut.report" "$tmp/cut.jsonl.rank0" "$tmp/cut.jsonl.rank1" <<'EOF2' || fail "SIGINT to mpirun: the report (above)"
+grep -q "^stopped (SIGINT/SIGTERM): what finished, from 2 of 2 ranks" "$tmp/cut.out" ||
+	{ tail -5 "$tmp/cut.err"; fail "SIGINT to mpirun: rank 0 printed no merged report"; }
+python3 - "$tmp/cut.out" "$tmp/cut.jsonl" "$tmp/truth.jsonl" "$tmp/cut.jsonl.rank0" "$tmp/cut.jsonl.rank1" <<'EOF2' || fail "SIGINT to mpirun: the merged report (above)"
 import json, re, sys
-text = open(sys.argv[1]).read()
+text, merged, truth, ranks = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3], sys.argv[4:]
 ok = int(re.search(r"^Successful requests:\s+(\d+)", text, re.M).group(1))
 m = re.search(r"^Failed requests:\s+(\d+)", text, re.M)
 failed = int(m.group(1)) if m else 0
-ids = []
-for path in sys.argv[2:]:
+def ids_of(path):
+    out, tag = [], None
     for line in open(path):
         try:
             r = json.loads(line)
         except ValueError:
             continue  # a line cut by the kill
+        tag = r.get("run_tag", tag)
         if "id" in r and not r["warmup"]:
-            ids.append(r["id"])
-if len(set(ids)) != len(ids) or ok + failed != len(ids) or not 10 < len(ids) < 400:
-    print(f"report: {ok} ok + {failed} failed; rank files: {len(ids)} finished, {len(set(ids))} distinct")
-    sys.exit(1)
-print(f"ok: SIGINT to mpirun: the rank files report {ok} ok + {failed} failed = every one of the {len(ids)} finished requests, once")
+            out.append((r["id"], r["fail"]))
+    return out, tag
+mids, tag = ids_of(merged)
+on_disk = [i for p in ranks for i, _ in ids_of(p)[0]]
+seen = {int(o["id"].rsplit("-", 1)[1]) for o in map(json.loads, open(truth)) if o.get("id", "").startswith(tag + "-")}
+bad = []
+if len({i for i, _ in mids}) != len(mids): bad.append("an id twice in the merged record")
+if sorted(i for i, _ in mids) != sorted(on_disk): bad.append(f"merged {len(mids)} ids, the rank files {len(on_disk)}")
+if ok + failed != len(mids): bad.append(f"report {ok} ok + {failed} failed, merged record {len(mids)}")
+if not seen <= {i for i, _ in mids}: bad.append(f"{len(seen - {i for i, _ in mids})} requests the sim saw are missing")
+if not {i for i, f in mids if f == "ok"} <= seen: bad.append("an ok request the sim never saw")
+if not 10 < len(mids) < 400: bad.append(f"{len(mids)} requests: not cut mid-run")
+if not failed: bad.append("no stream in flight was cut at the stop (0 failed)")
+print("\n".join(bad) or f"ok: SIGINT to mpirun: rank 0's merged report has {ok} ok + {failed} failed = every one of the "
+      f"{len(mids)} finished requests once (= the rank files, >= the {len(seen)} the sim saw)")
+sys.exit(1 if bad else 0)
+EOF2
+
+# 4b. The same with rank 1 of 3 too slow for mpirun's second (LATSCOPE_MPI_SLOW_RANK=1 holds its
+#    records back until rank 0 has given up on them): rank 0 reports ranks 0 and 2, names rank 1
+#    and its file; the merged record is exactly ranks 0 and 2's files, each request once.
+#    Catches: a late rank taking the ranks after it down with it (rank 0 must still take the ones
+#    already sent), or its half-received part left in the merge.
+timeout -k 5 60 "${MPIRUN[@]}" -x LATSCOPE_MPI_SLOW_RANK=1 -n 3 "$BIN" bench "${ARGS[@]}" --num-prompts 400 \
+	--record "$tmp/slow.jsonl" >"$tmp/slow.out" 2>"$tmp/slow.err" &
+job=$!
+sleep 3
+pkill -INT -P $job -x mpirun || fail "SIGINT: no mpirun under the job $job"
+wait $job
+grep -q "^stopped (SIGINT/SIGTERM): what finished, from 2 of 3 ranks" "$tmp/slow.out" &&
+	grep -q "rank 1: its records did not arrive .* \`latscope report $tmp/slow.jsonl.rank1\` has what it finished" "$tmp/slow.out" ||
+	{ tail -5 "$tmp/slow.err"; grep -E "^stopped|^  rank" "$tmp/slow.out"; fail "a slow rank: rank 0 did not report the others and name it"; }
+python3 - "$tmp/slow.out" "$tmp/slow.jsonl" "$tmp/slow.jsonl.rank0" "$tmp/slow.jsonl.rank2" <<'EOF2' || fail "a slow rank: the merged report (above)"
+import json, re, sys
+text = open(sys.argv[1]).read()
+n = int(re.search(r"^Successful requests:\s+(\d+)", text, re.M).group(1))
+m = re.search(r"^Failed requests:\s+(\d+)", text, re.M)
+n += int(m.group(1)) if m else 0
+ids = lambda p: [r["id"] for r in map(json.loads, open(p)) if "id" in r and not r["warmup"]]
+merged, disk = ids(sys.argv[2]), ids(sys.argv[3]) + ids(sys.argv[4])
+ok = sorted(merged) == sorted(disk) and len(set(merged)) == len(merged) == n and not any(i % 3 == 1 for i in merged) and merged
+print(("ok: " if ok else "FAIL: ") + f"a slow rank: rank 0 reported {n} requests; merged {len(merged)} ids, ranks 0 and 2's files {len(disk)}")
+sys.exit(0 if ok else 1)
 EOF2
 
 # 3. Rank 0 stops before the run (no server): it says why once, every rank ends quietly (no

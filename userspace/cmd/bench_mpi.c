@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/resource.h>
 #include "base/clock.h"
 #include "base/record_fields.h"
@@ -23,6 +24,9 @@
 #define TAG_STATS 2
 #define TAG_RECS  3
 #define TAG_EVENTS 4
+#define TAG_PROGRESS 5
+#define PROGRESS_TICK_NS 250000000ull /* each rank's counts to rank 0: a 32-byte message per tick */
+#define MAX_HOOKS 4
 #define CHUNK_BYTES (4u << 20)  /* one message of records: what rank 0 holds beyond the records */
 #define CLOCK_ROUNDS 64
 #define START_MARGIN_NS 200000000ull /* the start instant's lead: its broadcast, each rank's wake-up */
@@ -42,6 +46,7 @@ struct rank_stats {
 	int      have_events;           /* its probes ran: its events follow its records */
 	uint64_t n_events;              /* events of its own requests' sockets (sent after them) */
 	uint64_t lost_by_kind[LS_EV__COUNT];
+	uint64_t n_progress;            /* progress messages it sent rank 0 during the run */
 };
 
 static struct {
@@ -67,6 +72,15 @@ static struct {
 	uint64_t *cookies;              /* this rank's requests' sockets (ls_bench_probes_sockets) */
 	size_t n_cookies;
 	int spilled;                    /* the merge did not fit: every record went to a file */
+	int stopped;                    /* a rank was stopped (mpirun's Ctrl-C): the gather is bounded */
+	unsigned char *missing;         /* rank 0: ranks whose records did not arrive before the deadline */
+	uint64_t budget_ns;             /* the launcher's SIGTERM -> SIGKILL time */
+	/* The progress line over every rank: the driver publishes this rank's counts in `out`; a
+	 * hook sends them to rank 0 (n_posted), whose hook keeps each rank's latest (peers,
+	 * n_taken) and their sum (`more`) for its progress line. */
+	struct ls_loop_hook hooks[MAX_HOOKS];
+	struct ls_progress_counts out, posted, more, *peers;
+	uint64_t n_posted, *n_taken, other_jobs;
 	int events_dropped;             /* the records fit, the other ranks' events did not */
 } g;
 
@@ -97,7 +111,10 @@ int ls_bench_mpi_start(void)
 	g.on = 1;
 	g.fits = calloc((size_t)g.size, sizeof(*g.fits));
 	g.all = calloc((size_t)g.size, sizeof(*g.all));
-	if (!g.fits || !g.all) {
+	g.missing = calloc((size_t)g.size, 1);
+	g.peers = calloc((size_t)g.size, sizeof(*g.peers));
+	g.n_taken = calloc((size_t)g.size, sizeof(*g.n_taken));
+	if (!g.fits || !g.all || !g.missing || !g.peers || !g.n_taken) {
 		fprintf(stderr, "latscope bench: out of memory for %d ranks\n", g.size);
 		return -1;
 	}
@@ -190,10 +207,12 @@ static int share_out(struct ls_plan *plan, struct ls_run *run)
 			return -1;
 		}
 	}
+	size_t all_jobs = plan->n_measured;
 	if (ls_plan_keep_share(plan, run, 0, g.size)) {
 		fprintf(stderr, "latscope bench: out of memory keeping rank 0's share of the run\n");
 		return -1;
 	}
+	g.other_jobs = all_jobs - plan->n_measured; /* the progress line's from the first: all of them */
 	return 0;
 }
 
@@ -207,8 +226,11 @@ static int share_in(struct ls_plan *plan, struct ls_run *run)
 		g.agreed_exit = 1;
 		return -1;
 	}
-	if (!err)
+	if (!err) { /* an empty plan: the share's head names the model (--model's copy would leak) */
+		free(plan->model);
+		plan->model = NULL;
 		err = ls_plan_unpack_share(buf, len, plan, run);
+	}
 	free(buf);
 	if (err) {
 		fprintf(stderr, "latscope bench: rank %d: receiving its share of the run from rank 0 failed: %s\n",
@@ -269,12 +291,99 @@ static int open_rank_file(uint64_t start_local_ns)
 	}
 	g.rank_file = ls_record_open(path, &m);
 	free(path);
-	if (g.rank_file && g.rank == 0) /* mpirun's Ctrl-C ends the ranks before they can merge */
-		fprintf(stderr, "latscope bench: each rank writes its requests to %s.rank<K> as they finish; should "
-			"the job be cut (Ctrl-C of mpirun ends every rank within a second), `latscope report "
-			"%s.rank0 ... %s.rank%d` reports what finished\n", g.cfg->record_path, g.cfg->record_path,
-			g.cfg->record_path, g.size - 1);
+	if (g.rank_file && g.rank == 0) /* a rank killed, or one too slow for mpirun's second */
+		fprintf(stderr, "latscope bench: each rank writes its requests to %s.rank<K> as they finish; on "
+			"Ctrl-C of mpirun rank 0 reports what finished within the second mpirun gives, and should "
+			"a rank be killed first, `latscope report %s.rank0 ... %s.rank%d` reports what finished\n",
+			g.cfg->record_path, g.cfg->record_path, g.cfg->record_path, g.size - 1);
 	return g.rank_file ? 0 : -1;
+}
+
+/* Rank 0: the other ranks' counts that arrived, their sum for the progress line. */
+static void take_progress(void)
+{
+	struct ls_progress_counts c;
+	int from;
+	while (ls_mpi_take(TAG_PROGRESS, &c, sizeof(c), &from) == 1)
+		if (from > 0 && from < g.size) {
+			g.peers[from] = c;
+			g.n_taken[from]++;
+		}
+	memset(&g.more, 0, sizeof(g.more));
+	g.more.jobs = g.other_jobs; /* rank 0 sent them: known before their first message */
+	for (int k = 1; k < g.size; k++) {
+		g.more.started += g.peers[k].started;
+		g.more.done += g.peers[k].done;
+		g.more.failed += g.peers[k].failed;
+	}
+}
+
+/* Each tick: a rank sends its counts when they changed and the last ones are out (a message
+ * still on its way means rank 0 is behind: skip, never wait); rank 0 takes what came. */
+static int progress_tick(void *ctx, uint64_t now_ns)
+{
+	(void)ctx, (void)now_ns;
+	if (g.rank == 0) {
+		take_progress();
+		return 0;
+	}
+	if (!memcmp(&g.out, &g.posted, sizeof(g.out)))
+		return 0;
+	if (ls_mpi_post(0, TAG_PROGRESS, &g.out, sizeof(g.out)) == 1) {
+		g.posted = g.out;
+		g.n_posted++;
+	}
+	return 0;
+}
+
+/* The progress hook beside the driver's others (the probes'): rank 0's line counts every rank. */
+static void progress_hook(struct ls_driver_opts *o)
+{
+	if (g.cfg->disable_tqdm || o->n_hooks >= MAX_HOOKS) /* no line at rank 0: nothing to count */
+		return;
+	if (o->n_hooks)
+		memcpy(g.hooks, o->hooks, o->n_hooks * sizeof(*g.hooks));
+	g.hooks[o->n_hooks] = (struct ls_loop_hook){ .fd = -1, .period_ns = PROGRESS_TICK_NS,
+						     .on_ready = progress_tick };
+	o->hooks = g.hooks;
+	o->n_hooks++;
+	o->progress_out = &g.out;
+	if (g.rank == 0) {
+		g.more.jobs = g.other_jobs;
+		o->progress_more = &g.more;
+	}
+}
+
+static int rank_missing(int k, int err);
+
+/* Rank 0, after the run: the progress messages still unread (each rank said how many it sent),
+ * so that none is left for MPI_Finalize. */
+static int drain_progress(void)
+{
+	for (int k = 1; k < g.size; k++)
+		while (!g.missing[k] && g.n_taken[k] < g.all[k].n_progress) {
+			void *buf;
+			size_t len;
+			int err = ls_mpi_recv(k, TAG_PROGRESS, &buf, &len);
+			free(buf);
+			if (err)
+				return rank_missing(k, err);
+			g.n_taken[k]++;
+		}
+	return 0;
+}
+
+/* How long the launcher waits between its SIGTERM and its SIGKILL: OpenMPI's
+ * odls_base_sigkill_timeout (s; mpirun passes MCA parameters to the ranks as OMPI_MCA_*), 1 s by
+ * default, which srun's KillWait (30 s) exceeds: 1 s unless told. */
+static uint64_t stop_budget_ns(void)
+{
+	const char *v = getenv("OMPI_MCA_odls_base_sigkill_timeout");
+	char *end = NULL;
+	double s = v && *v ? strtod(v, &end) : 0;
+	if (!v || !*v || *end || !(s >= 1 && s <= 3600))
+		s = 1;
+	return (uint64_t)(s * 1e9);
 }
 
 int ls_bench_mpi_before_run(struct ls_driver_opts *o)
@@ -293,6 +402,15 @@ int ls_bench_mpi_before_run(struct ls_driver_opts *o)
 	g.start0_ns = start0;
 	o->start_at_ns = (uint64_t)((int64_t)start0 + g.fits[g.rank].offset_ns); /* in this rank's clock */
 	o->max_concurrency = g.slots;
+	/* mpirun's Ctrl-C: SIGTERM to every rank, SIGKILL a budget later. The streams in flight get
+	 * a quarter of it, the gather (bounded waits) the next ~40 %, the report the rest. */
+	g.budget_ns = stop_budget_ns();
+	if (o->grace_ns > g.budget_ns / 4)
+		o->grace_ns = g.budget_ns / 4;
+	/* Senders wait longer than rank 0: a rank whose part is late is given up at 65 %, and the
+	 * ones after it are still there to send theirs. */
+	ls_mpi_stop_watch(g.budget_ns * (g.rank ? 90 : 65) / 100);
+	progress_hook(o);
 	if (g.have_meta && open_rank_file(o->start_at_ns))
 		return -1;
 	if (g.rank_file) {
@@ -370,6 +488,8 @@ static void local_stats(int rc, const struct rusage *after)
 		snprintf(s->host, sizeof(s->host), "?");
 	ls_run_copy_fields(&s->fields, run);
 	s->driver_rc = rc;
+	if (g.rank && ls_mpi_post_flush() == 0) /* every one out: rank 0 reads exactly these */
+		s->n_progress = g.n_posted;
 }
 
 /* ---- the gather: every rank's records to rank 0 ---- */
@@ -380,6 +500,20 @@ static int emit_to_root(void *ctx, const void *buf, size_t len)
 	return ls_mpi_send(0, TAG_EVENTS, buf, len);
 }
 
+/* LATSCOPE_MPI_SLOW_RANK=K (tests): after a stop, rank K sends its records only once rank 0 has
+ * given up on them (a rank too slow for mpirun's second, made to order). */
+static void slow_rank_for_tests(void)
+{
+	const char *v = getenv("LATSCOPE_MPI_SLOW_RANK");
+	if (!g.stopped || !v || !*v || atoi(v) != g.rank)
+		return;
+	uint64_t until = g.budget_ns * 70 / 100 + ls_mpi_stop_deadline_ns() - g.budget_ns * 90 / 100;
+	while (ls_now_ns() < until) {
+		struct timespec ts = { 0, 10000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* This rank's measured records, in messages of whole records (at most CHUNK_BYTES unless one
  * record is larger), then an empty message. */
 static int gather_out(void)
@@ -387,6 +521,7 @@ static int gather_out(void)
 	const struct ls_run *run = g.r->run;
 	struct ls_strbuf b = { 0 };
 	int err = ls_mpi_send(0, TAG_STATS, &g.mine, sizeof(g.mine));
+	slow_rank_for_tests();
 	for (size_t i = run->n_warmup; !err && i < run->n_requests; i++) {
 		struct ls_request r = run->requests[i];
 		size_t frames = (size_t)r.n_frames * sizeof(*r.frames);
@@ -537,6 +672,8 @@ static void merge_run_fields(struct ls_run *run)
 	memset(&merged, 0, sizeof(merged));
 	g.r->n_not_sent = 0;
 	for (int k = 0; k < g.size; k++) {
+		if (g.missing[k])
+			continue;
 		struct ls_run f = g.all[k].fields;
 		f.requests = NULL;
 		ls_clock_run_to_root(&g.fits[k], &f);
@@ -691,13 +828,24 @@ static int spill_in(size_t total, uint64_t need, uint64_t avail)
 	return err ? err : cerr;
 }
 
-static int gather_in(void)
+/* A rank whose part did not arrive before the stop's deadline: left out of the merge, said. */
+static int rank_missing(int k, int err)
 {
-	uint64_t t0 = ls_now_ns();
-	struct ls_run *run = g.r->run;
-	size_t nw = run->n_warmup, total = g.mine.n_measured, at = 0;
-	uint64_t frames = g.mine.n_frames, events = g.mine.n_events;
+	if (err != -ETIMEDOUT)
+		return err;
+	g.missing[k] = 1;
+	memset(&g.all[k], 0, sizeof(g.all[k]));
+	snprintf(g.all[k].probes, sizeof(g.all[k].probes), "its records did not arrive in time");
+	return 0;
+}
+
+/* Every rank's figures (rank 0's own first); the totals the merge holds. */
+static int recv_stats(size_t *total, uint64_t *frames, uint64_t *events)
+{
 	g.all[0] = g.mine;
+	*total = g.mine.n_measured;
+	*frames = g.mine.n_frames;
+	*events = g.mine.n_events;
 	for (int k = 1; k < g.size; k++) {
 		void *buf;
 		size_t len;
@@ -707,12 +855,49 @@ static int gather_in(void)
 		if (!err)
 			memcpy(&g.all[k], buf, sizeof(g.all[k]));
 		free(buf);
-		if (err)
+		if (err && (err = rank_missing(k, err)))
 			return err;
-		total += g.all[k].n_measured;
-		frames += g.all[k].n_frames;
-		events += g.all[k].n_events;
+		*total += g.all[k].n_measured;
+		*frames += g.all[k].n_frames;
+		*events += g.all[k].n_events;
 	}
+	return 0;
+}
+
+/* Rank k's records after reqs[*at] and its events into stores[k]; a rank cut by the stop's
+ * deadline leaves nothing of its part behind (its rank file has it). */
+static int recv_rank(int k, struct ls_request *reqs, size_t *at, size_t cap, struct ls_evstore **stores)
+{
+	size_t before = *at;
+	int err = g.missing[k] ? 0 : recv_records(k, reqs, at, cap);
+	if (!err && !g.missing[k] && *at - before != g.all[k].n_measured)
+		err = -EPROTO;
+	if (!err && !g.missing[k])
+		err = recv_events(k, g.events_dropped ? NULL : &stores[k]);
+	if (err == -ETIMEDOUT) {
+		for (size_t i = before; i < *at; i++) {
+			g.n_frames -= reqs[i].n_frames;
+			ls_request_free(&reqs[i]);
+		}
+		*at = before;
+		ls_evstore_free(stores[k]);
+		stores[k] = NULL;
+		err = rank_missing(k, err);
+	}
+	return err;
+}
+
+static int gather_in(void)
+{
+	uint64_t t0 = ls_now_ns();
+	struct ls_run *run = g.r->run;
+	size_t nw = run->n_warmup, total, at = 0;
+	uint64_t frames, events;
+	int err = recv_stats(&total, &frames, &events);
+	if (!err)
+		err = drain_progress();
+	if (err)
+		return err;
 	/* An event store's arrays grow by doubling: up to twice an event's bytes each. */
 	uint64_t need = (uint64_t)(nw + total) * sizeof(struct ls_request) + frames * sizeof(struct ls_frame), avail;
 	uint64_t ev_need = (events - g.mine.n_events) * 2 * sizeof(struct ls_event);
@@ -735,19 +920,14 @@ static int gather_in(void)
 	run->requests = reqs;
 	run->n_requests = at;
 	struct ls_evstore **stores = calloc((size_t)g.size, sizeof(*stores));
-	int err = stores ? own_events(&stores[0]) : -ENOMEM;
+	err = stores ? own_events(&stores[0]) : -ENOMEM;
 	for (int k = 1; k < g.size && !err; k++) {
-		size_t before = at;
-		err = recv_records(k, reqs, &at, nw + total);
+		err = recv_rank(k, reqs, &at, nw + total, stores);
 		run->n_requests = at;
-		if (!err && at - before != g.all[k].n_measured)
-			err = -EPROTO;
-		if (!err)
-			err = recv_events(k, g.events_dropped ? NULL : &stores[k]);
 	}
 	uint32_t *part = NULL;
 	if (!err) {
-		qsort(reqs + nw, total, sizeof(*reqs), cmp_id);
+		qsort(reqs + nw, at - nw, sizeof(*reqs), cmp_id);
 		merge_run_fields(run);
 		part = parts_of(run);
 		if (!part || keep_local_view(run))
@@ -788,9 +968,20 @@ int ls_bench_mpi_after_run(int rc, struct ls_bench_mpi_run *r)
 	g.r = r;
 	struct rusage after;
 	getrusage(RUSAGE_SELF, &after);
+	if (rc == 1) /* the driver read a stop, at most its grace ago: waits are bounded from there */
+		ls_mpi_stop_note(ls_now_ns() - g.budget_ns / 4);
 	local_stats(rc, &after);
-	/* Every rank done before the second ping-pong: a rank still sending would skew it. */
-	if (ls_mpi_barrier() || ls_mpi_clock_sync(g.rank, g.size, CLOCK_ROUNDS, 1, g.fits)) {
+	/* Every rank done before the second ping-pong: a rank still sending would skew it. After a
+	 * stop (any rank's) there is no second one: the SIGKILL comes within the budget, and its
+	 * blocking round trips would take from the gather's share. */
+	int stop = 0, err = ls_mpi_any(ls_mpi_stopped(), &stop);
+	if (err == -ETIMEDOUT) { /* a rank never came: nothing can be gathered before the SIGKILL */
+		fprintf(stderr, "latscope bench: rank %d: not every rank ended its run within %.1f s of the stop%s\n",
+			g.rank, g.budget_ns / 1e9, g.rank == 0 && g.rank_file ? ": report the rank files, as said "
+			"above" : "");
+		return -ETIMEDOUT;
+	}
+	if (err || (!(g.stopped = stop) && ls_mpi_clock_sync(g.rank, g.size, CLOCK_ROUNDS, 1, g.fits))) {
 		fprintf(stderr, "latscope bench: rank %d: measuring the clocks after the run failed\n", g.rank);
 		return -EIO;
 	}
@@ -799,11 +990,15 @@ int ls_bench_mpi_after_run(int rc, struct ls_bench_mpi_run *r)
 	g.own.n_warmup = g.r->run->n_warmup;
 	if (g.rank_file && g.rank)
 		ls_bench_mpi_close_rank_file(NULL);
-	int err = g.rank == 0 ? gather_in() : gather_out();
+	err = g.rank == 0 ? gather_in() : gather_out();
 	if (err && g.rank == 0)
-		fprintf(stderr, "latscope bench: gathering the ranks' records failed: %s\n", strerror(-err));
+		fprintf(stderr, "latscope bench: gathering the ranks' records failed: %s%s\n", strerror(-err),
+			err == -ETIMEDOUT ? " (a rank did not answer before the stop's SIGKILL): report the rank "
+			"files instead, as said above" : "");
 	if (!err)
 		g.gathered = 1;
+	else if (g.rank && g.stopped)
+		err = 0; /* it said so; rank 0 reports without its part: this rank ends as interrupted */
 	g.n_merged = r->run->n_requests;
 	g.r = NULL; /* the caller's: not kept past this call */
 	return err ? err : rc;
@@ -846,10 +1041,26 @@ void ls_bench_mpi_report(FILE *out)
 	fprintf(out, "  %-4s %-8s %8s %12s %11s %11s %10s %9s %-8s %7s\n", "rank", "host", "requests", "rate/target",
 		"lag P99", "delay P99", "CPU/frame", "clock us", "+-unc", "ppm");
 	for (int k = 0; k < g.size; k++)
-		print_rank(out, k);
+		if (!g.missing[k])
+			print_rank(out, k);
 	for (int k = 0; k < g.size; k++)
-		if (strcmp(g.all[k].probes, "on"))
+		if (g.missing[k] && g.have_meta)
+			fprintf(out, "  rank %d: its records did not arrive within the %.1f s mpirun gives after its stop: "
+				"not in this report; `latscope report %s.rank%d` has what it finished\n", k,
+				g.budget_ns / 1e9, g.cfg->record_path, k);
+		else if (g.missing[k])
+			fprintf(out, "  rank %d: its records did not arrive within the %.1f s mpirun gives after its stop: "
+				"not in this report (--record FILE keeps each rank's in FILE.rank<K>)\n", k,
+				g.budget_ns / 1e9);
+		else if (strcmp(g.all[k].probes, "on"))
 			fprintf(out, "  rank %d: probes off: %s\n", k, g.all[k].probes);
+	int arrived = 0;
+	for (int k = 0; k < g.size; k++)
+		arrived += !g.missing[k];
+	if (g.stopped)
+		fprintf(out, "stopped (SIGINT/SIGTERM): what finished, from %d of %d ranks, merged within the %.1f s mpirun "
+			"gives before SIGKILL (more: --mca odls_base_sigkill_timeout S); one clock sample per rank\n",
+			arrived, g.size, g.budget_ns / 1e9);
 	fprintf(out, "(rate: realised/target req/s; lag: started - scheduled; delay: client delay per frame, "
 		"harness stamp - kernel arrival, by each rank's own probes; clock: offset to rank 0, its "
 		"uncertainty and drift; the attribution above is %s)\n", g.events_dropped ? "rank 0's requests "
@@ -884,14 +1095,18 @@ void ls_bench_mpi_end(int exit_code)
 			send_pieces(k, TAG_SHARE, "", 0);
 		g.agreed_exit = 1;
 	}
-	if (g.on && !g.gathered && !g.agreed_exit) {
+	if (g.on && !g.gathered && !g.agreed_exit && !ls_mpi_stopped()) {
 		/* The others would wait for this rank forever: end the job. */
 		fprintf(stderr, "latscope bench: rank %d stopped before the run's end: ending every rank\n", g.rank);
 		ls_mpi_abort(exit_code ? exit_code : 1);
 	}
 	ls_mpi_finalize();
+	ls_mpi_stop_watch(0);
 	free(g.fits);
 	free(g.all);
+	free(g.missing);
+	free(g.peers);
+	free(g.n_taken);
 	free(g.local.requests);
 	free(g.cookies);
 	memset(&g, 0, sizeof(g));

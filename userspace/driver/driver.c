@@ -190,19 +190,28 @@ static int admit_one(struct drv *d, uint64_t slot_ns)
 static void progress_line(struct drv *d, uint64_t now, int final)
 {
 	double elapsed = (double)(now - d->run_start_ns) / 1e9;
-	double rate = elapsed > 0 ? (double)d->n_done / elapsed : 0.0;
+	struct ls_progress_counts c = { d->n_jobs, d->n_started, d->n_done, d->n_failed };
+	if (d->opts->progress_more) { /* the other ranks' share of the run */
+		c.jobs += d->opts->progress_more->jobs;
+		c.started += d->opts->progress_more->started;
+		c.done += d->opts->progress_more->done;
+		c.failed += d->opts->progress_more->failed;
+	}
+	double rate = elapsed > 0 ? (double)c.done / elapsed : 0.0;
 	if (!d->progress_tty) {
 		if (!final)
-			fprintf(stderr, "latscope: progress: %zu/%zu requests done, %zu failed, %.1f s elapsed\n",
-				d->n_done, d->n_jobs, d->n_failed, elapsed);
+			fprintf(stderr, "latscope: progress: %llu/%llu requests done, %llu failed, %.1f s elapsed\n",
+				(unsigned long long)c.done, (unsigned long long)c.jobs, (unsigned long long)c.failed,
+				elapsed);
 		return;
 	}
 	char eta[32] = "";
 	if (!final && rate > 0)
-		snprintf(eta, sizeof(eta), "  ETA %.0f s", (double)(d->n_jobs - d->n_done) / rate);
-	fprintf(stderr, "\r  sent %zu/%zu  done %zu  failed %zu  %.0f%%  %.1f req/s  %.1f s%s   ", d->n_started,
-		d->n_jobs, d->n_done, d->n_failed, d->n_jobs ? 100.0 * (double)d->n_done / (double)d->n_jobs : 100.0,
-		rate, elapsed, eta);
+		snprintf(eta, sizeof(eta), "  ETA %.0f s", (double)(c.jobs - c.done) / rate);
+	fprintf(stderr, "\r  sent %llu/%llu  done %llu  failed %llu  %.0f%%  %.1f req/s  %.1f s%s   ",
+		(unsigned long long)c.started, (unsigned long long)c.jobs, (unsigned long long)c.done,
+		(unsigned long long)c.failed, c.jobs ? 100.0 * (double)c.done / (double)c.jobs : 100.0, rate, elapsed,
+		eta);
 	if (final)
 		fputc('\n', stderr);
 }
@@ -522,6 +531,9 @@ int drv_loop(struct drv *d)
 		drv_check_done(d);
 		start_jobs(d);
 		now = ls_now_ns();
+		if (d->opts->progress_out)
+			*d->opts->progress_out = (struct ls_progress_counts){ d->n_jobs, d->n_started, d->n_done,
+									  d->n_failed };
 		run_hooks(d, now);
 		if (d->opts->progress && d->progress_next_ns <= now && !d->preconnect_url) {
 			progress_line(d, now, 0);

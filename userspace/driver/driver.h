@@ -13,6 +13,11 @@
 #include "workload/arrival.h"
 #include "base/loop_hook.h"
 
+/* Requests of a run: to send, handed to libcurl, finished, finished failed. */
+struct ls_progress_counts {
+	uint64_t jobs, started, done, failed;
+};
+
 struct ls_driver_opts {
 	const char *url;                /* base URL + endpoint */
 	enum ls_backend backend;
@@ -47,6 +52,11 @@ struct ls_driver_opts {
 	 * so that the run finds that many connections open (at most max_concurrency; reuse mode
 	 * only). 0 = none: connections open inside the first requests, as the profiles do. */
 	uint32_t    preconnect;
+	/* One run over several processes (MPI ranks): the loop publishes this process's counts in
+	 * *progress_out before the hooks run each turn (a hook sends them on), and the progress
+	 * line adds *progress_more (the other processes', kept by a hook) to its own. NULL: none. */
+	struct ls_progress_counts *progress_out;
+	const struct ls_progress_counts *progress_more;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

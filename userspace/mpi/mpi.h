@@ -62,6 +62,31 @@ int ls_mpi_recv(int from, int tag, void **buf, size_t *len);
 int ls_mpi_bcast(void *buf, size_t len, int root);
 /* Every rank here, polled (a rank that waits does not take a core from one still running). */
 int ls_mpi_barrier(void);
+/* A small message (len <= LS_MPI_POST_MAX) sent without waiting, for periodic news (progress):
+ * 1 sent; 0 not sent because the previous one is still on its way (post again later); or -errno.
+ * ls_mpi_post_flush waits (polled) until the last one is out. */
+#define LS_MPI_POST_MAX 64
+int ls_mpi_post(int to, int tag, const void *buf, size_t len);
+int ls_mpi_post_flush(void);
+/* A message with tag from any rank, of exactly len bytes, if one is there: 1 with it in buf and
+ * its sender in *from, 0 when none is, -EPROTO (another length) or -EIO. Never waits. */
+int ls_mpi_take(int tag, void *buf, size_t len, int *from);
+/* Every rank here; *any = 1 when any rank's flag was non-zero (a max over the ranks). 0, -EIO or
+ * -ETIMEDOUT (after a stop, below). */
+int ls_mpi_any(int flag, int *any);
+
+/* The launcher's stop: mpirun sends each rank SIGTERM on Ctrl-C and SIGKILL budget_ns later
+ * (OpenMPI's odls_base_sigkill_timeout, 1 s). ls_mpi_stop_watch(budget) catches SIGINT/SIGTERM
+ * from then on (noting the stop instead of dying; the driver reads them itself while it runs),
+ * and (0) gives them back their old handlers. Once a stop is noted (the handler, or
+ * ls_mpi_stop_note for one the driver saw), every wait above gives up at the stop + budget with
+ * -ETIMEDOUT (a wait begun later still polls 20 ms: a message already sent takes a few polls to
+ * be seen): what arrived by then is merged before the SIGKILL. */
+void ls_mpi_stop_watch(uint64_t budget_ns);
+void ls_mpi_stop_note(uint64_t at_ns);
+int ls_mpi_stopped(void);
+/* The instant waits give up (0: no stop noted). */
+uint64_t ls_mpi_stop_deadline_ns(void);
 
 /* Ping-pong between rank 0 and every other rank, rounds times each; rank 0 fills fits[0..size)
  * (smallest round trip kept; fits[0] zero) and every rank gets the array (broadcast). after 0:

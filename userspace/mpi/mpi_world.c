@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,71 @@ int ls_mpi_built(void)
 	return 1;
 }
 
+/* The stop: when a SIGINT/SIGTERM came (the driver's, or the handler's after it), and how long
+ * the launcher waits before SIGKILL. Atomics: the handler writes them. */
+static _Atomic uint64_t stop_at_ns, stop_budget_ns;
+static struct sigaction old_int, old_term;
+static int watching;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	ls_mpi_stop_note(ls_now_ns());
+}
+
+void ls_mpi_stop_watch(uint64_t budget_ns)
+{
+	if (!budget_ns) {
+		if (watching) {
+			sigaction(SIGINT, &old_int, NULL);
+			sigaction(SIGTERM, &old_term, NULL);
+		}
+		watching = 0;
+		return;
+	}
+	stop_budget_ns = budget_ns;
+	if (watching)
+		return;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	/* The driver blocks both and reads them itself during the run: this catches the ones that
+	 * come after it, which would otherwise end a rank that is sending its share to rank 0. */
+	watching = sigaction(SIGINT, &sa, &old_int) == 0 && sigaction(SIGTERM, &sa, &old_term) == 0;
+}
+
+void ls_mpi_stop_note(uint64_t at_ns)
+{
+	uint64_t none = 0;
+	atomic_compare_exchange_strong(&stop_at_ns, &none, at_ns ? at_ns : 1);
+}
+
+int ls_mpi_stopped(void)
+{
+	return stop_at_ns != 0;
+}
+
+uint64_t ls_mpi_stop_deadline_ns(void)
+{
+	return stop_at_ns ? stop_at_ns + stop_budget_ns : 0;
+}
+
+/* Past the stop's deadline a wait still gets LATE_GRACE_NS of its own: a message already sent
+ * (the empty one that ends a rank's records, say) takes a few polls to be seen, and without them
+ * every rank after the first late one would be given up too. */
+#define LATE_GRACE_NS 20000000ull
+
+static int past_deadline(uint64_t wait_from_ns)
+{
+	uint64_t d = ls_mpi_stop_deadline_ns();
+	if (!d)
+		return 0;
+	if (d < wait_from_ns)
+		d = wait_from_ns;
+	return ls_now_ns() >= d + LATE_GRACE_NS;
+}
+
 static void pause_poll(void)
 {
 	struct timespec ts = { 0, POLL_NS };
@@ -46,12 +112,15 @@ static void pause_poll(void)
 
 static int wait_req(MPI_Request *rq)
 {
+	uint64_t from = ls_now_ns();
 	for (;;) {
 		int done = 0;
 		if (MPI_Test(rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
 			return -EIO;
 		if (done)
 			return 0;
+		if (past_deadline(from))
+			return -ETIMEDOUT;
 		pause_poll();
 	}
 }
@@ -107,6 +176,7 @@ int ls_mpi_recv(int from, int tag, void **buf, size_t *len)
 {
 	MPI_Status st;
 	int flag = 0, n = 0;
+	uint64_t wait_from = ls_now_ns();
 	*buf = NULL;
 	*len = 0;
 	for (;;) {
@@ -114,6 +184,8 @@ int ls_mpi_recv(int from, int tag, void **buf, size_t *len)
 			return -EIO;
 		if (flag)
 			break;
+		if (past_deadline(wait_from))
+			return -ETIMEDOUT;
 		pause_poll();
 	}
 	if (MPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0)
@@ -145,6 +217,66 @@ int ls_mpi_barrier(void)
 {
 	MPI_Request rq;
 	if (MPI_Ibarrier(MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
+		return -EIO;
+	return wait_req(&rq);
+}
+
+/* The one small message on its way (ls_mpi_post): its bytes stay here until it is out. */
+static struct {
+	MPI_Request rq;
+	int pending;
+	unsigned char buf[LS_MPI_POST_MAX];
+} post;
+
+int ls_mpi_post(int to, int tag, const void *buf, size_t len)
+{
+	if (len > sizeof(post.buf))
+		return -EMSGSIZE;
+	if (post.pending) {
+		int done = 0;
+		if (MPI_Test(&post.rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			return -EIO;
+		if (!done)
+			return 0;
+		post.pending = 0;
+	}
+	memcpy(post.buf, buf, len);
+	if (MPI_Isend(post.buf, (int)len, MPI_BYTE, to, tag, MPI_COMM_WORLD, &post.rq) != MPI_SUCCESS)
+		return -EIO;
+	post.pending = 1;
+	return 1;
+}
+
+int ls_mpi_post_flush(void)
+{
+	if (!post.pending)
+		return 0;
+	post.pending = 0;
+	return wait_req(&post.rq);
+}
+
+int ls_mpi_take(int tag, void *buf, size_t len, int *from)
+{
+	MPI_Status st;
+	int flag = 0, n = 0;
+	if (MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &flag, &st) != MPI_SUCCESS)
+		return -EIO;
+	if (!flag)
+		return 0;
+	if (MPI_Get_count(&st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0 || (size_t)n != len)
+		return -EPROTO;
+	if (MPI_Recv(buf, n, MPI_BYTE, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+		return -EIO;
+	*from = st.MPI_SOURCE;
+	return 1;
+}
+
+int ls_mpi_any(int flag, int *any)
+{
+	int mine = flag != 0;
+	MPI_Request rq;
+	*any = mine;
+	if (MPI_Iallreduce(&mine, any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rq) != MPI_SUCCESS)
 		return -EIO;
 	return wait_req(&rq);
 }
@@ -263,6 +395,49 @@ int ls_mpi_bcast(void *buf, size_t len, int root)
 int ls_mpi_barrier(void)
 {
 	return -ENOSYS;
+}
+
+int ls_mpi_any(int flag, int *any)
+{
+	*any = flag;
+	return -ENOSYS;
+}
+
+int ls_mpi_post(int to, int tag, const void *buf, size_t len)
+{
+	(void)to, (void)tag, (void)buf, (void)len;
+	return -ENOSYS;
+}
+
+int ls_mpi_post_flush(void)
+{
+	return -ENOSYS;
+}
+
+int ls_mpi_take(int tag, void *buf, size_t len, int *from)
+{
+	(void)tag, (void)buf, (void)len, (void)from;
+	return -ENOSYS;
+}
+
+void ls_mpi_stop_watch(uint64_t budget_ns)
+{
+	(void)budget_ns;
+}
+
+void ls_mpi_stop_note(uint64_t at_ns)
+{
+	(void)at_ns;
+}
+
+int ls_mpi_stopped(void)
+{
+	return 0;
+}
+
+uint64_t ls_mpi_stop_deadline_ns(void)
+{
+	return 0;
 }
 
 int ls_mpi_clock_sync(int rank, int size, int rounds, int after, struct ls_clock_fit *fits)
