@@ -115,13 +115,15 @@ for line in open(sys.argv[1]):
         continue
     n += 1
     t = r["ttft"]
-    if not (0 <= t.get("client_ns", -1) < 5e6 and t.get("server_ns", 0) >= 5e6):
+    # Unmoved kernel stamps are 1000 s off: parts absurd or unattributed. The client part is
+    # bounded loosely (100 ms): under load its share (the lag behind the schedule) grows.
+    if not (0 <= t.get("client_ns", -1) < 100e6 and t.get("server_ns", 0) >= 5e6):
         bad.append((r["id"], t))
 if n != 30 or bad:
     print(f"{n} requests attributed (30 sent); off: {bad[:3]}")
 sys.exit(1 if bad or n != 30 else 0)
 EOF
-	echo "ok: probes in a time namespace (+1000 s): 30 requests, TTFT client < 5 ms and server >= 5 ms each"
+	echo "ok: probes in a time namespace (+1000 s): 30 requests, TTFT client < 100 ms and server >= 5 ms each"
 fi
 # 4. SIGINT to mpirun mid-run (ranks a day apart): mpirun sends every rank SIGTERM and SIGKILL a
 #    second later; in that second each rank sends rank 0 what finished and rank 0 reports the
