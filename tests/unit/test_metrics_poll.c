@@ -5,7 +5,8 @@
  * its batch), a label value holding '}' or a space cutting the value, counts of a data-parallel
  * server not summed, a fraction summed instead of averaged, vLLM's V0 name winning over V1's, a
  * histogram bucket read as a gauge, NaN or a negative value taken, garbage read as a sample, a
- * sample's stamps or a null gauge lost in the record, the reader leaking or inventing samples. */
+ * sample's stamps or a null gauge lost in the record (one taken before base_ns too), the reader
+ * leaking or inventing samples. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -116,7 +117,9 @@ Test(metrics_poll, record_round_trip)
 	int fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	struct ls_record_meta meta = { .base_ns = 4999000000000ull };
+	/* base_ns after the first samples: a merged MPI file counts from the run's start, and the
+	 * poll starts before it (the stamps are written signed) */
+	struct ls_record_meta meta = { .base_ns = 5000000500000ull };
 	struct ls_record_writer *w = ls_record_open(path, &meta);
 	cr_assert_not_null(w);
 	struct ls_gauge_series s = series_of(40);

@@ -227,8 +227,8 @@ void ls_record_meta_free(struct ls_record_meta *m)
 }
 
 /* ,"server_metrics":{engine, period, counts, first miss, "samples":[[start, arrived, running,
- * waiting, kv_use], ...]}: stamps after base_ns like every stamp, a gauge the server did not
- * give is null. */
+ * waiting, kv_use], ...]}: stamps in ns from base_ns (signed: a GET may start before it), a
+ * gauge the server did not give is null. */
 static int put_gauges(struct ls_strbuf *b, const struct ls_gauge_series *s, uint64_t base_ns)
 {
 	int rc = ls_strbuf_printf(b, ",\"server_metrics\":{\"engine\":\"%s\",\"period_ms\":%u,\"timeout_ms\":%u,"
@@ -242,7 +242,9 @@ static int put_gauges(struct ls_strbuf *b, const struct ls_gauge_series *s, uint
 	rc |= ls_strbuf_puts(b, ",\"samples\":[");
 	for (size_t i = 0; i < s->n; i++) {
 		const struct ls_gauge_sample *x = &s->samples[i];
-		rc |= ls_strbuf_printf(b, "%s[%" PRIu64 ",%" PRIu64, i ? "," : "", x->start_ns - base_ns, x->arrived_ns - base_ns);
+		/* signed: a poll may start before base_ns (an MPI run's merged file counts from its start) */
+		rc |= ls_strbuf_printf(b, "%s[%" PRId64 ",%" PRId64, i ? "," : "", (int64_t)(x->start_ns - base_ns),
+				       (int64_t)(x->arrived_ns - base_ns));
 		for (int g = 0; g < LS_GAUGE__COUNT; g++)
 			rc |= isnan(x->v[g]) ? ls_strbuf_puts(b, ",null") : ls_strbuf_printf(b, ",%.17g", x->v[g]);
 		rc |= ls_strbuf_puts(b, "]");
@@ -386,12 +388,14 @@ static int read_gauge_sample(const cJSON *e, uint64_t base, struct ls_gauge_samp
 	const cJSON *c = e->child;
 	double t[2];
 	for (int k = 0; k < 2; k++, c = c->next) {
-		if (!cJSON_IsNumber(c) || !(c->valuedouble >= 0) || c->valuedouble > 9e18)
+		if (!cJSON_IsNumber(c) || !(c->valuedouble >= -9e18) || c->valuedouble > 9e18)
 			return -1;
 		t[k] = c->valuedouble;
 	}
-	x->start_ns = base + ls_d2u64(t[0]);
-	x->arrived_ns = base + ls_d2u64(t[1]);
+	if (t[0] < -(double)base || t[1] < -(double)base)
+		return -1; /* before the clock's zero: not a stamp */
+	x->start_ns = base + (uint64_t)(int64_t)t[0];
+	x->arrived_ns = base + (uint64_t)(int64_t)t[1];
 	for (int g = 0; g < LS_GAUGE__COUNT; g++, c = c->next)
 		x->v[g] = cJSON_IsNumber(c) && isfinite(c->valuedouble) ? c->valuedouble : NAN;
 	return 0;

@@ -50,6 +50,9 @@ void ls_gauges_print(FILE *out, const struct ls_gauge_series *s, uint64_t run_st
 	}
 	if (s->n)
 		fprintf(out, "%-40s %.2f / %.2f ms\n", "/metrics answer mean / max:", sum.answer_ms_mean, sum.answer_ms_max);
+	if (s->n_polls)
+		fprintf(out, "%-40s %.1f ms, %.3f ms per GET (inside the harness CPU)\n", "Poll thread CPU:",
+			(double)s->cpu_ns / 1e6, (double)s->cpu_ns / 1e6 / (double)s->n_polls);
 	if (s->n_dropped)
 		fprintf(out, "%-40s %llu (past %u kept)\n", "Samples not kept:", (unsigned long long)s->n_dropped,
 			LS_GAUGE_MAX_SAMPLES);
