@@ -245,7 +245,8 @@ static void take_answer(struct ls_metrics_poll *p, CURLcode result, struct ls_ga
 	else if (result != CURLE_OK)
 		miss(p, LS_GMISS_CONNECT, "GET failed: %s", p->error[0] ? p->error : curl_easy_strerror(result));
 	else if (status != 200)
-		miss(p, LS_GMISS_HTTP, "HTTP status %ld", status);
+		miss(p, LS_GMISS_HTTP, "HTTP status %ld%s", status, status == 404 || status == 501
+		     ? ": the server exports no metrics (llama-server needs --metrics, SGLang --enable-metrics)" : "");
 	else if (ls_gauge_parse(p->body.data ? p->body.data : "", p->body.len, smp->v, &e))
 		miss(p, LS_GMISS_NO_GAUGES, "no gauge of vLLM, SGLang, llama.cpp or TGI in a %zu-byte answer",
 		     p->body.len);
