@@ -36,7 +36,7 @@ static const struct gauge_name {
 	{ LS_GENGINE_LLAMACPP, LS_GAUGE_RUNNING, "llamacpp:requests_processing" },
 	{ LS_GENGINE_LLAMACPP, LS_GAUGE_WAITING, "llamacpp:requests_deferred" },
 	{ LS_GENGINE_LLAMACPP, LS_GAUGE_KV_USE, "llamacpp:kv_cache_usage_ratio" },
-	/* TGI's router (router/src/infer: metrics::gauge!) */
+	/* TGI's router (metrics::gauge! in its batching task and queue) */
 	{ LS_GENGINE_TGI, LS_GAUGE_RUNNING, "tgi_batch_current_size" },
 	{ LS_GENGINE_TGI, LS_GAUGE_WAITING, "tgi_queue_size" },
 };
