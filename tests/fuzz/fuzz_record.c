@@ -13,8 +13,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	struct ls_run run;
 	struct ls_record_meta meta;
-	if (ls_record_load(path, &run, &meta) == 0)
+	if (ls_record_load(path, &run, &meta) == 0) {
 		ls_run_free(&run);
+		ls_record_meta_free(&meta);
+	}
 	close(fd);
 	return 0;
 }

@@ -6,7 +6,8 @@
 # back), a run with faults, --preconnect 4, a server killed mid-run, a SIGINT-interrupted run, and
 # an MPI run's rank files. Each case also checks the figure it is about in B.json, against what
 # the run did (the server's kill, the 4 connections, the interrupt), so a field the record loses
-# fails here even when both sides would agree on its absence. ~40 s.
+# fails here even when both sides would agree on its absence. A run with --server-metrics-ms
+# keeps its /metrics series (result JSON and the page's chart data). ~40 s.
 set -u
 . "$(dirname "$0")/mpi_lib.bash" 2>/dev/null || true # BIN, MPIRUN, skip/fail, start_sim, $tmp
 ROOT=${LATSCOPE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -65,6 +66,12 @@ roundtrip preconnect "latscope/preconnect/connections=4 latscope/preconnect/ms?"
 	--base-url "$URL" --num-prompts 30 --request-rate 50 --max-concurrency 4 --preconnect 4
 grep -q "Preconnected: *4 connections before the clock" "$tmp/preconnect/report.out" ||
 	bad "preconnect: report's text does not say the 4 connections were opened before the run"
+
+# 2b. --server-metrics-ms: the /metrics series (samples, misses, its chart's data) read back.
+roundtrip gauges "latscope/server_metrics/engine=\"vllm\" latscope/server_metrics/samples? latscope/server_metrics/polls?" \
+	--base-url "$URL" --num-prompts 30 --request-rate 50 --max-concurrency 4 --server-metrics-ms 20
+grep -q "Server /metrics (vllm names)" "$tmp/gauges/report.out" ||
+	bad "gauges: report's text has no Server /metrics block"
 ls_sim_stop
 
 # 3. faults: failures by reason equal on both sides, and some there (the storm struck).

@@ -27,6 +27,7 @@
 #include "report/record_file.h"
 #include "report/report.h"
 #include "server/specdecode.h"
+#include "server/metrics_poll.h"
 #include "cmd/bench_peer.h"
 #include "base/auth.h"
 #include "base/rng.h"
@@ -349,9 +350,13 @@ static int drive(struct bench *b)
 	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
 		return -EIO;
 	struct rusage before, after;
+	/* --server-metrics-ms: /metrics on its own thread for the run's length (rank 0 of MPI only) */
+	struct ls_metrics_poll *poll = b->cfg.server_metrics_ms && ls_bench_mpi_rank() <= 0
+		? ls_metrics_poll_start(b->base, &b->server.http, b->cfg.server_metrics_ms) : NULL;
 	getrusage(RUSAGE_SELF, &before);
 	rc = ls_driver_run(&o, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &main_run);
 	getrusage(RUSAGE_SELF, &after);
+	ls_metrics_poll_stop(poll, &b->meta.gauges);
 	ls_bench_probes_run_ended(b->probes);
 	ls_bench_peer_after_run(&b->cfg, &b->server);
 	ls_run_copy_fields(&b->run, &main_run); /* every run field (base/record_fields.h) */
@@ -476,6 +481,7 @@ static void bench_free(struct bench *b)
 	free(b->base);
 	free(b->url);
 	free(b->request_json);
+	ls_gauge_series_free(&b->meta.gauges);
 	ls_bench_probes_close(b->probes);
 	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
 	ls_config_free(&b->cfg);
@@ -659,6 +665,7 @@ int cmd_bench(int argc, char **argv)
 		exit_code = report(&b);
 	if (b.record) { /* after the report: its last line has the figures the report made (client delay) */
 		ls_record_set_spec(b.record, &b.spec);
+		ls_record_set_gauges(b.record, &b.meta.gauges);
 		ls_record_close(b.record, &b.run);
 		b.record = NULL;
 	}

@@ -370,5 +370,6 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "latscope report: %zu files merged in %.1f ms\n", a.n_paths, (ls_now_ns() - t0) / 1e6);
 	rc = a.profiles ? many_profiles(&a, &run, &meta) : one_profile(&a, &run, &meta);
 	ls_run_free(&run);
+	ls_record_meta_free(&meta);
 	return rc;
 }

@@ -48,6 +48,7 @@ void ls_run_report_ctx(const struct ls_record_meta *m, struct ls_report_ctx *ctx
 	ctx->percentile_metrics = m->percentile_metrics ? m->percentile_metrics
 				  : LS_PM_TTFT | LS_PM_TPOT | LS_PM_ITL | LS_PM_E2EL;
 	ctx->spec = &m->spec;
+	ctx->gauges = &m->gauges;
 }
 
 /* The labels as the result JSON gets them: the caller's, with rr's figures. */
@@ -58,6 +59,7 @@ static void full_ctx(const struct ls_run_report *rr, const struct ls_run *run, c
 
 	c.num_prompts = rr->metrics.n_measured; /* the run's non-warmup records: what was sent */
 	c.checks = &rr->checks;
+	c.run_start_ns = run ? run->start_ns : 0;
 	if (run && run->server_gone_ns) {
 		c.server_gone = 1;
 		c.server_gone_at_s = run->server_gone_ns > run->start_ns ? (double)(run->server_gone_ns - run->start_ns) / 1e9 : 0;

@@ -140,6 +140,7 @@ static int check_oversat(const struct ls_sweep_point *p, double rate)
 	}
 	ls_sweep_oversat(&run, rate, &o);
 	ls_run_free(&run);
+	ls_record_meta_free(&meta);
 	if (o.oversat)
 		fprintf(stderr, "latscope sweep: point at %.2f req/s is over-saturated: requests finish at %.2f/s "
 			"and their wait grew from %.0f ms to %.0f ms; stopping it\n", rate, o.done_rate,
@@ -244,6 +245,7 @@ static int read_point(const struct sweep_args *a, struct ls_sweep_point *p, cons
 	}
 	*server_gone = run.server_gone_ns != 0;
 	ls_run_free(&run);
+	ls_record_meta_free(&meta);
 	return rc;
 }
 

@@ -58,6 +58,7 @@ struct ls_config {
 	int      busy_poll;         /* the loop spins instead of sleeping */
 	uint32_t spin_us;           /* the loop spins this long before sleeping */
 	uint32_t preconnect;        /* connections opened before the clock starts (0 = none) */
+	uint32_t server_metrics_ms; /* poll the server's /metrics this often during the run (0 = off) */
 	/* results */
 	unsigned percentile_metrics; /* LS_PM_* */
 	struct ls_goodput goodput;

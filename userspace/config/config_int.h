@@ -30,6 +30,7 @@ enum opt_id {
 	O_MOONCAKE_SLOWDOWN, O_MOONCAKE_NUM_ROUNDS, O_MOONCAKE_WORKLOAD, O_USE_TRACE_TIMESTAMPS,
 	O_SHAREGPT_CONTEXT_LEN, O_DATASET_OFFSET,
 	O_PRECONNECT,
+	O_SERVER_METRICS_MS,
 };
 
 /* The table of every option (base/opts.h's struct ls_opt, id = enum opt_id). */

@@ -121,6 +121,10 @@ const struct ls_opt ls_config_opts[] = {
 	{ "preconnect", O_PRECONNECT, LS_ARG_ONE, "N",
 	  "open N keep-alive connections (GET /v1/models) before the clock starts, at most --max-concurrency; "
 	  "reported [0: the first requests open them, as the profiles do]", NULL },
+	{ "server-metrics-ms", O_SERVER_METRICS_MS, LS_ARG_ONE, "MS",
+	  "poll the server's Prometheus /metrics every MS during the run, on a thread of its own: running "
+	  "and waiting requests, KV-cache use (vLLM, SGLang, llama.cpp, TGI names) as a time series in the "
+	  "report, result JSON, record and --html timeline [0: off]", NULL },
 	{ "test-loop-delay-us", O_TEST_LOOP_DELAY_US, LS_ARG_ONE, "US",
 	  "test only: add US of loop overhead per dispatch (arrival drift experiment) [0]", NULL },
 	{ "percentile-metrics", O_PERCENTILE_METRICS, LS_ARG_ONE, "LIST",
@@ -399,6 +403,11 @@ static const char *apply_sending(struct ls_config *c, enum opt_id id, const char
 		if (parse_u64(v, 65536, &u))
 			return "must be a number of connections 0..65536";
 		c->preconnect = (uint32_t)u;
+		return NULL;
+	case O_SERVER_METRICS_MS:
+		if (parse_u64(v, 3600000, &u) || (u && u < 10))
+			return "must be milliseconds, 0 (off) or 10..3600000";
+		c->server_metrics_ms = (uint32_t)u;
 		return NULL;
 	case O_TEST_LOOP_DELAY_US:
 		if (parse_u64(v, 10000000, &u))

@@ -230,6 +230,7 @@ void ls_cmp_free(struct ls_cmp_run *runs, size_t n_runs, struct ls_cmp_col *cols
 			ls_metrics_free(&runs[k].by_first);
 		runs[k].have_by_first = 0;
 		ls_run_free(&runs[k].run);
+		ls_record_meta_free(&runs[k].meta);
 	}
 }
 

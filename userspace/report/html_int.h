@@ -37,6 +37,9 @@ int  lp_write(struct ls_page *p, const char *path, const char *title);
 /* The run page's sections that draw (report_html_charts.c). */
 void lp_section_attribution(struct ls_page *p, const struct ls_html_run *h);
 void lp_section_timeline(struct ls_page *p, const struct ls_html_run *h);
+/* The server's /metrics series (--server-metrics-ms) beside latscope's in-flight count, and its
+ * KV-cache use: nothing when the run did not poll. */
+void lp_server_gauges(struct ls_page *p, const struct ls_html_run *h, uint64_t t0);
 void lp_section_distributions(struct ls_page *p, const struct ls_html_run *h, const cJSON *tree);
 /* <TAG class="n" data-key="PATH">VALUE</TAG> (lp_num_cell is this with td). */
 void lp_num(struct ls_page *p, const char *tag, const cJSON *tree, const char *path, int decimals);

@@ -26,6 +26,7 @@ struct ls_record_writer {
 	struct ls_clock_fit clock; /* an MPI rank's file: its run_end line records the second sample */
 	int      mpi;
 	struct ls_spec_stats spec; /* the run_end line's spec-decode counters */
+	const struct ls_gauge_series *gauges; /* the run_end line's /metrics series, NULL none */
 };
 
 static int write_all(int fd, const char *p, size_t len)
@@ -213,6 +214,44 @@ void ls_record_set_spec(struct ls_record_writer *w, const struct ls_spec_stats *
 		w->spec = *spec;
 }
 
+void ls_record_set_gauges(struct ls_record_writer *w, const struct ls_gauge_series *s)
+{
+	if (w)
+		w->gauges = s;
+}
+
+void ls_record_meta_free(struct ls_record_meta *m)
+{
+	if (m)
+		ls_gauge_series_free(&m->gauges);
+}
+
+/* ,"server_metrics":{engine, period, counts, first miss, "samples":[[start, arrived, running,
+ * waiting, kv_use], ...]}: stamps in ns from base_ns (signed: a GET may start before it), a
+ * gauge the server did not give is null. */
+static int put_gauges(struct ls_strbuf *b, const struct ls_gauge_series *s, uint64_t base_ns)
+{
+	int rc = ls_strbuf_printf(b, ",\"server_metrics\":{\"engine\":\"%s\",\"period_ms\":%u,\"timeout_ms\":%u,"
+				  "\"polls\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 ",\"missed\":{",
+				  ls_gauge_engine_name(s->engine), s->period_ms, s->timeout_ms, s->n_polls, s->n_dropped,
+				  s->cpu_ns);
+	for (int m = 0; m < LS_GMISS__COUNT; m++)
+		rc |= ls_strbuf_printf(b, "%s\"%s\":%" PRIu64, m ? "," : "", ls_gauge_miss_name(m), s->n_missed[m]);
+	rc |= ls_strbuf_puts(b, "},\"first_miss\":");
+	rc |= ls_strbuf_json_str(b, s->first_miss, strlen(s->first_miss));
+	rc |= ls_strbuf_puts(b, ",\"samples\":[");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct ls_gauge_sample *x = &s->samples[i];
+		/* signed: a poll may start before base_ns (an MPI run's merged file counts from its start) */
+		rc |= ls_strbuf_printf(b, "%s[%" PRId64 ",%" PRId64, i ? "," : "", (int64_t)(x->start_ns - base_ns),
+				       (int64_t)(x->arrived_ns - base_ns));
+		for (int g = 0; g < LS_GAUGE__COUNT; g++)
+			rc |= isnan(x->v[g]) ? ls_strbuf_puts(b, ",null") : ls_strbuf_printf(b, ",%.17g", x->v[g]);
+		rc |= ls_strbuf_puts(b, "]");
+	}
+	return rc | ls_strbuf_puts(b, "]}");
+}
+
 void ls_record_on_finish(void *ctx, const struct ls_request *req)
 {
 	ls_record_write(ctx, req);
@@ -228,6 +267,8 @@ static int put_run_end(struct ls_strbuf *b, const struct ls_record_writer *w, co
 	for (int i = 0; i < w->spec.n_pos && i < LS_SPEC_MAX_POS; i++)
 		rc |= ls_strbuf_printf(b, "%s%.17g", i ? "," : "", w->spec.per_pos_rate[i]);
 	rc |= ls_strbuf_puts(b, "]");
+	if (w->gauges && w->gauges->on)
+		rc |= put_gauges(b, w->gauges, w->base_ns);
 	if (w->mpi && w->clock.have_after)
 		rc |= put_clock(b, "clock_after", w->clock.offset_after_ns, w->clock.unc_after_ns, w->clock.after_at_ns);
 	return rc | ls_strbuf_puts(b, "}");
@@ -339,8 +380,58 @@ static int read_header(struct loader *ld, const cJSON *o)
 	return 0;
 }
 
+/* One sample [start, arrived, running, waiting, kv_use]; 0, or -1 when it is not one. */
+static int read_gauge_sample(const cJSON *e, uint64_t base, struct ls_gauge_sample *x)
+{
+	if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 + LS_GAUGE__COUNT)
+		return -1;
+	const cJSON *c = e->child;
+	double t[2];
+	for (int k = 0; k < 2; k++, c = c->next) {
+		if (!cJSON_IsNumber(c) || !(c->valuedouble >= -9e18) || c->valuedouble > 9e18)
+			return -1;
+		t[k] = c->valuedouble;
+	}
+	if (t[0] < -(double)base || t[1] < -(double)base)
+		return -1; /* before the clock's zero: not a stamp */
+	x->start_ns = base + (uint64_t)(int64_t)t[0];
+	x->arrived_ns = base + (uint64_t)(int64_t)t[1];
+	for (int g = 0; g < LS_GAUGE__COUNT; g++, c = c->next)
+		x->v[g] = cJSON_IsNumber(c) && isfinite(c->valuedouble) ? c->valuedouble : NAN;
+	return 0;
+}
+
+/* run_end's "server_metrics" into m->gauges (absent: off). A malformed sample is skipped. */
+static void read_gauges(struct ls_record_meta *m, const cJSON *o)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "server_metrics");
+	if (!cJSON_IsObject(g))
+		return;
+	struct ls_gauge_series *s = &m->gauges;
+	s->on = 1;
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(g, "engine");
+	s->engine = cJSON_IsString(e) ? ls_gauge_engine_parse(e->valuestring) : LS_GENGINE_NONE;
+	s->period_ms = (uint32_t)ls_d2u64(fmin(num_of(g, "period_ms", 0), UINT32_MAX));
+	s->timeout_ms = (uint32_t)ls_d2u64(fmin(num_of(g, "timeout_ms", 0), UINT32_MAX));
+	s->n_polls = ls_d2u64(num_of(g, "polls", 0));
+	s->n_dropped = ls_d2u64(num_of(g, "dropped", 0));
+	s->cpu_ns = ls_d2u64(num_of(g, "cpu_ns", 0));
+	const cJSON *missed = cJSON_GetObjectItemCaseSensitive(g, "missed");
+	for (int k = 0; k < LS_GMISS__COUNT; k++)
+		s->n_missed[k] = ls_d2u64(num_of(missed, ls_gauge_miss_name(k), 0));
+	const cJSON *fm = cJSON_GetObjectItemCaseSensitive(g, "first_miss");
+	snprintf(s->first_miss, sizeof(s->first_miss), "%s", cJSON_IsString(fm) ? fm->valuestring : "");
+	const cJSON *samples = cJSON_GetObjectItemCaseSensitive(g, "samples");
+	for (const cJSON *x = cJSON_IsArray(samples) ? samples->child : NULL; x; x = x->next) {
+		struct ls_gauge_sample smp;
+		if (!read_gauge_sample(x, m->base_ns, &smp) && ls_gauge_series_add(s, &smp))
+			break; /* out of memory: the samples read so far */
+	}
+}
+
 static void read_run_end(struct loader *ld, const cJSON *o)
 {
+	read_gauges(&ld->m, o);
 	ld->m.complete = 1;
 	ls_fields_get(o, ls_run_fields, ls_n_run_fields, ld->run, ld->m.base_ns);
 	ls_fields_get(o, spec_fields, N_SPEC, &ld->m.spec, ld->m.base_ns);
@@ -470,6 +561,7 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 	}
 	if (err) {
 		ls_run_free(run);
+		ls_record_meta_free(&ld.m);
 		return err;
 	}
 	if (ld.m.mpi_size && ld.m.mpi_rank >= 0) /* a rank's file: into rank 0's clock */
@@ -483,6 +575,8 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 	snprintf(run->run_tag, sizeof(run->run_tag), "%s", ld.m.run_tag);
 	if (meta)
 		*meta = ld.m;
+	else
+		ls_record_meta_free(&ld.m);
 	return 0;
 }
 
@@ -538,6 +632,7 @@ static int merge_one(const char *path, size_t k, struct ls_run *run, struct ls_r
 		fprintf(stderr, "latscope: %s is from run %s, %s from run %s: one run's rank files at a time\n", path,
 			m.run_tag, "the first file", meta->run_tag);
 		ls_run_free(&one);
+		ls_record_meta_free(&m);
 		return -EINVAL;
 	}
 	if (!k) {
@@ -548,6 +643,10 @@ static int merge_one(const char *path, size_t k, struct ls_run *run, struct ls_r
 		snprintf(run->run_tag, sizeof(run->run_tag), "%s", one.run_tag);
 	}
 	meta->complete &= m.complete;
+	if (k && !meta->gauges.on) /* the /metrics series: rank 0's (it alone polls), or the merged file's */
+		meta->gauges = m.gauges;
+	else if (k)
+		ls_record_meta_free(&m);
 	if (k)
 		ls_run_merge_fields(run, &one);
 	else
@@ -573,6 +672,7 @@ int ls_record_load_many(const char *const *paths, size_t n, struct ls_run *run, 
 		int err = merge_one(paths[k], k, run, &m, &root_start);
 		if (err) {
 			ls_run_free(run);
+			ls_record_meta_free(&m);
 			return err;
 		}
 	}

@@ -16,6 +16,7 @@
 #include "metrics/metrics.h"
 #include "mpi/mpi.h"
 #include "server/specdecode.h"
+#include "server/metrics_poll.h"
 
 #define LS_RECORD_VERSION 1
 
@@ -42,6 +43,9 @@ struct ls_record_meta {
 	char     percentiles[128];  /* the read rules' percentiles, "50,90,99"; "" = the profile's */
 	struct ls_goodput goodput;  /* the SLOs the run was read with */
 	struct ls_spec_stats spec;  /* run_end: the server's spec-decode counters over the run */
+	/* run_end's "server_metrics": the server's /metrics polled during the run (its samples
+	 * malloc'd by the reader: ls_record_meta_free; the writer's are the caller's). */
+	struct ls_gauge_series gauges;
 	int      complete;         /* reader: the run_end line was there */
 	const char *request_json;  /* writer: what each request carried (a JSON object), or NULL */
 	char     request[8192];    /* reader: the same, as read back ("" none) */
@@ -67,6 +71,12 @@ int ls_record_close(struct ls_record_writer *w, const struct ls_run *run);
 void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *fit);
 /* The server's spec-decode counters over the run, for the run_end line. */
 void ls_record_set_spec(struct ls_record_writer *w, const struct ls_spec_stats *spec);
+
+/* The /metrics series polled during the run, for the run_end line (s: kept by the caller
+ * until ls_record_close). */
+void ls_record_set_gauges(struct ls_record_writer *w, const struct ls_gauge_series *s);
+/* What a loaded meta owns (the /metrics samples). */
+void ls_record_meta_free(struct ls_record_meta *m);
 
 /* Driver on_finish adapter: ctx is the writer. */
 void ls_record_on_finish(void *ctx, const struct ls_request *req);

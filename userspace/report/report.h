@@ -13,6 +13,7 @@
 #include "config/profile.h"
 #include "base/record.h"
 #include "server/specdecode.h"
+#include "server/metrics_poll.h"
 #include "attribution/attribution.h"
 #include "attribution/gpu_steps.h"
 #include "report/peer_report.h"
@@ -47,6 +48,8 @@ struct ls_report_ctx {
 	uint32_t    n_preconnected;
 	double      preconnect_ms;
 	const struct ls_spec_stats *spec; /* NULL or !has: no spec-decode block */
+	const struct ls_gauge_series *gauges; /* NULL or !on: no server /metrics block */
+	uint64_t    run_start_ns;         /* the run's start (the gauges' peak times count from it) */
 	const struct ls_checks *checks;   /* NULL: none; the JSON carries them, the text caller prints them last */
 	enum ls_report_layout layout;     /* whose result block the text copies */
 	const char *profile_description;
@@ -76,6 +79,10 @@ void ls_report_pct_key(char *buf, size_t cap, const char *prefix, double p, cons
 /* The report section "Where the latency went": p50/p90/p99 of every part for TTFT, ITL and
  * E2EL over measured requests, each part's share of the total, and what is missing and why. */
 void ls_attribution_print(FILE *out, const struct ls_attribution *a);
+/* The server's /metrics polled during the run (report_gauges.c): its text block (nothing when
+ * s is NULL or off) and its result-JSON object (peaks, means, misses, every sample). */
+void ls_gauges_print(FILE *out, const struct ls_gauge_series *s, uint64_t run_start_ns);
+struct cJSON *ls_gauges_json(const struct ls_gauge_series *s, uint64_t run_start_ns);
 /* Its connect/TLS lines: fresh connections' connect() -> handshake done (and the TLS handshake
  * alone) split into network, client and server, P50/P99 (report_handshake.c). */
 void ls_handshake_print(FILE *out, const struct ls_attribution *a);

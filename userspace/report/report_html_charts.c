@@ -2,13 +2,15 @@
  * with requests in flight and output tokens per second, and the distributions. The data are
  * computed here once, in C, from the same functions the text and JSON use (the attribution
  * window of report_attribution.c, the metrics' request view, ITL samples and one-second
- * output buckets); the page draws them and computes nothing. */
+ * output buckets, the server's /metrics samples beside latscope's own in-flight count); the page
+ * draws them and computes nothing. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base/stats.h"
+#include "metrics/server_gauges.h"
 #include "report/html_int.h"
 
 static void add_numbers(cJSON *arr, const double *v, size_t n, int decimals)
@@ -132,4 +134,75 @@ void lp_section_attribution(struct ls_page *p, const struct ls_html_run *h)
 		lp_puts(p, "</div>\n");
 	}
 	lp_puts(p, "</div>\n");
+}
+
+/* One "lines" series of the /metrics samples: gauge g (NaN: a gap), times scale. */
+static void gauge_series(cJSON *series, const char *name, const struct ls_gauge_series *s, int g, double scale)
+{
+	cJSON *o = cJSON_CreateObject(), *v = cJSON_CreateArray();
+	if (!o || !v || !cJSON_AddItemToArray(series, o)) {
+		cJSON_Delete(o);
+		cJSON_Delete(v);
+		return;
+	}
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddItemToObject(o, "values", v);
+	for (size_t i = 0; i < s->n; i++)
+		cJSON_AddItemToArray(v, isnan(s->samples[i].v[g]) ? cJSON_CreateNull()
+							   : lp_round(s->samples[i].v[g] * scale, 3));
+}
+
+/* The x of each sample: its answer, s from t0. */
+static void gauge_x(cJSON *c, const struct ls_gauge_series *s, uint64_t t0)
+{
+	cJSON *x = cJSON_AddArrayToObject(c, "x");
+	for (size_t i = 0; x && i < s->n; i++)
+		cJSON_AddItemToArray(x, lp_round(((double)s->samples[i].arrived_ns - (double)t0) / 1e9, 4));
+}
+
+void lp_server_gauges(struct ls_page *p, const struct ls_html_run *h, uint64_t t0)
+{
+	const struct ls_gauge_series *s = h->ctx ? h->ctx->gauges : NULL;
+	char note[400];
+	if (!s || !s->on)
+		return;
+	if (!s->n) {
+		snprintf(note, sizeof(note), "%llu polls of GET /metrics gave no sample%s%s",
+			 (unsigned long long)s->n_polls, s->first_miss[0] ? ": " : "", s->first_miss);
+		lp_missing(p, "The server's /metrics: requests running and waiting", note);
+		return;
+	}
+	struct ls_gauge_summary sum;
+	ls_gauge_summarize(s, t0, &sum);
+	const struct ls_gauge_stat *run = &sum.g[LS_GAUGE_RUNNING], *wait = &sum.g[LS_GAUGE_WAITING];
+	snprintf(note, sizeof(note), "GET /metrics (%s names) every %u ms, drawn at each answer: peak waiting %.0f, "
+		 "mean running %.2f. In flight: started and not finished in latscope's own records at that instant "
+		 "(it includes what the server has not yet received or has finished but not yet sent).",
+		 ls_gauge_engine_name(s->engine), s->period_ms, wait->n ? wait->peak : 0, run->n ? run->mean : 0);
+	cJSON *c = lp_chart(p, "lines", "The server's /metrics: requests running and waiting", note);
+	gauge_x(c, s, t0);
+	cJSON *series = cJSON_AddArrayToObject(c, "series");
+	gauge_series(series, "running (server)", s, LS_GAUGE_RUNNING, 1);
+	gauge_series(series, "waiting (server)", s, LS_GAUGE_WAITING, 1);
+	cJSON *o = cJSON_CreateObject(), *v = cJSON_CreateArray();
+	if (o && v && cJSON_AddItemToArray(series, o)) {
+		cJSON_AddStringToObject(o, "name", "in flight (latscope)");
+		cJSON_AddItemToObject(o, "values", v);
+		for (size_t i = 0; i < s->n; i++)
+			cJSON_AddItemToArray(v, cJSON_CreateNumber((double)ls_gauge_in_flight_at(h->run, s->samples[i].arrived_ns)));
+	} else {
+		cJSON_Delete(o);
+		cJSON_Delete(v);
+	}
+	cJSON_AddStringToObject(c, "xlabel", "s from the run's start");
+	cJSON_AddStringToObject(c, "ylabel", "requests");
+	if (!sum.g[LS_GAUGE_KV_USE].n)
+		return;
+	snprintf(note, sizeof(note), "The server's own KV-cache use gauge: peak %.1f%%, mean %.1f%%.",
+		 100 * sum.g[LS_GAUGE_KV_USE].peak, 100 * sum.g[LS_GAUGE_KV_USE].mean);
+	c = lp_chart(p, "lines", "The server's /metrics: KV-cache use", note);
+	gauge_x(c, s, t0);
+	gauge_series(cJSON_AddArrayToObject(c, "series"), "KV-cache use", s, LS_GAUGE_KV_USE, 100);
+	cJSON_AddStringToObject(c, "xlabel", "s from the run's start");
+	cJSON_AddStringToObject(c, "ylabel", "%");
 }

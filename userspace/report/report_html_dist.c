@@ -128,6 +128,7 @@ void lp_section_timeline(struct ls_page *p, const struct ls_html_run *h)
 		per_second(p, h, t0);
 	else
 		lp_missing(p, "Requests in flight and output tokens per second", "no request succeeded");
+	lp_server_gauges(p, h, t0);
 	lp_puts(p, "</div>\n");
 }
 

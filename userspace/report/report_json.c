@@ -180,6 +180,8 @@ static cJSON *latscope_obj(const struct ls_metrics *m, const struct ls_report_ct
 	if (ctx->checks)
 		cJSON_AddItemToObject(o, "checks", ls_checks_json(ctx->checks));
 	ls_peer_json_request(o, ctx); /* sampling parameters and headers sent */
+	if (ctx->gauges && ctx->gauges->on)
+		cJSON_AddItemToObject(o, "server_metrics", ls_gauges_json(ctx->gauges, ctx->run_start_ns));
 	return o;
 }
 

@@ -360,6 +360,7 @@ void ls_report_text(FILE *out, const struct ls_metrics *m, const struct ls_repor
 	else
 		vllm_block(out, m, ctx);
 	latscope_block(out, m, ctx);
+	ls_gauges_print(out, ctx->gauges, ctx->run_start_ns);
 }
 
 void ls_checks_print(FILE *out, const struct ls_checks *c)

@@ -34,14 +34,14 @@ static int auth_replaced(const struct ls_http_opts *o)
 }
 
 /* Content-Type for a body, the Authorization header, the user's --header lines. 0, or -1 with
- * resp->error set. */
+ * error set. */
 static int request_headers(struct curl_slist **hdrs, int has_body, const struct ls_http_opts *o,
-			   struct ls_http_resp *resp)
+			   char *error, size_t error_cap)
 {
 	char auth[1024];
 	int has_auth = ls_auth_header(auth, sizeof(auth));
 	if (has_auth < 0) {
-		snprintf(resp->error, sizeof(resp->error), "OPENAI_API_KEY is longer than %zu bytes", sizeof(auth) - 23);
+		snprintf(error, error_cap, "OPENAI_API_KEY is longer than %zu bytes", sizeof(auth) - 23);
 		return -1;
 	}
 	size_t n_user = o ? o->n_headers : 0;
@@ -52,11 +52,32 @@ static int request_headers(struct curl_slist **hdrs, int has_body, const struct 
 			continue;
 		struct curl_slist *grown = curl_slist_append(*hdrs, line);
 		if (!grown) {
-			snprintf(resp->error, sizeof(resp->error), "out of memory for the request headers");
+			snprintf(error, error_cap, "out of memory for the request headers");
 			return -1;
 		}
 		*hdrs = grown;
 	}
+	return 0;
+}
+
+int ls_http_easy_prepare(CURL *easy, const char *url, int has_body, const struct ls_http_opts *o,
+			 struct curl_slist **hdrs, char *error, size_t error_cap)
+{
+	double timeout = o && o->timeout_s > 0 ? o->timeout_s : 10.0;
+	curl_easy_setopt(easy, CURLOPT_URL, url);
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000));
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout * 1000));
+	curl_easy_setopt(easy, CURLOPT_PROXY, ""); /* loopback benchmarks never go through a proxy */
+	if (o && o->insecure) {
+		curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (o && o->cacert)
+		curl_easy_setopt(easy, CURLOPT_CAINFO, o->cacert);
+	if (request_headers(hdrs, has_body, o, error, error_cap))
+		return -1;
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, *hdrs);
 	return 0;
 }
 
@@ -69,26 +90,14 @@ int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o
 		return -1;
 	}
 	struct curl_slist *hdrs = NULL;
-	double timeout = o && o->timeout_s > 0 ? o->timeout_s : 10.0;
-	curl_easy_setopt(easy, CURLOPT_URL, url);
-	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000));
-	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout * 1000));
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, resp);
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, resp->error);
-	curl_easy_setopt(easy, CURLOPT_PROXY, ""); /* loopback benchmarks never go through a proxy */
-	if (o && o->insecure) {
-		curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
-	if (o && o->cacert)
-		curl_easy_setopt(easy, CURLOPT_CAINFO, o->cacert);
-	if (request_headers(&hdrs, body != NULL, o, resp)) {
+	if (ls_http_easy_prepare(easy, url, body != NULL, o, &hdrs, resp->error, sizeof(resp->error))) {
+		curl_slist_free_all(hdrs);
 		curl_easy_cleanup(easy);
 		return -1;
 	}
-	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs);
 	if (body) {
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <curl/curl.h>
 
 struct ls_http_opts {
 	int         insecure;
@@ -36,5 +37,10 @@ const char *ls_http_fix(const struct ls_http_resp *resp);
  * Bodies are capped at 64 MiB. */
 int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o, struct ls_http_resp *resp);
 void ls_http_resp_free(struct ls_http_resp *resp);
+/* What ls_http_call sets on its handle: url, timeouts, no proxy, TLS, the request headers
+ * (*hdrs: the caller frees it after the transfer). For a handle the caller drives itself (the
+ * /metrics poll, metrics_poll.h). 0, or -1 with error set. */
+int ls_http_easy_prepare(CURL *easy, const char *url, int has_body, const struct ls_http_opts *o,
+			 struct curl_slist **hdrs, char *error, size_t error_cap);
 
 #endif

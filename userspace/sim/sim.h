@@ -86,6 +86,11 @@ const char *sim_engine_fields_bad_name(int kind); /* "none", "string", "negative
 
 /* ---- configuration (sim_main.c fills it from flags) ---- */
 enum sim_accept_dist { SIM_ACCEPT_GEOMETRIC = 0, SIM_ACCEPT_TWO_POINT };
+enum sim_metrics_names { SIM_MNAMES_VLLM, SIM_MNAMES_SGLANG, SIM_MNAMES_LLAMACPP, SIM_MNAMES_TGI };
+enum sim_metrics_fault { SIM_MFAULT_NONE, SIM_MFAULT_HANG, SIM_MFAULT_HUGE, SIM_MFAULT_GARBAGE };
+/* --metrics-names LIST into a bitmask, --metrics-fault NAME (sim_info.c). 0 or -1. */
+int sim_metrics_parse_names(const char *list, unsigned *mask);
+int sim_metrics_parse_fault(const char *name, int *fault);
 
 struct sim_config {
 	const char *host;
@@ -110,6 +115,10 @@ struct sim_config {
 	double      api_frame_us;      /* API server CPU per frame it writes (busy), 0 = none */
 	int         engine_fields;     /* enum sim_engine_fields: whose per-request account the frames carry */
 	double      engine_fields_bad; /* share of requests whose account values are malformed */
+	/* GET /metrics (sim_info.c): whose gauge names, a fault of its own, the KV size it reports */
+	unsigned    metrics_names;     /* bitmask of 1 << enum sim_metrics_names */
+	int         metrics_fault;     /* enum sim_metrics_fault */
+	int         kv_tokens;         /* KV-cache size in tokens that the use gauges divide by */
 	/* faults */
 	double      fail_rate;
 	unsigned    fail_kinds;        /* bitmask of 1 << enum sim_fault */

@@ -1,5 +1,6 @@
-/* sim/sim_info.c — the small endpoints: GET /health, /v1/models, /metrics (Prometheus text,
- * vLLM names), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache,
+/* sim/sim_info.c — the small endpoints: GET /health, /v1/models, /metrics (Prometheus text:
+ * vLLM's counters, and the running / waiting / KV-use gauges under the names of each engine
+ * --metrics-names asks for, from the engine's own lists; or a --metrics-fault), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache,
  * /start_profile and /stop_profile (200, nothing else). */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -39,6 +40,125 @@ static double avg_accept_len(const struct sim_engine *e)
 	return (double)(e->spec_drafts_total + e->spec_accepted_total) / (double)e->spec_drafts_total;
 }
 
+static const char *const names_of[] = { "vllm", "sglang", "llama.cpp", "tgi" };
+
+int sim_metrics_parse_names(const char *list, unsigned *mask)
+{
+	unsigned m = 0;
+	for (const char *p = list; p && *p;) {
+		size_t len = strcspn(p, ",");
+		int found = len == 3 && !strncmp(p, "all", 3);
+		if (found)
+			m |= (1u << (sizeof(names_of) / sizeof(names_of[0]))) - 1;
+		for (size_t k = 0; !found && k < sizeof(names_of) / sizeof(names_of[0]); k++)
+			if (strlen(names_of[k]) == len && !strncmp(p, names_of[k], len)) {
+				m |= 1u << k;
+				found = 1;
+			}
+		if (!found)
+			return -1;
+		p += len + (p[len] == ',');
+	}
+	if (!m)
+		return -1;
+	*mask = m;
+	return 0;
+}
+
+int sim_metrics_parse_fault(const char *name, int *fault)
+{
+	static const char *const kinds[] = { "none", "hang", "huge", "garbage" };
+	for (int k = 0; k < (int)(sizeof(kinds) / sizeof(kinds[0])); k++)
+		if (!strcmp(name, kinds[k])) {
+			*fault = k;
+			return 0;
+		}
+	return -1;
+}
+
+/* Tokens the running requests hold in the KV cache: their prompt computed so far + generated. */
+static uint64_t kv_held(const struct sim_engine *e)
+{
+	uint64_t n = 0;
+	for (const struct sim_req *r = e->running.head; r; r = r->next)
+		n += (uint64_t)r->prefilled + (uint64_t)r->generated;
+	return n;
+}
+
+/* The running / waiting / KV-use gauges under each engine's own names (the engines' sources:
+ * vLLM's V1 loggers, SGLang's collector, llama.cpp's server-task.cpp, TGI's router). */
+static int engine_gauges(struct ls_strbuf *b, const struct sim_server *srv)
+{
+	const struct sim_engine *e = &srv->engine;
+	const char *m = srv->cfg->model;
+	unsigned names = srv->cfg->metrics_names;
+	double kv = (double)kv_held(e) / (double)srv->cfg->kv_tokens;
+	int run = e->running.count, wait = e->waiting.count, rc = 0;
+#define G(name, fmt, val) rc |= ls_strbuf_printf(b, "# TYPE " name " gauge\n" name fmt "\n", val)
+	if (names & (1u << SIM_MNAMES_VLLM)) {
+		rc |= ls_strbuf_printf(b, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{model_name=\"%s\","
+				       "engine=\"0\"} %.6f\n", m, kv);
+	}
+	if (names & (1u << SIM_MNAMES_SGLANG)) {
+		rc |= ls_strbuf_printf(b, "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name=\"%s\","
+				       "engine_type=\"unified\",tp_rank=\"0\",pp_rank=\"0\"} %d.0\n", m, run);
+		rc |= ls_strbuf_printf(b, "# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs{model_name=\"%s\","
+				       "engine_type=\"unified\",tp_rank=\"0\",pp_rank=\"0\"} %d.0\n", m, wait);
+		rc |= ls_strbuf_printf(b, "# TYPE sglang:token_usage gauge\nsglang:token_usage{model_name=\"%s\","
+				       "engine_type=\"unified\",tp_rank=\"0\",pp_rank=\"0\"} %.6f\n", m, kv);
+	}
+	if (names & (1u << SIM_MNAMES_LLAMACPP)) { /* llama-server prints no labels */
+		G("llamacpp:requests_processing", " %d", run);
+		G("llamacpp:requests_deferred", " %d", wait);
+		G("llamacpp:kv_cache_usage_ratio", " %.6f", kv);
+	}
+	if (names & (1u << SIM_MNAMES_TGI)) {
+		G("tgi_batch_current_size", " %d", run);
+		G("tgi_queue_size", " %d", wait);
+	}
+#undef G
+	return rc;
+}
+
+/* --metrics-fault: no answer while the engine has work (the client's timeout ends the wait; an
+ * idle engine answers, so the counters read before and after a run still come), 10 MB of
+ * comment lines, or 4 KB of seeded bytes that are no Prometheus text. 1 when the fault took the
+ * request, 0 otherwise. */
+static int metrics_fault(struct sim_conn *c, int keep_alive)
+{
+	const struct sim_server *srv = c->srv;
+	int fault = srv->cfg->metrics_fault;
+	if (fault == SIM_MFAULT_HANG)
+		return srv->engine.running.count || srv->engine.waiting.count;
+	if (fault != SIM_MFAULT_HUGE && fault != SIM_MFAULT_GARBAGE)
+		return 0;
+	static char *huge; /* built once: the fault is the answer's size, not the sim's time making it */
+	size_t len = fault == SIM_MFAULT_HUGE ? 10u * 1000 * 1000 : 4096;
+	char *body = fault == SIM_MFAULT_HUGE && huge ? huge : malloc(len);
+	if (!body) {
+		sim_api_send_error(c, 503, "ServiceUnavailable", "out of memory", 0);
+		return 1;
+	}
+	if (fault == SIM_MFAULT_HUGE && !huge) { /* valid text, only far too much of it */
+		memset(body, 'x', len);
+		for (size_t i = 0; i < len; i += 80) {
+			body[i] = '#';
+			body[i + 79 < len ? i + 79 : len - 1] = '\n';
+		}
+		huge = body;
+	} else if (fault == SIM_MFAULT_GARBAGE) {
+		uint64_t x = srv->cfg->seed * 0x9e3779b97f4a7c15ull + 1;
+		for (size_t i = 0; i < len; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			body[i] = (char)(x >> 56);
+		}
+	}
+	send_body(c, 200, "text/plain; version=0.0.4", body, len, keep_alive);
+	if (body != huge)
+		free(body);
+	return 1;
+}
+
 static void metrics(struct sim_conn *c, int keep_alive)
 {
 	struct sim_server *srv = c->srv;
@@ -46,14 +166,19 @@ static void metrics(struct sim_conn *c, int keep_alive)
 	const char *m = srv->cfg->model;
 	struct ls_strbuf b = { 0 };
 	int rc = 0;
+	if (metrics_fault(c, keep_alive))
+		return;
 #define GAUGE(name, help, val) \
 	rc |= ls_strbuf_printf(&b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name "{model_name=\"%s\"} %llu\n", \
 			     m, (unsigned long long)(val))
 #define COUNTER(name, help, val) \
 	rc |= ls_strbuf_printf(&b, "# HELP " name " " help "\n# TYPE " name " counter\n" name "{model_name=\"%s\"} %llu\n", \
 			     m, (unsigned long long)(val))
-	GAUGE("vllm:num_requests_running", "Requests in the running batch.", e->running.count);
-	GAUGE("vllm:num_requests_waiting", "Requests waiting to be admitted.", e->waiting.count);
+	if (srv->cfg->metrics_names & (1u << SIM_MNAMES_VLLM)) {
+		GAUGE("vllm:num_requests_running", "Requests in the running batch.", e->running.count);
+		GAUGE("vllm:num_requests_waiting", "Requests waiting to be admitted.", e->waiting.count);
+	}
+	rc |= engine_gauges(&b, srv);
 	COUNTER("vllm:prompt_tokens_total", "Prompt tokens processed (prefilled or found in the prefix cache).",
 		e->prompt_tokens_total);
 	COUNTER("vllm:generation_tokens_total", "Tokens generated.", e->generation_tokens_total);

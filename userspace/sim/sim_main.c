@@ -13,7 +13,7 @@ enum {
 	O_SEED, O_QUIET, O_STEP_MS, O_DECODE_US, O_PREFILL_US, O_MAX_BATCH, O_MAX_BATCH_TOKENS,
 	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST,
 	O_API_FRAME_US, O_ENGINE_FIELDS, O_ENGINE_FIELDS_BAD, O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB,
-	O_GPU_DEVICE, O_HELP,
+	O_GPU_DEVICE, O_METRICS_NAMES, O_METRICS_FAULT, O_KV_TOKENS, O_HELP,
 };
 
 static const struct ls_opt opts[] = {
@@ -65,6 +65,15 @@ static const struct ls_opt opts[] = {
 	{ "engine-fields-bad", O_ENGINE_FIELDS_BAD, LS_ARG_ONE, "P",
 	  "share of requests whose account values are malformed: a string, a\n"
 	  "negative, NaN or a huge number, seeded per request (default 0)", NULL },
+	{ "metrics-names", O_METRICS_NAMES, LS_ARG_ONE, "LIST",
+	  "GET /metrics gives running, waiting and KV-use gauges under the names of\n"
+	  "vllm, sglang, llama.cpp, tgi (comma list, or all) (default vllm)", "GET /metrics" },
+	{ "metrics-fault", O_METRICS_FAULT, LS_ARG_ONE, "KIND",
+	  "GET /metrics misbehaves: hang (never answers), huge (a 10 MB answer),\n"
+	  "garbage (200 with bytes that are not Prometheus text) (default none)", NULL },
+	{ "kv-tokens", O_KV_TOKENS, LS_ARG_ONE, "N",
+	  "KV-cache size the use gauges report against: tokens held by running\n"
+	  "requests (prompt + generated) / N; it limits nothing (default 65536)", NULL },
 	{ "fail-rate", O_FAIL_RATE, LS_ARG_ONE, "P", "probability a generation request gets a fault (default 0)",
 	  "faults (seeded, per request)" },
 	{ "fail-kind", O_FAIL_KIND, LS_ARG_ONE, "LIST",
@@ -211,6 +220,13 @@ static const char *apply(void *ctx, const struct ls_opt *o, const char *v)
 	case O_GPU_LIB: cfg->gpu_lib = v; return NULL;
 	case O_GPU_DEVICE:
 		return set_int(v, 0, 1024, &cfg->gpu_device) ? "must be a device index 0..1024" : NULL;
+	case O_METRICS_NAMES:
+		return sim_metrics_parse_names(v, &cfg->metrics_names) ? "must be a comma list of vllm, sglang, llama.cpp, "
+			"tgi, or all" : NULL;
+	case O_METRICS_FAULT:
+		return sim_metrics_parse_fault(v, &cfg->metrics_fault) ? "must be none, hang, huge or garbage" : NULL;
+	case O_KV_TOKENS:
+		return set_int(v, 1, 1 << 30, &cfg->kv_tokens) ? "must be an integer 1..1073741824" : NULL;
 	}
 	return apply_engine(cfg, o, v);
 }
@@ -254,7 +270,8 @@ static int parse_flags(int argc, char **argv, struct sim_config *cfg)
 		.max_model_len = 131072, .step_ms = 10, .decode_token_us = 0, .prefill_token_us = 10,
 		.max_batch = 256, .max_batch_tokens = 8192, .prefix_block = 16, .accept_len = 1,
 		.num_spec_tokens = -1, .fail_kinds = 0, .max_header_bytes = 16384,
-		.max_body_bytes = 16u << 20, .max_conns = -1,
+		.max_body_bytes = 16u << 20, .max_conns = -1, .metrics_names = 1u << SIM_MNAMES_VLLM,
+		.kv_tokens = 65536,
 	};
 	if (sim_fault_parse_kinds("mixed", &cfg->fail_kinds))
 		return 2;
