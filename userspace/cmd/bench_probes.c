@@ -385,9 +385,14 @@ int ls_bench_probes_attribute(struct ls_bench_probes *bp, const struct ls_run *r
 	struct ls_profile honest;
 	struct ls_attribution *a = NULL;
 	/* Attribution reads every request the honest way, whatever profile the run was sent by. */
+	/* Engine steps: CUPTI's (--gpu-dir) and llama_decode's uprobes on a --server-pid server. */
+	struct ls_probes_engine_info eng;
+	struct ls_attr_steps steps = { .gpu = bp->have_gs ? bp->gs.steps : NULL, .n_gpu = bp->have_gs ? bp->gs.n : 0 };
+	steps.n_uprobe = ls_probes_engine_steps(bp->probes, &steps.uprobe, &eng);
+	steps.uprobe_lost = eng.lost;
 	if (!ls_profile_builtin("honest", &honest))
-		a = ls_attribute_parts(run, stores, n_stores, part, bp->have_gs ? bp->gs.steps : NULL,
-				       bp->have_gs ? bp->gs.n : 0, &honest.read, bp->have_events ? NULL : bp->why);
+		a = ls_attribute_steps(run, stores, n_stores, part, &steps, &honest.read,
+				       bp->have_events ? NULL : bp->why);
 	if (!a) {
 		fprintf(stderr, "latscope bench: out of memory attributing the run\n");
 		return -ENOMEM;
