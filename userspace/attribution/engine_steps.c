@@ -290,7 +290,8 @@ static int sess_by_prefill_end(const void *a, const void *b, void *arg)
 }
 
 /* Joins session s to the best request not yet joined (see engine_steps.h). */
-static void join_one(struct ls_engine_map *m, const struct ls_map_req *req, size_t s, uint64_t horizon)
+static void join_one(struct ls_engine_map *m, const struct ls_map_req *req, size_t s, uint64_t horizon,
+		     unsigned char *rival)
 {
 	struct ls_engine_session *ss = &m->sess[s];
 	size_t best = SIZE_MAX;
@@ -312,8 +313,10 @@ static void join_one(struct ls_engine_map *m, const struct ls_map_req *req, size
 		const struct ls_map_req *q = &req[r];
 		if (r != best && m->req_sess[r] == SIZE_MAX && q->first_token_ns >= ss->prefill_end_ns &&
 		    q->first_token_ns <= horizon && (!q->arrived_ns || q->arrived_ns <= ss->first_start_ns) &&
-		    counts_fit(ss, q) == best_fit)
+		    counts_fit(ss, q) == best_fit) {
 			ss->flags |= LS_SESS_UNCERTAIN;
+			rival[r] = 1; /* the session it is joined to later is uncertain too */
+		}
 	}
 	if (req[best].first_token_ns > horizon)
 		ss->flags |= LS_SESS_UNCERTAIN; /* its first token left later than the step after its prompt */
@@ -336,14 +339,22 @@ int ls_engine_map_build(const struct ls_engine_step *steps, size_t n_steps, cons
 	for (size_t r = 0; r < n_req; r++)
 		m->req_sess[r] = SIZE_MAX;
 	size_t *order = malloc((m->n_sess + 1) * sizeof(*order));
-	if (!order)
+	unsigned char *rival = calloc(n_req + 1, 1);
+	if (!order || !rival) {
+		free(order);
+		free(rival);
 		goto fail;
+	}
 	for (size_t s = 0; s < m->n_sess; s++)
 		order[s] = s;
 	qsort_r(order, m->n_sess, sizeof(*order), sess_by_prefill_end, m->sess);
 	for (size_t k = 0; k < m->n_sess; k++)
-		join_one(m, req, order[k], next_step_end(m, &m->sess[order[k]]));
+		join_one(m, req, order[k], next_step_end(m, &m->sess[order[k]]), rival);
 	free(order);
+	for (size_t s = 0; s < m->n_sess; s++)
+		if (m->sess[s].request != SIZE_MAX && rival[m->sess[s].request])
+			m->sess[s].flags |= LS_SESS_UNCERTAIN;
+	free(rival);
 	for (size_t s = 0; s < m->n_sess; s++) {
 		const struct ls_engine_session *ss = &m->sess[s];
 		m->n_mapped += ss->request != SIZE_MAX;
