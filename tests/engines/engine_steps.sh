@@ -3,7 +3,7 @@
 # each request's server time split into queue / prefill / decode, checked against the engine's
 # own account of the same request (its `timings`, which the server computes with its own clock
 # and latscope never uses to place a step):
-#  - 16 requests of 32 prompt tokens in flight at once on 2 slots (14 wait for a slot), then 8 at
+#  - 16 requests of 64 prompt tokens in flight at once on 2 slots (14 wait for a slot), then 8 at
 #    most 2 in flight (none waits);
 #  - per request: prefill (its first step's start -> its prompt's last step's end) within 5 % or
 #    0.3 ms of timings.prompt_ms; decode per token (prompt end -> its last step's end, over
@@ -42,7 +42,7 @@ run() { # run NAME CONCURRENCY PROMPTS
 	local t0 p0 pressure
 	poll_progs "$1"
 	t0=$(date +%s%N) p0=$(cpu_some)
-	bench "$1" --backend openai --dataset-name random --random-input-len 32 --random-output-len 16 \
+	bench "$1" --backend openai --dataset-name random --random-input-len 64 --random-output-len 16 \
 		--num-prompts "$3" --max-concurrency "$2" --ignore-eos --connection per-request \
 		--probes on --server-pid "$SRV"
 	stop_poll "$1"

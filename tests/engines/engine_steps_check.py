@@ -11,7 +11,7 @@ ap.add_argument("name")
 ap.add_argument("--slots", type=int, required=True)
 ap.add_argument("--concurrency", type=int, required=True)
 ap.add_argument("--cpu-pressure", type=float, default=0.0,
-                help="the run's CPU pressure (/proc/pressure/cpu some, %%): above 10 the 5 %% tolerances are reported, not asserted")
+                help="the run's CPU pressure (/proc/pressure/cpu some, %%): above 25 the 5 %% tolerances are reported, not asserted")
 args = ap.parse_args()
 base = f"{args.dir}/{args.name}"
 
@@ -66,7 +66,7 @@ ahead = {i: sum(1 for j, q in recs.items() if j != i and q["sent_ns"] < r["sent_
 # On a contended CPU (other tasks ran while the server had work: /proc/pressure/cpu) the engine's
 # account holds preemption around its steps and its HTTP threads post requests late or out of
 # order: the tolerances below are then reported, not asserted; the one-sided checks still hold.
-quiet = args.cpu_pressure <= 10.0
+quiet = args.cpu_pressure <= 25.0
 step_max_ns = max(r["engine_prompt_ns"] for r in recs.values()) + 1_000_000
 pre_err, dec_err, rows, n_unc, waited_n, n_pre_ok, n_dec_ok = [], [], [], 0, 0, 0, 0
 for i, r in sorted(recs.items()):
