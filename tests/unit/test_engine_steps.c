@@ -34,8 +34,9 @@ static void load(struct ls_engine_steps *s, const struct ls_step_event *ev, size
 }
 
 /* Two slots. Slot 0: prompt 32 (0-10), decode 3 steps, idle at 30-40 (steps without it), then
- * a new prompt of 8 tokens (40-44) and 1 decode. Slot 1: prompt 16 in two chunks (10-20 as 8,
- * 20-22 as 8, beside slot 0's decode), decode until 50.
+ * a new prompt of 8 tokens (40-44) and 4 decodes. Slot 1: prompt 16 in two chunks (10-20 as 8,
+ * 20-22 as 8, beside slot 0's decode), decode until 50, idle at 52-54, then a 1-token step at
+ * 56 (a prompt whose prefix the engine had cached): a new session, cut by the idle step alone.
  * Catches: a session not cut when the slot idles or a new prompt comes, prompt chunks counted
  * as decode, steps of another slot counted in a session. */
 Test(engine_steps, sessions_of_each_slot)
@@ -48,14 +49,16 @@ Test(engine_steps, sessions_of_each_slot)
 		S1(30, 32, 1, 1),          /* slot 0 idle */
 		S2(40, 44, 0, 8, 1, 1),    /* slot 0: a new prompt */
 		S2(44, 46, 0, 1, 1, 1),
-		S1(48, 50, 1, 1),
+		S2(48, 50, 0, 1, 1, 1),
+		S1(52, 54, 0, 1),          /* slot 1 idle */
+		S2(56, 58, 0, 1, 1, 1),    /* slot 1: a new request, 1 token to compute */
 	};
 	struct ls_engine_steps s;
 	struct ls_engine_map m;
 	load(&s, ev, sizeof(ev) / sizeof(ev[0]));
 	cr_assert_eq(ls_engine_map_build(s.steps, s.n, NULL, 0, &m), 0);
-	cr_assert_eq(m.n_sess, 3);
-	cr_assert_eq(m.n_seq_steps, 8);
+	cr_assert_eq(m.n_sess, 4);
+	cr_assert_eq(m.n_seq_steps, 10);
 	const struct ls_engine_session *a = &m.sess[0], *b = &m.sess[1], *c = &m.sess[2];
 	cr_assert_eq(a->seq, 0);
 	cr_assert_eq(a->prompt_tokens, 32);
@@ -72,9 +75,13 @@ Test(engine_steps, sessions_of_each_slot)
 	cr_assert_eq(c->seq, 0);
 	cr_assert_eq(c->first_start_ns, 40 * MS);
 	cr_assert_eq(c->prompt_tokens, 8);
-	cr_assert_eq(c->n_decode_steps, 1);
+	cr_assert_eq(c->n_decode_steps, 4);
 	cr_assert_eq(c->request, SIZE_MAX);
-	cr_assert_eq(m.n_sess_unjoined, 3);
+	cr_assert_eq(m.sess[3].seq, 1);
+	cr_assert_eq(m.sess[3].first_start_ns, 56 * MS);
+	cr_assert_eq(m.sess[3].prompt_tokens, 1);
+	cr_assert_eq(m.sess[3].n_decode_steps, 0);
+	cr_assert_eq(m.n_sess_unjoined, 4);
 	ls_engine_map_free(&m);
 	ls_engine_steps_free(&s);
 }
