@@ -430,6 +430,23 @@ Test(attribution, uprobe_steps_split_server_into_queue_prefill_decode)
 	cr_assert_eq(t_json_get(j, "engine.prefill_ns")->valuedouble, 600.0 * US);
 	cr_assert_str_eq(t_json_get(j, "engine.source")->valuestring, "uprobe");
 	cr_assert_eq(t_json_get(j, "ttft.prefill_ns")->valuedouble, 600.0 * US);
+	/* The attribution file read back (latscope report): the session and the parts. */
+	char path[] = "/tmp/latscope-engattr.XXXXXX", *line = cJSON_PrintUnformatted(j);
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0 && line);
+	FILE *f = fdopen(fd, "w");
+	fprintf(f, "{\"latscope_attribution\":1}\n%s\n", line);
+	fclose(f);
+	struct ls_attribution *back = ls_attribution_load(path, &run, t_honest_rules());
+	unlink(path);
+	cr_assert_not_null(back);
+	cr_assert(back->have_engine);
+	cr_assert_eq(back->req[0].engine.flags, LS_ENG_MAPPED);
+	cr_assert_eq(back->req[0].engine.seq, 3);
+	cr_assert_eq(back->req[0].engine.decode_ns, 2100 * US);
+	cr_assert_eq(P(back->req[0].ttft, PREFILL), 600);
+	ls_attribution_free(back);
+	cJSON_free(line);
 	cJSON_Delete(j);
 	ls_attribution_free(a);
 	ls_evstore_free(st);
