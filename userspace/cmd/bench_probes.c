@@ -60,6 +60,7 @@ int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **o
 			.client_pids = &self, .n_client_pids = 1,
 			.server_pids = cfg->n_server_pids ? srv : NULL, .n_server_pids = cfg->n_server_pids,
 			.server_comm = cfg->server_comm,
+			.engine_steps = 1, /* queue / prefill / decode from a llama.cpp server's steps */
 		};
 		bp->probes = ls_probes_open(&po, bp->why, sizeof(bp->why));
 		if (!bp->probes && cfg->probes == LS_PROBES_ON) {

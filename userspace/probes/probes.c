@@ -730,7 +730,7 @@ static int attach_engine(struct ls_probes *p, const struct ls_probes_opts *opts,
 	char miss[640];
 	int err;
 
-	if (opts->no_engine_steps || !p->n_server_pids)
+	if (!opts->engine_steps || !p->n_server_pids)
 		return 0;
 	err = ls_engine_probe_ring(&p->engine, p->skel, p->rb, p->timens_offset_ns);
 	if (err) {

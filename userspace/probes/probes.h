@@ -31,7 +31,7 @@ struct ls_probes_opts {
 	int          stats;        /* count run time per program (BPF_STATS_RUN_TIME) for ls_probes_cost */
 	int          follow_forks; /* watch: a process a watched one forks is watched too (ls_probes_follow) */
 	int          tls_entry_all;/* watch: also SSL_do_handshake and SSL_write_ex (Python's ssl module) */
-	int          no_engine_steps; /* do not probe llama_decode in the servers (bpf/engine.bpf.c) */
+	int          engine_steps; /* also probe llama_decode in the servers (bpf/engine.bpf.c; bench) */
 };
 
 /* What the probes cost: per program, runs and time inside the BPF program (opts.stats), and the
