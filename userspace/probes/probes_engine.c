@@ -107,9 +107,14 @@ int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel,
 		e->n_attached++;
 		return 0;
 	}
-	snprintf(why, why_len, "server pid %d: no llama_decode to probe (%s: %s; its executable: %s): no "
-		 "engine steps from it", (int)pid, err == -ENOENT ? "no libllama.so mapped" : "libllama.so",
-		 strerror(-err), strerror(-err_exe));
+	if (err == -ENOENT && (err_exe == -ENOENT || err_exe == -ESRCH))
+		snprintf(why, why_len, "server pid %d has no llama_decode (no libllama.so mapped, none in its "
+			 "executable): not a llama.cpp engine, no engine steps (queue / prefill / decode) from it",
+			 (int)pid);
+	else
+		snprintf(why, why_len, "server pid %d: llama_decode could not be probed (%s: %s; its executable: %s): "
+			 "no engine steps from it", (int)pid, err == -ENOENT ? "no libllama.so mapped" : "libllama.so",
+			 strerror(-err), strerror(-err_exe));
 	return err_exe;
 }
 
