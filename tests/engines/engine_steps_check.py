@@ -20,11 +20,13 @@ for line in open(f"{base}.jsonl"):
     r = json.loads(line)
     if "id" in r and not r["warmup"] and r["fail"] == "ok":
         recs[r["id"]] = r
-attr = {}
+attr, head = {}, {}
 for line in open(f"{base}.attribution.jsonl"):
     a = json.loads(line)
     if "id" in a:
         attr[a["id"]] = a
+    elif "latscope_attribution" in a:
+        head = a
 
 # The server's own log: each request's slot, from the print_timing block whose numbers are its
 # timings (as tests/engines/engine_timings.sh joins them).
@@ -112,6 +114,9 @@ for i, r in sorted(recs.items()):
         miss(f"request {i}: {ahead[i]} requests ahead at concurrency {args.concurrency}")
     rows.append((i, e["seq"], e["queue_ns"] / 1e6, p / 1e6, q / 1e6, d / 1e6, g / 1e6, ahead[i]))
 
+eh = head.get("engine_steps", {})
+if eh.get("joined") != sum(1 for a in attr.values() if a.get("engine")) or eh.get("source") != "uprobe":
+    miss(f"the attribution file's header says {eh}")
 if len(attr) < len(recs) or not recs:
     miss(f"{len(recs)} ok requests, {len(attr)} attribution lines")
 

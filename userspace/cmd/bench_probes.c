@@ -233,6 +233,23 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 		cJSON_AddStringToObject(h, "units", "parts and totals in ns; kernel stamps CLOCK_MONOTONIC ns");
 		cJSON_AddStringToObject(h, "why", a->why);
 		cJSON_AddNumberToObject(h, "lost_events", (double)a->lost_events);
+		const struct ls_attr_engine *e = &a->engine;
+		cJSON *eng = e->uprobe_steps ? cJSON_AddObjectToObject(h, "engine_steps") : NULL;
+		if (eng) { /* what the requests' "engine" sessions came from, and how sure their joins are */
+			cJSON_AddStringToObject(eng, "source", "uprobe");
+			cJSON_AddStringToObject(eng, "hook", "llama_decode");
+			cJSON_AddStringToObject(eng, "join", "by time and the engine's token counts (docs/engine.md)");
+			const struct { const char *key; double v; } n[] = {
+				{ "steps", (double)e->uprobe_steps }, { "steps_with_seqs", (double)e->seq_steps },
+				{ "sessions", (double)e->sessions }, { "joined", (double)e->mapped },
+				{ "uncertain", (double)e->uncertain }, { "by_time_alone", (double)e->counts_differ },
+				{ "sessions_unjoined", (double)e->unjoined }, { "lost", (double)e->lost },
+				{ "prefill_step_p50_ns", (double)e->prefill_step_p50_ns },
+				{ "decode_step_p50_ns", (double)e->decode_step_p50_ns },
+			};
+			for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
+				cJSON_AddNumberToObject(eng, n[k].key, n[k].v);
+		}
 		cJSON *by_kind = cJSON_AddObjectToObject(h, "lost_by_kind");
 		for (unsigned kind = 0; by_kind && kind < LS_EV__COUNT; kind++) {
 			uint64_t lost = 0;
