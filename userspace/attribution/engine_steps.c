@@ -274,8 +274,17 @@ static int counts_fit(const struct ls_engine_session *s, const struct ls_map_req
  * token is written before then (UINT64_MAX: no such step). */
 static uint64_t next_step_end(const struct ls_engine_map *m, const struct ls_engine_session *s)
 {
-	for (size_t i = 0; i < m->n_steps; i++) /* steps sorted by start: first that qualifies */
-		if (m->steps[i].pid == s->pid && m->steps[i].n_seqs && m->steps[i].start_ns >= s->prefill_end_ns)
+	size_t lo = 0, hi = m->n_steps;
+
+	while (lo < hi) { /* steps sorted by start: the first that starts at or after the prompt's end */
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->steps[mid].start_ns < s->prefill_end_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < m->n_steps; i++)
+		if (m->steps[i].pid == s->pid && m->steps[i].n_seqs)
 			return m->steps[i].end_ns;
 	return UINT64_MAX;
 }
