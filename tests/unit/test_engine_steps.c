@@ -158,6 +158,7 @@ Test(engine_steps, twins_and_counts_that_do_not_fit_are_uncertain)
 	cr_assert_eq(m.n_mapped, 3);
 	cr_assert_eq(m.n_uncertain, 3);
 	cr_assert_eq(m.n_counts_differ, 1);
+	cr_assert_eq(m.n_twins, 2); /* the third is uncertain for its counts, not a twin */
 	cr_assert(m.sess[m.req_sess[0]].flags & LS_SESS_UNCERTAIN);
 	cr_assert(m.sess[m.req_sess[1]].flags & LS_SESS_UNCERTAIN);
 	cr_assert_neq(m.req_sess[0], m.req_sess[1]);

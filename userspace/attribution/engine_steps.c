@@ -335,6 +335,23 @@ static void join_one(struct ls_engine_map *m, const struct ls_map_req *req, size
 	m->req_sess[best] = s;
 }
 
+/* Uncertain joins between sessions that ran the same steps (two prompts of one length in one
+ * step, ending together): the choice changes no part. Sessions sorted by prefill end would make
+ * this linear; uncertain ones are few, so pairs are compared directly. */
+static void mark_twins(struct ls_engine_map *m)
+{
+	for (size_t s = 0; s < m->n_sess; s++) {
+		struct ls_engine_session *a = &m->sess[s];
+		for (size_t t = 0; (a->flags & LS_SESS_UNCERTAIN) && t < m->n_sess; t++) {
+			const struct ls_engine_session *b = &m->sess[t];
+			if (t != s && (b->flags & LS_SESS_UNCERTAIN) && b->request != SIZE_MAX && b->pid == a->pid &&
+			    b->first_start_ns == a->first_start_ns && b->prefill_end_ns == a->prefill_end_ns &&
+			    b->last_end_ns == a->last_end_ns && b->n == a->n)
+				a->flags |= LS_SESS_TWIN;
+		}
+	}
+}
+
 int ls_engine_map_build(const struct ls_engine_step *steps, size_t n_steps, const struct ls_map_req *req,
 			size_t n_req, struct ls_engine_map *m)
 {
@@ -364,10 +381,12 @@ int ls_engine_map_build(const struct ls_engine_step *steps, size_t n_steps, cons
 		if (m->sess[s].request != SIZE_MAX && rival[m->sess[s].request])
 			m->sess[s].flags |= LS_SESS_UNCERTAIN;
 	free(rival);
+	mark_twins(m);
 	for (size_t s = 0; s < m->n_sess; s++) {
 		const struct ls_engine_session *ss = &m->sess[s];
 		m->n_mapped += ss->request != SIZE_MAX;
 		m->n_uncertain += ss->request != SIZE_MAX && (ss->flags & LS_SESS_UNCERTAIN);
+		m->n_twins += ss->request != SIZE_MAX && (ss->flags & LS_SESS_TWIN);
 		m->n_counts_differ += ss->request != SIZE_MAX && (ss->flags & LS_SESS_COUNTS_DIFFER);
 		m->n_sess_unjoined += ss->request == SIZE_MAX;
 	}
