@@ -3,7 +3,8 @@
  * llama_decode(ctx, batch) in the libllama.so the watched server maps (user space attaches them
  * per server pid: probes/probes_engine.c). At entry: the batch's n_tokens and, per distinct
  * sequence id, its token count (the counts and ids only, never token contents); at return: the
- * end. One struct ls_step_event per step into the ls_steps ring. */
+ * end. One struct ls_step_event per step into the ls_steps ring. The first position of each
+ * sequence in the batch is read too: it tells a new request's prompt from a decode step. */
 #include "common.bpf.h"
 
 /* struct llama_batch (llama.h): passed by value, 56 bytes, so in memory on x86-64: at entry it
@@ -41,41 +42,39 @@ __u64 ls_steps_lost = 0; /* steps the ring had no room for */
 struct ls_seq_scan {
 	struct ls_step_event *st;
 	__u64 seq_id;    /* llama_seq_id ** of the batch */
-	__u32 last;      /* slot of the previous token's seq: runs of one seq cost one compare */
+	__u64 pos;       /* llama_pos * of the batch (0: none) */
 };
 
-/* One token: its first seq id, counted in the step's table. Returns 1 to stop. */
+/* One token: its first seq id. The table holds runs of one sequence (llama-server adds each
+ * slot's tokens together, so a run is a sequence; user space merges a sequence's runs): no search,
+ * which keeps the verifier's paths few. Returns 1 to stop. */
 static long ls_scan_token(__u64 i, void *data)
 {
 	struct ls_seq_scan *c = data;
 	struct ls_step_event *st = c->st;
+	__u32 k = st->n_seqs;
 	__u64 ptr = 0;
-	__s32 seq = 0;
+	__s32 seq = 0, pos = -1;
 
 	if (bpf_probe_read_user(&ptr, sizeof(ptr), (const void *)(c->seq_id + i * 8)) || !ptr ||
 	    bpf_probe_read_user(&seq, sizeof(seq), (const void *)ptr)) {
 		st->flags |= LS_STEP_SEQ_UNREAD;
 		return 1;
 	}
-	if (c->last < LS_STEP_SEQS && c->last < st->n_seqs && st->seq_id[c->last] == seq) {
-		st->seq_tokens[c->last]++;
+	if (k > 0 && k <= LS_STEP_SEQS && st->seq_id[k - 1] == seq) {
+		st->seq_tokens[k - 1]++;
 		return 0;
 	}
-	for (__u32 k = 0; k < LS_STEP_SEQS; k++) {
-		if (k == st->n_seqs) {
-			st->seq_id[k] = seq;
-			st->seq_tokens[k] = 1;
-			st->n_seqs = k + 1;
-			c->last = k;
-			return 0;
-		}
-		if (st->seq_id[k] == seq) {
-			st->seq_tokens[k]++;
-			c->last = k;
-			return 0;
-		}
+	if (k >= LS_STEP_SEQS) {
+		st->flags |= LS_STEP_MORE_SEQS;
+		return 0;
 	}
-	st->flags |= LS_STEP_MORE_SEQS;
+	if (!c->pos || bpf_probe_read_user(&pos, sizeof(pos), (const void *)(c->pos + i * 4)))
+		st->flags |= LS_STEP_POS_UNREAD;
+	st->seq_id[k] = seq;
+	st->seq_pos[k] = pos;
+	st->seq_tokens[k] = 1;
+	st->n_seqs = k + 1;
 	return 0;
 }
 
@@ -111,7 +110,7 @@ int ls_llama_decode(struct pt_regs *ctx)
 	}
 	st->n_tokens = (__u32)b.n_tokens;
 	if (b.seq_id) {
-		struct ls_seq_scan scan = { .st = st, .seq_id = b.seq_id, .last = LS_STEP_SEQS };
+		struct ls_seq_scan scan = { .st = st, .seq_id = b.seq_id, .pos = b.pos };
 		__u32 n = st->n_tokens;
 
 		if (n > LS_STEP_SCAN_MAX) {

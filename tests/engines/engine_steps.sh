@@ -3,8 +3,9 @@
 # each request's server time split into queue / prefill / decode, checked against the engine's
 # own account of the same request (its `timings`, which the server computes with its own clock
 # and latscope never uses to place a step):
-#  - 16 requests of 64 prompt tokens in flight at once on 2 slots (14 wait for a slot), then 8 at
-#    most 2 in flight (none waits);
+#  - 16 requests of 64 prompt tokens in flight at once on 2 slots (14 wait for a slot), the same
+#    with lengths 32-96 and 8-24 (sessions that do not pair up), then 8 at most 2 in flight (none
+#    waits);
 #  - per request: prefill (its first step's start -> its prompt's last step's end) within 5 % or
 #    0.3 ms of timings.prompt_ms; decode per token (prompt end -> its last step's end, over
 #    predicted_n) within 5 % of predicted_ms / predicted_n; every ok request joined to a session;
@@ -38,13 +39,13 @@ stop_poll() { touch "$TMP/$1.stop"; wait "$POLL" 2>/dev/null; POLL=; }
 cpu_some() { sed -n 's/^some .*total=\([0-9]*\)/\1/p' /proc/pressure/cpu 2>/dev/null || echo 0; }
 
 FAILED=
-run() { # run NAME CONCURRENCY PROMPTS
+run() { # run NAME CONCURRENCY PROMPTS [bench args...]
 	local t0 p0 pressure
 	poll_progs "$1"
 	t0=$(date +%s%N) p0=$(cpu_some)
 	bench "$1" --backend openai --dataset-name random --random-input-len 64 --random-output-len 16 \
 		--num-prompts "$3" --max-concurrency "$2" --ignore-eos --connection per-request \
-		--probes on --server-pid "$SRV"
+		--probes on --server-pid "$SRV" "${@:4}"
 	stop_poll "$1"
 	pressure=$(( ($(cpu_some) - p0) * 100000 / (($(date +%s%N) - t0) / 1000 + 1) ))
 	sed -n '/Where the latency went/,/^requests:/p' "$TMP/$1.out" | grep -E "^(TTFT|  queue|  prefill|  decode|  server|engine steps|  joined)"
@@ -54,5 +55,8 @@ run() { # run NAME CONCURRENCY PROMPTS
 
 start_server 2
 run burst 16 16
+# Lengths from 32 to 96 prompt and 8 to 24 output tokens: sessions of different lengths that do
+# not stay paired (no twins), so the join must tell the requests apart by time and counts.
+run mixed 16 16 --random-range-ratio 0.5
 run paced 2 8
 [ -z "$FAILED" ] || fail "$FAILED: the uprobe steps disagree with the engine's own account (above)"

@@ -383,7 +383,7 @@ Test(attribution, gpu_steps_split_server_into_queue_and_gpu)
 static struct ls_step_event upstep(uint64_t start_us, uint64_t end_us, int32_t seq, uint32_t tokens)
 {
 	struct ls_step_event e = { .start_ns = start_us * US, .end_ns = end_us * US, .tgid = 7, .tid = 7,
-				   .n_tokens = tokens, .n_seqs = 1 };
+				   .n_tokens = tokens, .n_seqs = 1, .flags = LS_STEP_POS_UNREAD };
 	e.seq_id[0] = seq;
 	e.seq_tokens[0] = tokens;
 	return e;

@@ -9,11 +9,13 @@
 
 #define MS 1000000ull
 
-/* One step of pid 1 at [start, end] ms carrying (seq, tokens) pairs. */
+/* One step of pid 1 at [start, end] ms carrying (seq, tokens) pairs; positions unknown (the
+ * cases that cut sessions by them set them). */
 static struct ls_step_event step(uint64_t start_ms, uint64_t end_ms, int n, const int32_t *seq,
 				 const uint32_t *tokens)
 {
-	struct ls_step_event e = { .start_ns = start_ms * MS, .end_ns = end_ms * MS, .tgid = 1, .tid = 1 };
+	struct ls_step_event e = { .start_ns = start_ms * MS, .end_ns = end_ms * MS, .tgid = 1, .tid = 1,
+				   .flags = LS_STEP_POS_UNREAD };
 	for (int k = 0; k < n; k++) {
 		e.seq_id[k] = seq[k];
 		e.seq_tokens[k] = tokens[k];
@@ -189,9 +191,42 @@ Test(engine_steps, a_session_before_the_request_is_not_its)
 	ls_engine_steps_free(&s);
 }
 
+/* Positions: slot 0 decodes at 32, 33, then its next request, whose 64-token prompt the engine
+ * had cached but its last token, comes in the very next step as one token at position 63: the
+ * positions restart, so a new session begins (without them it would be a third decode step).
+ * Catches: a cached prompt taken for a decode step, a decode step whose position is read from
+ * the wrong token taken for a new session. */
+Test(engine_steps, positions_that_restart_cut_a_session)
+{
+	struct ls_step_event ev[4] = { S1(0, 10, 0, 32), S1(10, 12, 0, 1), S1(12, 14, 0, 1), S1(14, 16, 0, 1) };
+	const int32_t pos[4] = { 0, 32, 33, 63 };
+	for (int i = 0; i < 4; i++) {
+		ev[i].flags = 0;
+		ev[i].seq_pos[0] = pos[i];
+	}
+	struct ls_map_req req[2] = {
+		{ .arrived_ns = 0, .first_token_ns = 10 * MS + 100000, .prompt_n = 32, .predicted_n = 3 },
+		{ .arrived_ns = 11 * MS, .first_token_ns = 16 * MS + 100000, .prompt_n = 1, .predicted_n = 1 },
+	};
+	struct ls_engine_steps s;
+	struct ls_engine_map m;
+	load(&s, ev, 4);
+	cr_assert_eq(ls_engine_map_build(s.steps, s.n, req, 2, &m), 0);
+	cr_assert_eq(m.n_sess, 2);
+	cr_assert_eq(m.sess[0].n_decode_steps, 2);
+	cr_assert_eq(m.sess[1].prompt_tokens, 1);
+	cr_assert_eq(m.sess[1].first_start_ns, 14 * MS);
+	cr_assert_eq(m.n_mapped, 2);
+	cr_assert_eq(m.n_uncertain, 0);
+	ls_engine_map_free(&m);
+	ls_engine_steps_free(&s);
+}
+
 /* CUPTI's steps and the uprobes' in one record type, sorted by start; failed decodes and steps
- * without sequence ids make no session; llama_batch_get_one's batch (no seq ids) is seq 0.
- * Catches: a source's steps lost or mislabelled in the shared record. */
+ * without sequence ids make no session; llama_batch_get_one's batch (no seq ids) is seq 0; the
+ * kernel's runs of one sequence merged into one entry.
+ * Catches: a source's steps lost or mislabelled in the shared record; a sequence whose tokens
+ * came in two runs counted as two sequences (or its second run dropped). */
 Test(engine_steps, one_record_for_both_sources)
 {
 	struct ls_gpu_step g[1] = { { .pid = 9, .device = 2, .start_ns = 5 * MS, .end_ns = 6 * MS, .busy_ns = MS / 2 } };
@@ -209,6 +244,20 @@ Test(engine_steps, one_record_for_both_sources)
 	cr_assert_str_eq(ls_step_source_name(s.steps[0].source), "uprobe");
 	cr_assert_eq(s.steps[3].n_seqs, 1);
 	cr_assert_eq(s.steps[3].seq_tokens[0], 1);
+	/* The kernel sends runs of one sequence: a sequence's runs become one entry. */
+	struct ls_step_event runs = step(9, 10, 3, (int32_t[]){ 0, 1, 0 }, (uint32_t[]){ 5, 3, 2 });
+	runs.flags = 0;
+	runs.seq_pos[0] = 40;
+	runs.seq_pos[1] = 7;
+	runs.seq_pos[2] = 45;
+	cr_assert_eq(ls_engine_steps_add_uprobe(&s, &runs, 1), 0);
+	const struct ls_engine_step *merged = &s.steps[s.n - 1];
+	cr_assert_eq(merged->n_seqs, 2);
+	cr_assert_eq(merged->seq_tokens[0], 7);
+	cr_assert_eq(merged->seq_pos[0], 40);
+	cr_assert_eq(merged->seq_tokens[1], 3);
+	cr_assert_eq(merged->n_tokens, 10);
+	s.n--; /* the map below is over the first four */
 	struct ls_engine_map m;
 	cr_assert_eq(ls_engine_map_build(s.steps, s.n, NULL, 0, &m), 0);
 	cr_assert_eq(m.n_seq_steps, 2);  /* the failed one and CUPTI's are not */

@@ -20,6 +20,25 @@ static int grow(struct ls_engine_steps *s, size_t more)
 	return 0;
 }
 
+/* The kernel's runs of one sequence into one entry per sequence: its tokens summed, the first
+ * run's position kept (positions unknown for every sequence when any could not be read). */
+static void merge_runs(struct ls_engine_step *st, const struct ls_step_event *e)
+{
+	uint32_t runs = e->n_seqs < LS_STEP_SEQS ? e->n_seqs : LS_STEP_SEQS;
+
+	for (uint32_t r = 0; r < runs; r++) {
+		uint32_t k = 0;
+		while (k < st->n_seqs && st->seq_id[k] != e->seq_id[r])
+			k++;
+		if (k == st->n_seqs) {
+			st->seq_id[k] = e->seq_id[r];
+			st->seq_pos[k] = (e->flags & LS_STEP_POS_UNREAD) ? -1 : e->seq_pos[r];
+			st->n_seqs++;
+		}
+		st->seq_tokens[k] += e->seq_tokens[r];
+	}
+}
+
 int ls_engine_steps_add_uprobe(struct ls_engine_steps *s, const struct ls_step_event *ev, size_t n)
 {
 	if (grow(s, n))
@@ -37,13 +56,12 @@ int ls_engine_steps_add_uprobe(struct ls_engine_steps *s, const struct ls_step_e
 		st->n_tokens = e->n_tokens;
 		st->flags = e->flags;
 		st->ret = e->ret;
-		st->n_seqs = e->n_seqs < LS_STEP_SEQS ? e->n_seqs : LS_STEP_SEQS;
-		memcpy(st->seq_id, e->seq_id, sizeof(st->seq_id));
-		memcpy(st->seq_tokens, e->seq_tokens, sizeof(st->seq_tokens));
+		merge_runs(st, e);
 		if (!st->n_seqs && st->n_tokens && (st->flags & LS_STEP_SEQ_UNREAD) &&
 		    !(st->flags & LS_STEP_NO_ENTRY)) { /* llama_batch_get_one: every token is seq 0 */
 			st->n_seqs = 1;
 			st->seq_tokens[0] = st->n_tokens;
+			st->seq_pos[0] = -1;
 		}
 	}
 	return 0;
@@ -62,6 +80,8 @@ int ls_engine_steps_add_gpu(struct ls_engine_steps *s, const struct ls_gpu_step 
 		st->pid = g[i].pid;
 		st->tid = g[i].device;
 		st->source = LS_STEP_SRC_CUPTI;
+		for (int k = 0; k < LS_STEP_SEQS; k++)
+			st->seq_pos[k] = -1;
 	}
 	return 0;
 }
@@ -101,6 +121,7 @@ struct open_seq {
 	int32_t  seq;
 	size_t   sess;
 	uint64_t last_ord;
+	int64_t  next_pos; /* the position its next decode step would have; -1 unknown */
 };
 
 struct proc_ord {
@@ -180,13 +201,14 @@ static size_t sess_new(struct builder *b, uint32_t pid, int32_t seq, const struc
 	return s;
 }
 
-/* One sequence's tokens in step i (the process's ord-th step). */
-static void seq_step(struct builder *b, size_t i, uint64_t ord, int32_t seq, uint32_t tokens)
+/* One sequence's tokens in step i (the process's ord-th step), the first at position pos. */
+static void seq_step(struct builder *b, size_t i, uint64_t ord, int32_t seq, uint32_t tokens, int32_t pos)
 {
 	const struct ls_engine_step *st = &b->m->steps[i];
 	struct open_seq *o = open_of(b, st->pid, seq);
 	int fresh = !o || o->last_ord + 1 != ord ||               /* new, or the slot idled */
-		    (tokens > 1 && b->m->sess[o->sess].n_decode_steps); /* a new prompt */
+		    (tokens > 1 && b->m->sess[o->sess].n_decode_steps) || /* a new prompt */
+		    (pos >= 0 && o->next_pos >= 0 && pos != o->next_pos);   /* positions restart */
 
 	if (!o) {
 		o = &b->open[b->n_open++];
@@ -196,6 +218,7 @@ static void seq_step(struct builder *b, size_t i, uint64_t ord, int32_t seq, uin
 	if (fresh)
 		o->sess = sess_new(b, st->pid, seq, st);
 	o->last_ord = ord;
+	o->next_pos = pos >= 0 ? (int64_t)pos + tokens : -1;
 	struct ls_engine_session *ss = &b->m->sess[o->sess];
 	sess_add(b, o->sess, i, fresh || (tokens > 1 && !ss->n_decode_steps), tokens);
 }
@@ -244,7 +267,7 @@ static int build_sessions(struct ls_engine_map *m)
 		m->n_seq_steps++;
 		uint64_t ord = proc_next_ord(&b, st->pid);
 		for (uint32_t k = 0; k < st->n_seqs && k < LS_STEP_SEQS; k++)
-			seq_step(&b, i, ord, st->seq_id[k], st->seq_tokens[k]);
+			seq_step(&b, i, ord, st->seq_id[k], st->seq_tokens[k], st->seq_pos[k]);
 	}
 	size_t at = 0;
 	for (size_t s = 0; !err && s < m->n_sess; s++) {

@@ -30,6 +30,7 @@ struct ls_engine_step {
 	uint32_t n_seqs;
 	int32_t  seq_id[LS_STEP_SEQS];
 	uint32_t seq_tokens[LS_STEP_SEQS];
+	int32_t  seq_pos[LS_STEP_SEQS]; /* first position of each in the batch; -1 unknown */
 };
 
 struct ls_engine_steps {
@@ -62,7 +63,8 @@ enum {
 
 /* One sequence's session: prompt steps (the first, and more chunks while no decode came), then
  * one-token decode steps, until the sequence is missing from a step of its process (the slot
- * went idle) or a multi-token step starts a new prompt. */
+ * went idle), a multi-token step starts a new prompt, or its positions do not continue (a new
+ * request whose prompt, after a cached prefix, is one token). */
 struct ls_engine_session {
 	uint32_t pid;
 	int32_t  seq;
