@@ -222,6 +222,46 @@ Test(engine_steps, positions_that_restart_cut_a_session)
 	ls_engine_steps_free(&s);
 }
 
+/* The engine reused a request's generated tokens as the next one's cached prefix: the next
+ * request's 1-token prompt comes right after A's last decode step, at the position A's decode
+ * would have had. Steps alone make one session of 32-token prompt + 5 decodes; A produced 3
+ * tokens (2 decode steps), B 3 (its prompt step + 2). The counts cut the session after A's
+ * second decode step; B joins the rest.
+ * Catches: B left unjoined and A given B's decode time (the session not cut), a cut one step
+ * off (A's decode per token wrong). */
+Test(engine_steps, counts_cut_a_reused_prefix)
+{
+	struct ls_step_event ev[6] = { S1(0, 10, 0, 32), S1(10, 12, 0, 1), S1(12, 14, 0, 1),
+				       S1(14, 16, 0, 1), S1(16, 18, 0, 1), S1(18, 20, 0, 1) };
+	struct ls_map_req req[2] = {
+		{ .arrived_ns = 0, .first_token_ns = 10 * MS + 100000, .prompt_n = 32, .predicted_n = 3 },
+		{ .arrived_ns = 5 * MS, .first_token_ns = 16 * MS + 100000, .prompt_n = 1, .predicted_n = 3 },
+	};
+	struct ls_engine_steps s;
+	struct ls_engine_map m;
+	load(&s, ev, 6);
+	cr_assert_eq(ls_engine_map_build(s.steps, s.n, req, 2, &m), 0);
+	cr_assert_eq(m.n_sess, 2);
+	cr_assert_eq(m.n_mapped, 2);
+	cr_assert_eq(m.n_split, 2);
+	cr_assert_eq(m.n_counts_differ, 0);
+	const struct ls_engine_session *a = &m.sess[m.req_sess[0]], *b = &m.sess[m.req_sess[1]];
+	cr_assert_eq(a->n_decode_steps, 2);
+	cr_assert_eq(a->last_end_ns, 14 * MS);
+	cr_assert_eq(b->first_start_ns, 14 * MS);
+	cr_assert_eq(b->prompt_tokens, 1);
+	cr_assert_eq(b->prefill_end_ns, 16 * MS);
+	cr_assert_eq(b->n_decode_steps, 2);
+	cr_assert_eq(b->decode_steps_ns, 4 * MS);
+	uint64_t q, p, d;
+	ls_engine_split(&m, m.req_sess[1], 5 * MS, 16 * MS, &q, &p, &d);
+	cr_assert_eq(q, 9 * MS);
+	cr_assert_eq(p, 2 * MS);
+	cr_assert_eq(d, 0);
+	ls_engine_map_free(&m);
+	ls_engine_steps_free(&s);
+}
+
 /* CUPTI's steps and the uprobes' in one record type, sorted by start; failed decodes and steps
  * without sequence ids make no session; llama_batch_get_one's batch (no seq ids) is seq 0; the
  * kernel's runs of one sequence merged into one entry.

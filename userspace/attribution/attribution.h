@@ -72,6 +72,7 @@ enum {
 	LS_ENG_COUNTS_DIFFER = 1u << 2,/* joined by time alone: its engine token counts did not fit */
 	LS_ENG_SEQS_MISSED = 1u << 3,  /* a step of its session could not list every sequence */
 	LS_ENG_TWIN = 1u << 4,         /* uncertain between twin sessions (same steps): parts unaffected */
+	LS_ENG_SPLIT = 1u << 5,        /* its session was cut from a longer run by the engine's counts */
 };
 
 struct ls_req_engine {
@@ -130,7 +131,7 @@ struct ls_req_attr {
 struct ls_attr_engine {
 	size_t   steps;             /* every step given (CUPTI and uprobe) */
 	size_t   uprobe_steps, seq_steps; /* llama_decode steps; those that listed their sequences */
-	size_t   sessions, mapped, uncertain, twins, counts_differ, unjoined;
+	size_t   sessions, mapped, uncertain, twins, split, counts_differ, unjoined;
 	uint64_t lost;              /* steps the kernel could not send */
 	uint64_t prefill_step_p50_ns, decode_step_p50_ns; /* the uprobe steps by kind (sessions') */
 };

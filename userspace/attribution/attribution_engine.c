@@ -43,7 +43,7 @@ static void fill_request(const struct ls_engine_session *s, const struct ls_requ
 	e->flags = LS_ENG_MAPPED | (s->flags & LS_SESS_UNCERTAIN ? LS_ENG_UNCERTAIN : 0) |
 		   (s->flags & LS_SESS_COUNTS_DIFFER ? LS_ENG_COUNTS_DIFFER : 0) |
 		   (s->flags & LS_SESS_SEQS_MISSED ? LS_ENG_SEQS_MISSED : 0) |
-		   (s->flags & LS_SESS_TWIN ? LS_ENG_TWIN : 0);
+		   (s->flags & LS_SESS_TWIN ? LS_ENG_TWIN : 0) | (s->flags & LS_SESS_SPLIT ? LS_ENG_SPLIT : 0);
 	e->seq = s->seq;
 	e->prompt_tokens = s->prompt_tokens;
 	e->prefill_steps = s->n_prefill_steps;
@@ -115,6 +115,7 @@ int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const
 	sum->mapped = map->n_mapped;
 	sum->uncertain = map->n_uncertain;
 	sum->twins = map->n_twins;
+	sum->split = map->n_split;
 	sum->counts_differ = map->n_counts_differ;
 	sum->unjoined = map->n_sess_unjoined;
 	sum->prefill_step_p50_ns = step_p50(map, 0);

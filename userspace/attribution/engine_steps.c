@@ -238,6 +238,7 @@ static int builder_init(struct builder *b, struct ls_engine_map *m)
 	b->sess_head = calloc(slots + 1, sizeof(size_t));
 	b->sess_tail = calloc(slots + 1, sizeof(size_t));
 	m->sess = calloc(slots + 1, sizeof(*m->sess));
+	m->cap_sess = slots; /* a session holds at least one (step, sequence): cuts never pass this */
 	m->step_idx = calloc(slots + 1, sizeof(*m->step_idx));
 	return b->open && b->procs && b->slot_step && b->slot_next && b->sess_head && b->sess_tail && m->sess &&
 	       m->step_idx ? 0 : -ENOMEM;
@@ -281,16 +282,69 @@ static int build_sessions(struct ls_engine_map *m)
 
 /* ---- the join ---- */
 
+enum { FIT_NONE, FIT_SPLIT, FIT_EXACT };
+
+/* How request r's engine counts fit session s: exactly; or its prompt fits and it produced fewer
+ * tokens than s decoded (FIT_SPLIT: the steps after its last token are the next request's on
+ * that slot, see split_session); or not at all. */
 static int counts_fit(const struct ls_engine_session *s, const struct ls_map_req *r)
 {
 	if (r->prompt_n > 0 && (uint32_t)r->prompt_n != s->prompt_tokens)
-		return 0;
+		return FIT_NONE;
 	/* The prompt step yields the first token; each decode step one more, and llama.cpp does not
 	 * decode the last token it samples (+ 1), unless the slot stopped on it (+ 0). */
-	if (r->predicted_n > 0 && (uint32_t)r->predicted_n != s->n_decode_steps + 1 &&
-	    (uint32_t)r->predicted_n != s->n_decode_steps)
-		return 0;
-	return 1;
+	if (r->predicted_n <= 0 || (uint32_t)r->predicted_n == s->n_decode_steps + 1 ||
+	    (uint32_t)r->predicted_n == s->n_decode_steps)
+		return FIT_EXACT;
+	return (uint32_t)r->predicted_n < s->n_decode_steps ? FIT_SPLIT : FIT_NONE;
+}
+
+/* Session s's sums and ends from its steps, the first n_prefill of them its prompt's. */
+static void sess_tally(struct ls_engine_map *m, struct ls_engine_session *s, uint32_t n_prefill)
+{
+	s->prompt_tokens = s->n_prefill_steps = s->n_decode_steps = 0;
+	s->prefill_steps_ns = s->decode_steps_ns = 0;
+	s->first_start_ns = m->steps[m->step_idx[s->first]].start_ns;
+	for (size_t k = s->first; k < s->first + s->n; k++) {
+		const struct ls_engine_step *st = &m->steps[m->step_idx[k]];
+		uint32_t tokens = 0;
+		for (uint32_t j = 0; j < st->n_seqs && j < LS_STEP_SEQS; j++)
+			tokens += st->seq_id[j] == s->seq ? st->seq_tokens[j] : 0;
+		s->last_end_ns = st->end_ns;
+		if (k < s->first + n_prefill) {
+			s->n_prefill_steps++;
+			s->prompt_tokens += tokens;
+			s->prefill_end_ns = st->end_ns;
+			s->prefill_steps_ns += st->end_ns - st->start_ns;
+		} else {
+			s->n_decode_steps++;
+			s->decode_steps_ns += st->end_ns - st->start_ns;
+		}
+	}
+}
+
+/* Session s decoded more than its request produced: its slot took the next request in the very
+ * next step, whose prompt after a cached prefix was one token at the position where s's decode
+ * would have gone on (the engine reused s's generated tokens too), so nothing in the steps cut
+ * them. Cut s after its request's last decode step; the rest is a new session (1-token prompt
+ * step, then decode), joined in its turn. Both are marked: the cut came from the counts. */
+static void split_session(struct ls_engine_map *m, size_t s, uint32_t keep_decode)
+{
+	struct ls_engine_session *a = &m->sess[s], *b = &m->sess[m->n_sess];
+	size_t cut = a->first + a->n_prefill_steps + keep_decode;
+
+	if (m->n_sess >= m->cap_sess || cut >= a->first + a->n)
+		return;
+	*b = *a;
+	b->first = cut;
+	b->n = a->first + a->n - cut;
+	b->request = SIZE_MAX;
+	b->flags = LS_SESS_SPLIT;
+	a->n = cut - a->first;
+	a->flags |= LS_SESS_SPLIT;
+	sess_tally(m, a, a->n_prefill_steps);
+	sess_tally(m, b, 1);
+	m->n_sess++;
 }
 
 /* End of the first step of s's process that starts at or after s's prompt ended: its first
@@ -352,8 +406,10 @@ static void join_one(struct ls_engine_map *m, const struct ls_map_req *req, size
 	}
 	if (req[best].first_token_ns > horizon)
 		ss->flags |= LS_SESS_UNCERTAIN; /* its first token left later than the step after its prompt */
-	if (!best_fit)
+	if (best_fit == FIT_NONE)
 		ss->flags |= LS_SESS_COUNTS_DIFFER | LS_SESS_UNCERTAIN;
+	if (best_fit == FIT_SPLIT)
+		split_session(m, s, (uint32_t)req[best].predicted_n - 1);
 	ss->request = best;
 	m->req_sess[best] = s;
 }
@@ -375,6 +431,33 @@ static void mark_twins(struct ls_engine_map *m)
 	}
 }
 
+/* Joins every session in order of its prompt's end; a session cut off another (split_session)
+ * ends its prompt later, and takes its place in that order. 0 or -ENOMEM. */
+static int join_all(struct ls_engine_map *m, const struct ls_map_req *req, unsigned char *rival)
+{
+	size_t *order = malloc((m->cap_sess + 1) * sizeof(*order));
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t s = 0; s < m->n_sess; s++)
+		order[s] = s;
+	qsort_r(order, m->n_sess, sizeof(*order), sess_by_prefill_end, m->sess);
+	for (size_t k = 0; k < m->n_sess; k++) {
+		size_t before = m->n_sess;
+		join_one(m, req, order[k], next_step_end(m, &m->sess[order[k]]), rival);
+		if (m->n_sess == before)
+			continue;
+		size_t at = before; /* the new session, into the order after k */
+		while (at > k + 1 && sess_by_prefill_end(&before, &order[at - 1], m->sess) < 0) {
+			order[at] = order[at - 1];
+			at--;
+		}
+		order[at] = before;
+	}
+	free(order);
+	return 0;
+}
+
 int ls_engine_map_build(const struct ls_engine_step *steps, size_t n_steps, const struct ls_map_req *req,
 			size_t n_req, struct ls_engine_map *m)
 {
@@ -387,19 +470,11 @@ int ls_engine_map_build(const struct ls_engine_step *steps, size_t n_steps, cons
 		goto fail;
 	for (size_t r = 0; r < n_req; r++)
 		m->req_sess[r] = SIZE_MAX;
-	size_t *order = malloc((m->n_sess + 1) * sizeof(*order));
 	unsigned char *rival = calloc(n_req + 1, 1);
-	if (!order || !rival) {
-		free(order);
+	if (!rival || join_all(m, req, rival)) {
 		free(rival);
 		goto fail;
 	}
-	for (size_t s = 0; s < m->n_sess; s++)
-		order[s] = s;
-	qsort_r(order, m->n_sess, sizeof(*order), sess_by_prefill_end, m->sess);
-	for (size_t k = 0; k < m->n_sess; k++)
-		join_one(m, req, order[k], next_step_end(m, &m->sess[order[k]]), rival);
-	free(order);
 	for (size_t s = 0; s < m->n_sess; s++)
 		if (m->sess[s].request != SIZE_MAX && rival[m->sess[s].request])
 			m->sess[s].flags |= LS_SESS_UNCERTAIN;
@@ -410,6 +485,7 @@ int ls_engine_map_build(const struct ls_engine_step *steps, size_t n_steps, cons
 		m->n_mapped += ss->request != SIZE_MAX;
 		m->n_uncertain += ss->request != SIZE_MAX && (ss->flags & LS_SESS_UNCERTAIN);
 		m->n_twins += ss->request != SIZE_MAX && (ss->flags & LS_SESS_TWIN);
+		m->n_split += ss->request != SIZE_MAX && (ss->flags & LS_SESS_SPLIT);
 		m->n_counts_differ += ss->request != SIZE_MAX && (ss->flags & LS_SESS_COUNTS_DIFFER);
 		m->n_sess_unjoined += ss->request == SIZE_MAX;
 	}

@@ -57,6 +57,7 @@ enum {
 	LS_SESS_UNCERTAIN = 1u << 0,     /* another request fits this session as well */
 	LS_SESS_COUNTS_DIFFER = 1u << 1, /* joined by time alone: no request's token counts fit */
 	LS_SESS_SEQS_MISSED = 1u << 2,   /* a step of it lost seq ids (more than LS_STEP_SEQS, unread) */
+	LS_SESS_SPLIT = 1u << 4,         /* cut from a longer run of steps by the engine's token counts */
 	LS_SESS_TWIN = 1u << 3,          /* uncertain, but its rival's session ran the same steps from
 					  * start to end: either join gives the same parts */
 };
@@ -80,12 +81,12 @@ struct ls_engine_map {
 	const struct ls_engine_step *steps; /* the caller's, sorted by start_ns */
 	size_t n_steps;
 	struct ls_engine_session *sess;
-	size_t n_sess;
+	size_t n_sess, cap_sess;
 	size_t *step_idx;
 	size_t *req_sess;        /* per request: its session, SIZE_MAX none */
 	size_t n_req;
 	size_t n_seq_steps;      /* steps that said which sequences they computed */
-	size_t n_mapped, n_uncertain, n_twins, n_counts_differ, n_sess_unjoined;
+	size_t n_mapped, n_uncertain, n_twins, n_split, n_counts_differ, n_sess_unjoined;
 };
 
 /* Sessions from steps (sorted by start_ns; steps without seq ids and failed ones are left out),

@@ -243,7 +243,7 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 				{ "steps", (double)e->uprobe_steps }, { "steps_with_seqs", (double)e->seq_steps },
 				{ "sessions", (double)e->sessions }, { "joined", (double)e->mapped },
 				{ "uncertain", (double)e->uncertain }, { "uncertain_twins", (double)e->twins },
-				{ "by_time_alone", (double)e->counts_differ },
+				{ "by_time_alone", (double)e->counts_differ }, { "split_by_counts", (double)e->split },
 				{ "sessions_unjoined", (double)e->unjoined }, { "lost", (double)e->lost },
 				{ "prefill_step_p50_ns", (double)e->prefill_step_p50_ns },
 				{ "decode_step_p50_ns", (double)e->decode_step_p50_ns },

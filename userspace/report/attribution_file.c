@@ -68,7 +68,7 @@ static int frames_of(const cJSON *frames, struct ls_req_attr *r)
 	return 0;
 }
 
-static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin" };
+static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split" };
 
 /* "engine": the request's session of uprobe steps, when one was joined to it. */
 static void engine_of(const cJSON *e, struct ls_req_attr *r)
@@ -155,6 +155,7 @@ static void summarise(struct ls_attribution *a)
 			a->engine.mapped++;
 			a->engine.uncertain += (r->engine.flags & LS_ENG_UNCERTAIN) != 0;
 			a->engine.twins += (r->engine.flags & LS_ENG_TWIN) != 0;
+			a->engine.split += (r->engine.flags & LS_ENG_SPLIT) != 0;
 			a->engine.counts_differ += (r->engine.flags & LS_ENG_COUNTS_DIFFER) != 0;
 		}
 	}

@@ -188,8 +188,9 @@ static void print_engine(FILE *out, const struct ls_attribution *a)
 		e->decode_step_p50_ns / 1e6);
 	fprintf(out, "  joined to requests by time and token counts: %zu requests (%zu uncertain: another request "
 		"fitted as well, %zu of them between twin sessions whose parts are the same either way; %zu by time "
-		"alone: the engine's counts did not fit); %zu sessions joined to no request", e->mapped, e->uncertain,
-		e->twins, e->counts_differ, e->unjoined);
+		"alone: the engine's counts did not fit; %zu cut from a longer run of steps by the counts: a cached "
+		"1-token prompt right after the slot's last request); %zu sessions joined to no request", e->mapped,
+		e->uncertain, e->twins, e->counts_differ, e->split, e->unjoined);
 	if (e->lost)
 		fprintf(out, "; %llu steps lost (ring full)", (unsigned long long)e->lost);
 	fprintf(out, "\n");
@@ -481,7 +482,7 @@ static void handshake_json(cJSON *o, const struct ls_req_attr *r)
 	}
 }
 
-static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin" };
+static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split" };
 
 /* "engine": the request's session of uprobe steps (only when one was joined to it). */
 static void engine_json(cJSON *o, const struct ls_req_attr *r)
