@@ -11,7 +11,9 @@ ap.add_argument("name")
 ap.add_argument("--slots", type=int, required=True)
 ap.add_argument("--concurrency", type=int, required=True)
 ap.add_argument("--cpu-pressure", type=float, default=0.0,
-                help="the run's CPU pressure (/proc/pressure/cpu some, %%): above 25 the 5 %% tolerances are reported, not asserted")
+                help="the run's CPU pressure (/proc/pressure/cpu some, %%): see FREE and QUIET below")
+ap.add_argument("--joins-only", action="store_true",
+                help="prompts of a few tokens (cached prefixes): the tolerances are reported, not asserted")
 args = ap.parse_args()
 base = f"{args.dir}/{args.name}"
 
@@ -68,7 +70,11 @@ ahead = {i: sum(1 for j, q in recs.items() if j != i and q["sent_ns"] < r["sent_
 # On a contended CPU (other tasks ran while the server had work: /proc/pressure/cpu) the engine's
 # account holds preemption around its steps and its HTTP threads post requests late or out of
 # order: the tolerances below are then reported, not asserted; the one-sided checks still hold.
-quiet = args.cpu_pressure <= 25.0
+# Two tiers: the CPU free (pressure <= 5 %): every request within the tolerances; quiet (<= 25 %):
+# the median request within them and queue against who waited. Prompts of a few tokens (--joins-only)
+# are mostly the engine's host work around the step: their tolerances are reported only.
+free = args.cpu_pressure <= 5.0 and not args.joins_only
+quiet = args.cpu_pressure <= 25.0 and not args.joins_only
 step_max_ns = max(r["engine_prompt_ns"] for r in recs.values()) + 1_000_000
 pre_err, dec_err, rows, n_unc, waited_n, n_pre_ok, n_dec_ok = [], [], [], 0, 0, 0, 0
 for i, r in sorted(recs.items()):
@@ -102,7 +108,7 @@ for i, r in sorted(recs.items()):
     # Prompt + generation together: the host time between the prompt's step and the engine's first
     # sample moves between the two, not out of them.
     mine, eng = p + e["decode_ns"], q + r["engine_predicted_ns"]
-    if mine > eng + 50_000 or (quiet and eng - mine > max(0.03 * eng, 1_000_000)):
+    if mine > eng + 50_000 or (free and eng - mine > max(0.03 * eng, 1_000_000)):
         miss(f"request {i}: prefill + decode {mine / 1e6:.3f} ms from the steps, the engine's {eng / 1e6:.3f}")
     waited = ahead[i] >= args.slots
     waited_n += waited
@@ -150,12 +156,15 @@ if pre_err:
           f"max {100 * dec_err[-1]:.1f} %, {n_dec_ok}/{len(rows)} within 5 %")
     # The engine's prompt_ms also holds its batch building and sampling around the step, and
     # whatever preemption hits them: on a contended CPU that is not the steps' error.
-    if quiet and (n_pre_ok < len(rows) or n_dec_ok < len(rows)):
+    if free and (n_pre_ok < len(rows) or n_dec_ok < len(rows)):
         miss("requests outside 5 % (or 0.3 ms) of the engine's own timings (above)")
-    elif not quiet:
-        print(f"  NOT ASSERTED: the 5 % / 0.3 ms tolerances (CPU pressure {args.cpu_pressure:.0f} % during the run: "
-              f"other tasks had the CPU), nor queue against the client's view of who waited; the joins, the sums "
-              f"and the one-sided checks are")
+    elif quiet and (pre_med > 0.05 or dec_med > 0.05):
+        miss("the median request outside 5 % of the engine's own timings (above)")
+    if not free:
+        print(f"  NOT ASSERTED: " + ("the tolerances per request (prompts of a few tokens: the engine's host work)"
+              if args.joins_only else f"the tolerances per request (CPU pressure {args.cpu_pressure:.0f} %: other "
+              f"tasks had the CPU){'' if quiet else ', nor at the median, nor queue against who waited'}") +
+              "; the joins, the sums and the one-sided checks are")
 if steps:
     print(f"  uprobe cost in BPF: {run_ns / steps:.0f} ns per step (entry + return, {calls} calls, "
           f"{run_ns / calls:.0f} ns per call; the trap itself is not in it)")
