@@ -135,7 +135,8 @@ struct builder {
 	size_t n_open;
 	struct proc_ord *procs;
 	size_t n_procs;
-	size_t *members;     /* per session, its steps (kept as a linked list: next[] by step slot) */
+	/* Each session's steps as a linked list of slots (one per (step, sequence)), laid out in
+	 * step_idx at the end. */
 	size_t *slot_step, *slot_next, *sess_head, *sess_tail;
 	size_t n_slots;
 };
