@@ -76,7 +76,7 @@ ahead = {i: sum(1 for j, q in recs.items() if j != i and q["sent_ns"] < r["sent_
 free = args.cpu_pressure <= 5.0 and not args.joins_only
 quiet = args.cpu_pressure <= 25.0 and not args.joins_only
 step_max_ns = max(r["engine_prompt_ns"] for r in recs.values()) + 1_000_000
-pre_err, dec_err, rows, n_unc, waited_n, n_pre_ok, n_dec_ok = [], [], [], 0, 0, 0, 0
+pre_err, dec_err, rows, n_unc, waited_n, n_pre_ok, n_dec_ok, n_moved = [], [], [], 0, 0, 0, 0, 0
 for i, r in sorted(recs.items()):
     e = attr.get(i, {}).get("engine")
     if not e:
@@ -96,7 +96,7 @@ for i, r in sorted(recs.items()):
         miss(f"request {i}: {e['prompt_tokens']} prompt tokens in its steps, the engine says {r['engine_prompt_n']}")
     p, q = e["prefill_ns"], r["engine_prompt_ns"]
     pre_err.append(abs(p - q) / q)
-    n_pre_ok += abs(p - q) <= max(0.05 * q, 300_000)
+    pre_ok = abs(p - q) <= max(0.05 * q, 300_000)
     # The steps' compute lies inside the engine's prompt time (it adds its batch building before
     # and its sampling after): never longer.
     if p > q + 50_000:
@@ -104,7 +104,16 @@ for i, r in sorted(recs.items()):
     n = r["engine_predicted_n"]
     d, g = e["decode_ns"] / n, r["engine_predicted_ns"] / n
     dec_err.append(abs(d - g) / g)
-    n_dec_ok += abs(d - g) <= 0.05 * g
+    dec_ok = abs(d - g) <= 0.05 * g
+    # The engine's prompt ends at its first sample, after the step: a preemption there moves time
+    # from its generation to its prompt (the two still add up to the steps' total). That is the
+    # engine's boundary moving, not the steps' error: counted apart.
+    total_ok = abs((p + e["decode_ns"]) - (q + r["engine_predicted_ns"])) <= \
+        max(0.03 * (q + r["engine_predicted_ns"]), 1_000_000)
+    moved = not (pre_ok and dec_ok) and q - p > 300_000 and total_ok
+    n_moved += moved
+    n_pre_ok += pre_ok or moved
+    n_dec_ok += dec_ok or moved
     # Prompt + generation together: the host time between the prompt's step and the engine's first
     # sample moves between the two, not out of them.
     mine, eng = p + e["decode_ns"], q + r["engine_predicted_ns"]
@@ -153,7 +162,8 @@ if pre_err:
     pre_med, dec_med = pre_err[len(pre_err) // 2], dec_err[len(dec_err) // 2]
     print(f"  prefill vs prompt_ms: median {100 * pre_med:.1f} %, max {100 * pre_err[-1]:.1f} %, {n_pre_ok}/{len(rows)} "
           f"within 5 % or 0.3 ms; decode per token vs predicted_ms/predicted_n: median {100 * dec_med:.1f} %, "
-          f"max {100 * dec_err[-1]:.1f} %, {n_dec_ok}/{len(rows)} within 5 %")
+          f"max {100 * dec_err[-1]:.1f} %, {n_dec_ok}/{len(rows)} within 5 % ({n_moved} of them with the engine's "
+          f"prompt/generation boundary moved after the step: prompt longer, generation as much shorter)")
     # The engine's prompt_ms also holds its batch building and sampling around the step, and
     # whatever preemption hits them: on a contended CPU that is not the steps' error.
     if free and (n_pre_ok < len(rows) or n_dec_ok < len(rows)):
