@@ -114,7 +114,7 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/userspace/mpi/mpi_world.o: CFLAGS += $(MPI_CFLAGS)
 
 # Only the probes include the skeleton; nothing else waits for clang -target bpf.
-$(BUILD)/obj/userspace/probes/probes.o: | $(SKEL)
+$(BUILD)/obj/userspace/probes/probes.o $(BUILD)/obj/userspace/probes/probes_engine.o: | $(SKEL)
 
 $(LIB): $(LIB_OBJS)
 	$(msg) AR $@
@@ -196,7 +196,7 @@ REPLAY_BINS := $(patsubst %,$(BUILD)/tests/fuzz/%,$(FUZZ_NAMES))
 .SECONDARY: $(patsubst %,$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) \
             $(patsubst %,$(BUILD)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) $(BUILD)/obj/tests/fuzz/replay_main.o
 
-$(FUZZ_DIR)/obj/userspace/probes/probes.o: | $(SKEL)
+$(FUZZ_DIR)/obj/userspace/probes/probes.o $(FUZZ_DIR)/obj/userspace/probes/probes_engine.o: | $(SKEL)
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	$(Q)mkdir -p $(@D)

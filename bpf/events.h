@@ -101,4 +101,46 @@ _Static_assert(sizeof(struct ls_tgid_info) == 4, "ls_tgid_info layout is ABI");
 _Static_assert(sizeof(struct ls_listen_info) == 4, "ls_listen_info layout is ABI");
 _Static_assert(LS_EV__COUNT == 16, "new event kinds: update ls_event_kind_name() and counters");
 
+/* One engine step (bpf/engine.bpf.c: a uprobe/uretprobe pair on llama.cpp's llama_decode in the
+ * watched server), sent through its own ring buffer (ls_steps), one record per step. What the
+ * step's batch carried: n_tokens and, per run of tokens of one sequence id (the first seq id of
+ * each token; llama-server's seq id is its slot id, and it adds each slot's tokens together, so a
+ * run is a sequence; user space merges a sequence's runs), how many tokens and the run's first
+ * position. Token contents are never read.
+ * start_ns / end_ns: bpf_ktime_get_ns() at entry / return (CLOCK_MONOTONIC). */
+#define LS_STEP_SEQS 16        /* runs of one seq id kept per step; more: LS_STEP_MORE_SEQS */
+#define LS_STEP_SCAN_MAX 8192  /* tokens whose seq id is read per step; more: LS_STEP_TRUNCATED */
+
+enum {
+	LS_STEP_MORE_SEQS = 1u << 0, /* more runs than LS_STEP_SEQS: the rest not counted */
+	LS_STEP_TRUNCATED = 1u << 1, /* n_tokens > LS_STEP_SCAN_MAX: later tokens not read */
+	LS_STEP_SEQ_UNREAD = 1u << 2,/* a seq id pointer could not be read (no seq ids, or paged out) */
+	LS_STEP_NO_ENTRY = 1u << 3,  /* the batch itself could not be read at entry */
+	LS_STEP_POS_UNREAD = 1u << 4,/* no positions (batch.pos NULL, or unreadable): seq_pos not set */
+};
+
+struct ls_step_event {
+	__u64 start_ns;
+	__u64 end_ns;
+	__u32 tgid;
+	__u32 tid;
+	__u32 n_tokens;                 /* batch.n_tokens */
+	__u32 n_seqs;                   /* entries used in seq_id / seq_tokens */
+	__u32 flags;                    /* LS_STEP_* */
+	__s32 ret;                      /* llama_decode's return value: 0 ok, 1 no KV slot, < 0 error */
+	__s32 seq_id[LS_STEP_SEQS];
+	__u32 seq_tokens[LS_STEP_SEQS]; /* tokens of seq_id[i] in the batch */
+	__s32 seq_pos[LS_STEP_SEQS];    /* position (batch.pos) of seq_id[i]'s first token in the batch:
+					 * a request's decode continues its positions, a new request's
+					 * prompt (even one token after a cached prefix) does not */
+};
+
+_Static_assert(sizeof(struct ls_step_event) == 232, "ls_step_event layout is ABI");
+_Static_assert(__builtin_offsetof(struct ls_step_event, end_ns) == 8, "ls_step_event.end_ns");
+_Static_assert(__builtin_offsetof(struct ls_step_event, n_tokens) == 24, "ls_step_event.n_tokens");
+_Static_assert(__builtin_offsetof(struct ls_step_event, ret) == 36, "ls_step_event.ret");
+_Static_assert(__builtin_offsetof(struct ls_step_event, seq_id) == 40, "ls_step_event.seq_id");
+_Static_assert(__builtin_offsetof(struct ls_step_event, seq_tokens) == 104, "ls_step_event.seq_tokens");
+_Static_assert(__builtin_offsetof(struct ls_step_event, seq_pos) == 168, "ls_step_event.seq_pos");
+
 #endif

@@ -374,6 +374,85 @@ Test(attribution, gpu_steps_split_server_into_queue_and_gpu)
 	ls_request_free(&r);
 }
 
+/* llama_decode's uprobe steps of slot 3: a 32-token prompt step 2200..2800, then 1-token decode
+ * steps 3100..3900 and 4100..4900 (the engine counted 32 prompt and 3 predicted tokens). TTFT's
+ * server time 1950 -> 3000: queue 250 (before its first step), prefill 600, server 200 (after
+ * the step, before the write); gap 0's server time 3030 -> 4000: decode 800, server 170.
+ * Catches: queue taken after the step, decode steps counted as prefill, the split applied to
+ * network time, parts that no longer sum. */
+static struct ls_step_event upstep(uint64_t start_us, uint64_t end_us, int32_t seq, uint32_t tokens)
+{
+	struct ls_step_event e = { .start_ns = start_us * US, .end_ns = end_us * US, .tgid = 7, .tid = 7,
+				   .n_tokens = tokens, .n_seqs = 1, .flags = LS_STEP_POS_UNREAD };
+	e.seq_id[0] = seq;
+	e.seq_tokens[0] = tokens;
+	return e;
+}
+
+Test(attribution, uprobe_steps_split_server_into_queue_prefill_decode)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_step_event up[3] = { upstep(4100, 4900, 3, 1), upstep(2200, 2800, 3, 32), upstep(3100, 3900, 3, 1) };
+
+	scenario_run(&run, &r);
+	r.engine_prompt_n = 32;
+	r.engine_predicted_n = 3;
+	scenario_client(st);
+	scenario_server(st);
+	struct ls_attr_steps steps = { .uprobe = up, .n_uprobe = 3 };
+	const struct ls_evstore *stores[1] = { st };
+	struct ls_attribution *a = ls_attribute_steps(&run, stores, 1, NULL, &steps, t_honest_rules(), NULL);
+	cr_assert_not_null(a);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert(a->have_engine);
+	cr_assert_eq(a->engine.sessions, 1);
+	cr_assert_eq(a->engine.mapped, 1);
+	cr_assert_eq(q->engine.flags, LS_ENG_MAPPED, "flags %#x", q->engine.flags);
+	cr_assert_eq(q->engine.seq, 3);
+	cr_assert_eq(q->engine.prompt_tokens, 32);
+	cr_assert_eq(q->engine.decode_steps, 2);
+	cr_assert_eq(q->engine.queue_ns, 250 * US);
+	cr_assert_eq(q->engine.prefill_ns, 600 * US);
+	cr_assert_eq(q->engine.decode_ns, 2100 * US);
+	cr_assert_eq(q->engine.decode_steps_ns, 1600 * US);
+	cr_assert_eq(P(q->ttft, QUEUE), 250);
+	cr_assert_eq(P(q->ttft, PREFILL), 600);
+	cr_assert_eq(P(q->ttft, SERVER), 200);
+	cr_assert_eq(P(q->ttft, DECODE), 0);
+	cr_assert_eq(P(q->ttft, NETWORK), 110);
+	cr_assert_eq(P(q->gaps[0], DECODE), 800);
+	cr_assert_eq(P(q->gaps[0], SERVER), 170);
+	cr_assert_eq(P(q->e2el, QUEUE) + P(q->e2el, PREFILL), 850);
+	assert_sums(a);
+	cJSON *j = ls_attribution_request_json(a, 0);
+	cr_assert_eq(t_json_get(j, "engine.prefill_ns")->valuedouble, 600.0 * US);
+	cr_assert_str_eq(t_json_get(j, "engine.source")->valuestring, "uprobe");
+	cr_assert_eq(t_json_get(j, "ttft.prefill_ns")->valuedouble, 600.0 * US);
+	/* The attribution file read back (latscope report): the session and the parts. */
+	char path[] = "/tmp/latscope-engattr.XXXXXX", *line = cJSON_PrintUnformatted(j);
+	int fd = mkstemp(path);
+	cr_assert(fd >= 0 && line);
+	FILE *f = fdopen(fd, "w");
+	fprintf(f, "{\"latscope_attribution\":1}\n%s\n", line);
+	fclose(f);
+	struct ls_attribution *back = ls_attribution_load(path, &run, t_honest_rules());
+	unlink(path);
+	cr_assert_not_null(back);
+	cr_assert(back->have_engine);
+	cr_assert_eq(back->req[0].engine.flags, LS_ENG_MAPPED);
+	cr_assert_eq(back->req[0].engine.seq, 3);
+	cr_assert_eq(back->req[0].engine.decode_ns, 2100 * US);
+	cr_assert_eq(P(back->req[0].ttft, PREFILL), 600);
+	ls_attribution_free(back);
+	cJSON_free(line);
+	cJSON_Delete(j);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
 Test(attribution, out_of_order_stamps_are_flagged_and_still_sum)
 {
 	struct ls_run run;

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attribution/attribution_int.h"
+#include "attribution/engine_steps.h"
+#include "base/stats.h"
 
 /* ---- GPU steps as a sorted union of intervals ---- */
 
@@ -92,6 +94,8 @@ struct chain {
 	unsigned pending;       /* parts of boundaries that had no event */
 	struct ls_parts *out;
 	const struct gpu_union *gpu;
+	const struct ls_engine_map *eng; /* the request's engine session splits its server time */
+	size_t sess;
 	int disorder;
 };
 
@@ -105,7 +109,30 @@ static void chain_init(struct chain *c, uint64_t start, uint64_t end, struct ls_
 	c->pending = 0;
 	c->out = out;
 	c->gpu = gpu && gpu->n ? gpu : NULL;
+	c->eng = NULL;
+	c->sess = SIZE_MAX;
 	c->disorder = 0;
+}
+
+/* Server time of this window is split by the request's engine session (SIZE_MAX: none). */
+static void chain_engine(struct chain *c, const struct ls_engine_map *eng, size_t sess)
+{
+	c->eng = sess != SIZE_MAX ? eng : NULL;
+	c->sess = sess;
+}
+
+/* [cursor, t] of server time: queue before the request's first engine step, prefill and decode
+ * inside its steps, the rest server (parsing, sampling, other requests' steps after its start,
+ * writing): the four add up to the interval. */
+static void server_split(struct chain *c, uint64_t t)
+{
+	uint64_t queue, prefill, decode;
+
+	ls_engine_split(c->eng, c->sess, c->cursor, t, &queue, &prefill, &decode);
+	c->out->ns[LS_PART_QUEUE] += queue;
+	c->out->ns[LS_PART_PREFILL] += prefill;
+	c->out->ns[LS_PART_DECODE] += decode;
+	c->out->ns[LS_PART_SERVER] += t - c->cursor - queue - prefill - decode;
 }
 
 static enum ls_part merged(unsigned mask)
@@ -139,7 +166,9 @@ static void chain_to(struct chain *c, uint64_t t, enum ls_part part)
 	if (t <= c->cursor)
 		return;
 	p = merged(mask);
-	if (p == LS_PART_SERVER && c->gpu) {
+	if (p == LS_PART_SERVER && c->eng) {
+		server_split(c, t);
+	} else if (p == LS_PART_SERVER && c->gpu) {
 		uint64_t gpu = gpu_overlap(c->gpu, c->cursor, t);
 		c->out->ns[LS_PART_GPU] += gpu;
 		c->out->ns[LS_PART_QUEUE] += t - c->cursor - gpu;
@@ -164,6 +193,9 @@ struct ctx {
 	const struct ls_attr_index *index; /* the store of the request's own process */
 	struct gpu_union gpu;
 	const struct ls_read_rules *rules;
+	struct ls_engine_steps steps;      /* every source's steps, one record type */
+	struct ls_engine_map map;          /* sessions of the uprobe steps, joined to requests */
+	size_t sess;                       /* the current request's session, SIZE_MAX none */
 };
 
 /* The TLS handshake's round trips (attribution_tls.c), each: client flight -> server kernel
@@ -237,18 +269,25 @@ static void handshake_parts(const struct ls_request *r, struct ls_req_attr *a)
 	}
 }
 
-static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_req_attr *a)
+/* The request's kernel stamps (and tail: its last bytes read after its last frame). */
+static int match_one(struct ctx *x, const struct ls_request *r, struct ls_req_attr *a, struct ls_frame_attr *tail)
 {
-	struct ls_frame_attr tail;
-	struct ls_req_view v;
-	int first = -1;
-
 	a->id = r->id;
 	if (r->warmup)
 		a->flags |= LS_ATTR_WARMUP;
-	if (ls_attr_match(x->index, r, a, &tail))
+	if (ls_attr_match(x->index, r, a, tail))
 		return -ENOMEM;
 	handshake_parts(r, a);
+	return 0;
+}
+
+/* Its windows (TTFT, the gaps, E2EL) and their parts. */
+static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_req_attr *a,
+			 const struct ls_frame_attr *tail_in)
+{
+	struct ls_frame_attr tail = *tail_in;
+	struct ls_req_view v;
+	int first = -1;
 
 	/* Windows, under the rules, for requests that produced a first token. */
 	if (!ls_request_view(r, x->rules, &v)) {
@@ -268,6 +307,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 	}
 	a->ttft_ns = v.first_ns - origin;
 	chain_init(&c, origin, v.first_ns, &a->ttft, &x->gpu);
+	chain_engine(&c, &x->map, x->sess);
 	chain_request(&c, r, a);
 	chain_frame(&c, &a->frames[first], r->frames[first].arrived_ns);
 	chain_finish(&c);
@@ -288,6 +328,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 		a->gap_ns[a->n_gaps] = to - from;
 		a->gap_frame[a->n_gaps] = i;
 		chain_init(&c, from, to, &a->gaps[a->n_gaps], &x->gpu);
+		chain_engine(&c, &x->map, x->sess);
 		chain_frame(&c, &a->frames[i], to);
 		chain_finish(&c);
 		disorder |= c.disorder;
@@ -296,6 +337,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 
 	a->e2el_ns = v.end_ns - origin;
 	chain_init(&c, origin, v.end_ns, &a->e2el, &x->gpu);
+	chain_engine(&c, &x->map, x->sess);
 	chain_request(&c, r, a);
 	for (uint32_t i = (uint32_t)first; i < r->n_frames && r->frames[i].arrived_ns <= v.end_ns; i++) {
 		chain_sequence(&c);
@@ -378,14 +420,51 @@ static void indexes_free(struct ls_attr_index *ix, size_t n)
 	free(ix);
 }
 
-struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct ls_evstore *const *stores,
-					  size_t n_stores, const uint32_t *part, const struct ls_gpu_step *steps,
-					  size_t n_steps, const struct ls_read_rules *rules, const char *why)
+/* Every source's steps as one record type: CUPTI's make the queue/gpu union, the uprobe ones
+ * the sessions (ls_attr_engine_map, after the requests' kernel stamps are known). */
+static int steps_in(struct ctx *x, const struct ls_attr_steps *in)
+{
+	if (!in)
+		return gpu_union_build(&x->gpu, NULL, 0);
+	if (ls_engine_steps_add_gpu(&x->steps, in->gpu, in->n_gpu) ||
+	    ls_engine_steps_add_uprobe(&x->steps, in->uprobe, in->n_uprobe))
+		return -ENOMEM;
+	ls_engine_steps_sort(&x->steps);
+	return gpu_union_build(&x->gpu, in->gpu, in->n_gpu);
+}
+
+static void ctx_free(struct ctx *x, struct ls_attr_index *ix, size_t n_stores)
+{
+	indexes_free(ix, n_stores);
+	free(x->gpu.iv);
+	ls_engine_map_free(&x->map);
+	ls_engine_steps_free(&x->steps);
+}
+
+/* Each request's kernel stamps from its own process's store. 0, -ENOMEM or -EINVAL. */
+static int match_all(struct ctx *x, const struct ls_run *run, struct ls_attribution *a, struct ls_attr_index *ix,
+		     size_t n_stores, const uint32_t *part, struct ls_frame_attr *tails)
+{
+	for (size_t i = 0; i < run->n_requests; i++) {
+		uint32_t k = part ? part[i] : 0;
+		if (k >= n_stores)
+			return -EINVAL;
+		x->index = &ix[k];
+		if (match_one(x, &run->requests[i], &a->req[i], &tails[i]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+struct ls_attribution *ls_attribute_steps(const struct ls_run *run, const struct ls_evstore *const *stores,
+					  size_t n_stores, const uint32_t *part, const struct ls_attr_steps *steps,
+					  const struct ls_read_rules *rules, const char *why)
 {
 	struct ls_attribution *a;
 	struct ls_attr_index *ix = NULL;
+	struct ls_frame_attr *tails = NULL;
 	struct ctx x = { 0 };
-	int have_events = 0;
+	int have_events = 0, err = -ENOMEM;
 
 	if (!rules || !n_stores) {
 		errno = EINVAL;
@@ -398,8 +477,9 @@ struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct
 	x.rules = &a->rules;
 	a->n = run->n_requests;
 	a->req = calloc(a->n + 1, sizeof(*a->req));
+	tails = calloc(a->n + 1, sizeof(*tails));
 	ix = calloc(n_stores, sizeof(*ix));
-	if (!a->req || !ix || gpu_union_build(&x.gpu, steps, n_steps))
+	if (!a->req || !tails || !ix || steps_in(&x, steps))
 		goto fail;
 	a->have_gpu = x.gpu.n > 0;
 	for (size_t k = 0; k < n_stores; k++) {
@@ -407,15 +487,14 @@ struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct
 		if (ls_attr_index_build(&ix[k], stores[k]))
 			goto fail;
 	}
+	if ((err = match_all(&x, run, a, ix, n_stores, part, tails)) ||
+	    (err = ls_attr_engine_map(run, a, x.steps.steps, x.steps.n, steps ? steps->uprobe_lost : 0, &x.map)))
+		goto fail;
+	err = -ENOMEM;
 	for (size_t i = 0; i < run->n_requests; i++) {
 		struct ls_req_attr *ra = &a->req[i];
-		uint32_t k = part ? part[i] : 0;
-		x.index = &ix[k < n_stores ? k : 0];
-		if (k >= n_stores) {
-			errno = EINVAL;
-			goto fail;
-		}
-		if (attribute_one(&x, &run->requests[i], ra))
+		x.sess = x.map.req_sess ? x.map.req_sess[i] : SIZE_MAX;
+		if (attribute_one(&x, &run->requests[i], ra, &tails[i]))
 			goto fail;
 		if (!(ra->flags & LS_ATTR_NO_EVENTS))
 			a->have_client = 1;
@@ -426,14 +505,24 @@ struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct
 	}
 	a->lost_events = lost_of(stores, n_stores, LS_EV__COUNT);
 	explain(a, stores, n_stores, have_events, why);
-	indexes_free(ix, n_stores);
-	free(x.gpu.iv);
+	ctx_free(&x, ix, n_stores);
+	free(tails);
 	return a;
 fail:
-	indexes_free(ix, n_stores);
-	free(x.gpu.iv);
+	ctx_free(&x, ix, n_stores);
+	free(tails);
 	ls_attribution_free(a);
+	errno = -err;
 	return NULL;
+}
+
+struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct ls_evstore *const *stores,
+					  size_t n_stores, const uint32_t *part, const struct ls_gpu_step *steps,
+					  size_t n_steps, const struct ls_read_rules *rules, const char *why)
+{
+	struct ls_attr_steps in = { .gpu = steps, .n_gpu = n_steps };
+
+	return ls_attribute_steps(run, stores, n_stores, part, &in, rules, why);
 }
 
 struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_evstore *events,
@@ -449,6 +538,8 @@ static const char *const part_names[LS_PART__COUNT] = {
 	[LS_PART_SERVER] = "server",
 	[LS_PART_QUEUE] = "queue",
 	[LS_PART_GPU] = "gpu",
+	[LS_PART_PREFILL] = "prefill",
+	[LS_PART_DECODE] = "decode",
 	[LS_PART_NETWORK_SERVER] = "network+server",
 	[LS_PART_UNATTRIBUTED] = "unattributed",
 };

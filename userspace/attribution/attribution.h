@@ -20,8 +20,11 @@ enum ls_part {
 	LS_PART_CLIENT,         /* slot wait, dispatch, curl noticing, bytes waiting in the kernel */
 	LS_PART_NETWORK,        /* connect, TLS handshake, request and frames in flight */
 	LS_PART_SERVER,         /* server read the request -> wrote the frame (no GPU steps given) */
-	LS_PART_QUEUE,          /* server time outside GPU steps (GPU steps given) */
+	LS_PART_QUEUE,          /* server time outside GPU steps (GPU steps given); with engine steps
+				 * mapped to the request: server time before its first step */
 	LS_PART_GPU,            /* server time inside GPU steps */
+	LS_PART_PREFILL,        /* server time inside the engine steps that computed its prompt (uprobe) */
+	LS_PART_DECODE,         /* server time inside the engine steps that decoded its tokens (uprobe) */
 	LS_PART_NETWORK_SERVER, /* in flight or at the server: no server-side events to split it */
 	LS_PART_UNATTRIBUTED,   /* no events to say (probes off, events lost) */
 	LS_PART__COUNT
@@ -62,6 +65,28 @@ struct ls_tls_round {
 	uint64_t client_arrived_ns; /* client kernel had the reply's end */
 };
 
+/* What the engine steps (uprobe) say of one request: its session (engine_steps.h). */
+enum {
+	LS_ENG_MAPPED = 1u << 0,       /* joined to a session of engine steps */
+	LS_ENG_UNCERTAIN = 1u << 1,    /* another request fitted the session as well */
+	LS_ENG_COUNTS_DIFFER = 1u << 2,/* joined by time alone: its engine token counts did not fit */
+	LS_ENG_SEQS_MISSED = 1u << 3,  /* a step of its session could not list every sequence */
+	LS_ENG_TWIN = 1u << 4,         /* uncertain between twin sessions (same steps): parts unaffected */
+	LS_ENG_SPLIT = 1u << 5,        /* its session was cut from a longer run by the engine's counts */
+};
+
+struct ls_req_engine {
+	uint32_t flags;             /* LS_ENG_* */
+	int32_t  seq;               /* llama-server: the slot */
+	uint32_t prompt_tokens, prefill_steps, decode_steps;
+	uint64_t first_step_ns;     /* its first step started */
+	uint64_t queue_ns;          /* the server read it -> its first step (0: started before the read) */
+	uint64_t prefill_ns;        /* its first step's start -> its prompt's last step's end */
+	uint64_t decode_ns;         /* its prompt's end -> its last step's end (llama.cpp's predicted_ms span) */
+	uint64_t prefill_steps_ns;  /* inside its prompt steps */
+	uint64_t decode_steps_ns;   /* inside its decode steps */
+};
+
 #define LS_TLS_ROUNDS_MAX 6 /* TLS 1.2: 2, TLS 1.3: 1, + a HelloRetryRequest */
 
 struct ls_req_attr {
@@ -99,6 +124,16 @@ struct ls_req_attr {
 	struct ls_parts *gaps;
 	uint32_t n_frames;
 	struct ls_frame_attr *frames; /* one per record frame */
+	struct ls_req_engine engine;  /* engine steps (uprobe) joined to it */
+};
+
+/* The engine steps behind the split: how many, their sources, the join's counts. */
+struct ls_attr_engine {
+	size_t   steps;             /* every step given (CUPTI and uprobe) */
+	size_t   uprobe_steps, seq_steps; /* llama_decode steps; those that listed their sequences */
+	size_t   sessions, mapped, uncertain, twins, split, counts_differ, unjoined;
+	uint64_t lost;              /* steps the kernel could not send */
+	uint64_t prefill_step_p50_ns, decode_step_p50_ns; /* the uprobe steps by kind (sessions') */
 };
 
 struct ls_attribution {
@@ -108,6 +143,8 @@ struct ls_attribution {
 	int      have_client;       /* client-side events existed */
 	int      have_server;       /* some request paired with a server socket */
 	int      have_gpu;          /* GPU steps split server into queue + gpu */
+	int      have_engine;       /* engine steps (uprobe) split server into queue + prefill + decode */
+	struct ls_attr_engine engine;
 	uint64_t lost_events;       /* ring buffer overflow, all kinds */
 	size_t   n_lost_requests;   /* requests marked LS_ATTR_LOST_EVENTS */
 	char     why[512];          /* why parts are missing ("" when complete) */
@@ -130,6 +167,22 @@ struct ls_attribution *ls_attribute(const struct ls_run *run, const struct ls_ev
 struct ls_attribution *ls_attribute_parts(const struct ls_run *run, const struct ls_evstore *const *stores,
 					  size_t n_stores, const uint32_t *part, const struct ls_gpu_step *steps,
 					  size_t n_steps, const struct ls_read_rules *rules, const char *why);
+/* Steps of the engine beside the events: CUPTI's GPU steps, llama_decode's uprobe steps (both
+ * optional), and how many uprobe steps the kernel lost. */
+struct ls_attr_steps {
+	const struct ls_gpu_step   *gpu;
+	size_t                      n_gpu;
+	const struct ls_step_event *uprobe;
+	size_t                      n_uprobe;
+	uint64_t                    uprobe_lost;
+};
+/* ls_attribute_parts with engine steps: each request joined to a session of uprobe steps
+ * (engine_steps.h) has its server time split into queue (before its first step), prefill and
+ * decode (inside its steps), the rest staying server; requests not joined use the GPU steps'
+ * queue + gpu split when given. steps may be NULL. */
+struct ls_attribution *ls_attribute_steps(const struct ls_run *run, const struct ls_evstore *const *stores,
+					  size_t n_stores, const uint32_t *part, const struct ls_attr_steps *steps,
+					  const struct ls_read_rules *rules, const char *why);
 void ls_attribution_free(struct ls_attribution *a);
 
 const char *ls_part_name(enum ls_part part); /* "client", "network", ..., "network+server" */

@@ -60,6 +60,7 @@ int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **o
 			.client_pids = &self, .n_client_pids = 1,
 			.server_pids = cfg->n_server_pids ? srv : NULL, .n_server_pids = cfg->n_server_pids,
 			.server_comm = cfg->server_comm,
+			.engine_steps = 1, /* queue / prefill / decode from a llama.cpp server's steps */
 		};
 		bp->probes = ls_probes_open(&po, bp->why, sizeof(bp->why));
 		if (!bp->probes && cfg->probes == LS_PROBES_ON) {
@@ -232,6 +233,24 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 		cJSON_AddStringToObject(h, "units", "parts and totals in ns; kernel stamps CLOCK_MONOTONIC ns");
 		cJSON_AddStringToObject(h, "why", a->why);
 		cJSON_AddNumberToObject(h, "lost_events", (double)a->lost_events);
+		const struct ls_attr_engine *e = &a->engine;
+		cJSON *eng = e->uprobe_steps ? cJSON_AddObjectToObject(h, "engine_steps") : NULL;
+		if (eng) { /* what the requests' "engine" sessions came from, and how sure their joins are */
+			cJSON_AddStringToObject(eng, "source", "uprobe");
+			cJSON_AddStringToObject(eng, "hook", "llama_decode");
+			cJSON_AddStringToObject(eng, "join", "by time and the engine's token counts (docs/engine.md)");
+			const struct { const char *key; double v; } n[] = {
+				{ "steps", (double)e->uprobe_steps }, { "steps_with_seqs", (double)e->seq_steps },
+				{ "sessions", (double)e->sessions }, { "joined", (double)e->mapped },
+				{ "uncertain", (double)e->uncertain }, { "uncertain_twins", (double)e->twins },
+				{ "by_time_alone", (double)e->counts_differ }, { "split_by_counts", (double)e->split },
+				{ "sessions_unjoined", (double)e->unjoined }, { "lost", (double)e->lost },
+				{ "prefill_step_p50_ns", (double)e->prefill_step_p50_ns },
+				{ "decode_step_p50_ns", (double)e->decode_step_p50_ns },
+			};
+			for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
+				cJSON_AddNumberToObject(eng, n[k].key, n[k].v);
+		}
 		cJSON *by_kind = cJSON_AddObjectToObject(h, "lost_by_kind");
 		for (unsigned kind = 0; by_kind && kind < LS_EV__COUNT; kind++) {
 			uint64_t lost = 0;
@@ -385,9 +404,14 @@ int ls_bench_probes_attribute(struct ls_bench_probes *bp, const struct ls_run *r
 	struct ls_profile honest;
 	struct ls_attribution *a = NULL;
 	/* Attribution reads every request the honest way, whatever profile the run was sent by. */
+	/* Engine steps: CUPTI's (--gpu-dir) and llama_decode's uprobes on a --server-pid server. */
+	struct ls_probes_engine_info eng;
+	struct ls_attr_steps steps = { .gpu = bp->have_gs ? bp->gs.steps : NULL, .n_gpu = bp->have_gs ? bp->gs.n : 0 };
+	steps.n_uprobe = ls_probes_engine_steps(bp->probes, &steps.uprobe, &eng);
+	steps.uprobe_lost = eng.lost;
 	if (!ls_profile_builtin("honest", &honest))
-		a = ls_attribute_parts(run, stores, n_stores, part, bp->have_gs ? bp->gs.steps : NULL,
-				       bp->have_gs ? bp->gs.n : 0, &honest.read, bp->have_events ? NULL : bp->why);
+		a = ls_attribute_steps(run, stores, n_stores, part, &steps, &honest.read,
+				       bp->have_events ? NULL : bp->why);
 	if (!a) {
 		fprintf(stderr, "latscope bench: out of memory attributing the run\n");
 		return -ENOMEM;

@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "base/loop_hook.h"
 #include "probes/probes.h"
+#include "probes/probes_engine.h"
 
 #define LS_MAX_EXTRA_LINKS 512 /* uprobes: up to 8 per client pid (watch follows children) */
 #define LS_MAX_PIDS 64
@@ -41,6 +42,7 @@ struct ls_probes {
 	size_t n_client_pids;
 	int follow, ssl_read, tls_entry_all, no_tls;
 	char sys_libssl[512];            /* follow: the system libssl, probed for every process; "" none */
+	struct ls_engine_probe engine;   /* llama_decode steps of the watched servers */
 	char notes[1024];
 };
 
@@ -213,6 +215,19 @@ const char *ls_probes_notes(const struct ls_probes *p)
 	return p->notes;
 }
 
+size_t ls_probes_engine_steps(const struct ls_probes *p, const struct ls_step_event **steps,
+			      struct ls_probes_engine_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	*steps = p ? p->engine.steps : NULL;
+	if (!p)
+		return 0;
+	info->n_attached = p->engine.n_attached;
+	info->lost = ls_engine_probe_lost(p->skel) + (p->engine.oom ? 1 : 0);
+	snprintf(info->where, sizeof(info->where), "%s", p->engine.where);
+	return p->engine.n;
+}
+
 size_t ls_probes_server_pids(const struct ls_probes *p, const pid_t **pids)
 {
 	*pids = p ? p->server_pids : NULL;
@@ -234,6 +249,7 @@ void ls_probes_close(struct ls_probes *p)
 	if (!p)
 		return;
 	ring_buffer__free(p->rb);
+	ls_engine_probe_close(&p->engine);
 	for (size_t i = 0; i < p->n_links; i++)
 		bpf_link__destroy(p->links[i]);
 	latscope_bpf__destroy(p->skel); /* detaches the tracepoints */
@@ -708,6 +724,25 @@ static int watch_pids(struct ls_probes *p, const struct ls_probes_opts *opts, ch
 	return 0;
 }
 
+/* Engine steps: llama_decode in each watched server (none is no failure: a note says so). */
+static int attach_engine(struct ls_probes *p, const struct ls_probes_opts *opts, char *why, size_t why_len)
+{
+	char miss[640];
+	int err;
+
+	if (!opts->engine_steps || !p->n_server_pids)
+		return 0;
+	err = ls_engine_probe_ring(&p->engine, p->skel, p->rb, p->timens_offset_ns);
+	if (err) {
+		snprintf(why, why_len, "adding the engine steps' ring buffer failed: %s", strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < p->n_server_pids; i++)
+		if (ls_engine_probe_attach(&p->engine, p->skel, p->server_pids[i], miss, sizeof(miss)))
+			note(p, "%s", miss);
+	return 0;
+}
+
 struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, size_t why_len)
 {
 	uint32_t ring = opts->ringbuf_bytes ? opts->ringbuf_bytes : LS_PROBES_RING_DEFAULT;
@@ -738,7 +773,8 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 		snprintf(why, why_len, "creating the ring buffer reader failed: %s", strerror(errno));
 		goto fail;
 	}
-	if (ensure_tracefs(why, why_len) || attach_kernel(p, why, why_len) || attach_follow(p, why, why_len))
+	if (ensure_tracefs(why, why_len) || attach_kernel(p, why, why_len) || attach_follow(p, why, why_len) ||
+	    attach_engine(p, opts, why, why_len))
 		goto fail;
 	if (opts->stats) {
 		p->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);

@@ -2,7 +2,8 @@
  * store.
  * Takes: pids to watch (the client's own, servers by pid or comm), a loop hook slot (base/loop_hook.h).
  * Gives: struct ls_evstore: every socket's kernel and libssl stamps, keyed by socket cookie
- * (bpf/events.h), in this process's clock (a time namespace's offset applied). Degrades loudly: when the probes cannot run (not root, no BTF), ls_probes_open returns
+ * (bpf/events.h), in this process's clock (a time namespace's offset applied); the watched
+ * servers' engine steps (llama_decode uprobes: struct ls_step_event). Degrades loudly: when the probes cannot run (not root, no BTF), ls_probes_open returns
  * NULL and says why, and the bench runs without them. */
 #ifndef LATSCOPE_PROBES_H
 #define LATSCOPE_PROBES_H
@@ -30,6 +31,7 @@ struct ls_probes_opts {
 	int          stats;        /* count run time per program (BPF_STATS_RUN_TIME) for ls_probes_cost */
 	int          follow_forks; /* watch: a process a watched one forks is watched too (ls_probes_follow) */
 	int          tls_entry_all;/* watch: also SSL_do_handshake and SSL_write_ex (Python's ssl module) */
+	int          engine_steps; /* also probe llama_decode in the servers (bpf/engine.bpf.c; bench) */
 };
 
 /* What the probes cost: per program, runs and time inside the BPF program (opts.stats), and the
@@ -63,6 +65,17 @@ size_t ls_probes_tls_sessions(const struct ls_probes *p);
 const struct ls_evstore *ls_probes_events(const struct ls_probes *p);
 /* What the probes could not cover, one line per item ("" when complete). */
 const char *ls_probes_notes(const struct ls_probes *p);
+/* Engine steps (bpf/engine.bpf.c): every llama_decode call of a watched server drained so far
+ * (call ls_probes_drain first), each thread's in time order, stamps in this process's clock.
+ * info: how many server pids had llama_decode probed, where, and steps lost. */
+struct ls_probes_engine_info {
+	size_t   n_attached;
+	uint64_t lost;
+	char     where[512];
+};
+size_t ls_probes_engine_steps(const struct ls_probes *p, const struct ls_step_event **steps,
+			      struct ls_probes_engine_info *info);
+
 /* The pids watched as servers (resolved --server-comm included). */
 size_t ls_probes_server_pids(const struct ls_probes *p, const pid_t **pids);
 

@@ -1,8 +1,8 @@
 /* attribution_file.c — reads back the attribution JSONL that `latscope bench` writes beside
  * --record (bench_probes.c: a header, then ls_attribution_request_json per request), so that
  * `latscope report --html` draws a recorded run's parts as bench would have. Only what the page
- * and the summaries read is restored: flags, the TTFT / gap / E2EL parts and the frames'
- * kernel stamps. */
+ * and the summaries read is restored: flags, the TTFT / gap / E2EL parts, the frames'
+ * kernel stamps and each request's engine session (uprobe steps). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -68,6 +68,32 @@ static int frames_of(const cJSON *frames, struct ls_req_attr *r)
 	return 0;
 }
 
+static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split" };
+
+/* "engine": the request's session of uprobe steps, when one was joined to it. */
+static void engine_of(const cJSON *e, struct ls_req_attr *r)
+{
+	const cJSON *f, *seq = cJSON_GetObjectItemCaseSensitive(e, "seq");
+	struct ls_req_engine *g = &r->engine;
+
+	if (!cJSON_IsObject(e))
+		return;
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(e, "flags"))
+		for (size_t b = 0; cJSON_IsString(f) && b < sizeof(engine_flag_names) / sizeof(engine_flag_names[0]); b++)
+			if (!strcmp(f->valuestring, engine_flag_names[b]))
+				g->flags |= 1u << b;
+	g->seq = cJSON_IsNumber(seq) ? (int32_t)seq->valuedouble : 0;
+	g->prompt_tokens = (uint32_t)u64_of(e, "prompt_tokens");
+	g->prefill_steps = (uint32_t)u64_of(e, "prefill_steps");
+	g->decode_steps = (uint32_t)u64_of(e, "decode_steps");
+	g->first_step_ns = u64_of(e, "first_step_ns");
+	g->queue_ns = u64_of(e, "queue_ns");
+	g->prefill_ns = u64_of(e, "prefill_ns");
+	g->decode_ns = u64_of(e, "decode_ns");
+	g->prefill_steps_ns = u64_of(e, "prefill_steps_ns");
+	g->decode_steps_ns = u64_of(e, "decode_steps_ns");
+}
+
 /* One request's line into r. 0 or -ENOMEM. */
 static int request_of(const cJSON *o, struct ls_req_attr *r)
 {
@@ -83,6 +109,7 @@ static int request_of(const cJSON *o, struct ls_req_attr *r)
 	r->server_cookie = u64_of(k, "server_cookie");
 	r->connect_call_ns = u64_of(k, "connect_call_ns");
 	r->established_ns = u64_of(k, "established_ns");
+	engine_of(cJSON_GetObjectItemCaseSensitive(o, "engine"), r);
 	if (gaps_of(cJSON_GetObjectItemCaseSensitive(o, "itl"), r) ||
 	    frames_of(cJSON_GetObjectItemCaseSensitive(k, "frames"), r))
 		return -ENOMEM;
@@ -123,6 +150,14 @@ static void summarise(struct ls_attribution *a)
 		a->have_server |= !(r->flags & (LS_ATTR_NO_EVENTS | LS_ATTR_NO_SERVER));
 		a->have_gpu |= r->ttft.ns[LS_PART_GPU] || r->e2el.ns[LS_PART_GPU] || r->ttft.ns[LS_PART_QUEUE];
 		a->n_lost_requests += (r->flags & LS_ATTR_LOST_EVENTS) != 0;
+		if (r->engine.flags & LS_ENG_MAPPED) {
+			a->have_engine = 1;
+			a->engine.mapped++;
+			a->engine.uncertain += (r->engine.flags & LS_ENG_UNCERTAIN) != 0;
+			a->engine.twins += (r->engine.flags & LS_ENG_TWIN) != 0;
+			a->engine.split += (r->engine.flags & LS_ENG_SPLIT) != 0;
+			a->engine.counts_differ += (r->engine.flags & LS_ENG_COUNTS_DIFFER) != 0;
+		}
 	}
 }
 

@@ -159,6 +159,43 @@ int ls_attribution_window(const struct ls_attribution *a, enum ls_attr_win w, co
 	return 0;
 }
 
+/* A part's row label: the server's split says which steps measured it. */
+static const char *part_label(const struct ls_attribution *a, int part)
+{
+	if (part == LS_PART__COUNT)
+		return "total";
+	if (a->have_engine && part == LS_PART_QUEUE)
+		return a->have_gpu ? "queue (uprobe/CUPTI)" : "queue (uprobe)";
+	if (part == LS_PART_PREFILL)
+		return "prefill (uprobe)";
+	if (part == LS_PART_DECODE)
+		return "decode (uprobe)";
+	if (a->have_gpu && (part == LS_PART_QUEUE || part == LS_PART_GPU))
+		return part == LS_PART_GPU ? "gpu (CUPTI)" : "queue (CUPTI)";
+	return ls_part_name((enum ls_part)part);
+}
+
+/* The engine steps behind queue / prefill / decode, and how sure their join to requests is. */
+static void print_engine(FILE *out, const struct ls_attribution *a)
+{
+	const struct ls_attr_engine *e = &a->engine;
+
+	if (!e->uprobe_steps)
+		return;
+	fprintf(out, "engine steps (uprobe on llama_decode): %zu steps (%zu listing their sequences), %zu "
+		"sessions (a slot's prompt steps, then its 1-token decode steps); step P50 prefill %.3f ms, "
+		"decode %.3f ms\n", e->uprobe_steps, e->seq_steps, e->sessions, e->prefill_step_p50_ns / 1e6,
+		e->decode_step_p50_ns / 1e6);
+	fprintf(out, "  joined to requests by time and token counts: %zu requests (%zu uncertain: another request "
+		"fitted as well, %zu of them between twin sessions whose parts are the same either way; %zu by time "
+		"alone: the engine's counts did not fit; %zu cut from a longer run of steps by the counts: a cached "
+		"1-token prompt right after the slot's last request); %zu sessions joined to no request", e->mapped,
+		e->uncertain, e->twins, e->counts_differ, e->split, e->unjoined);
+	if (e->lost)
+		fprintf(out, "; %llu steps lost (ring full)", (unsigned long long)e->lost);
+	fprintf(out, "\n");
+}
+
 static void print_window(FILE *out, const struct ls_attribution *a, enum ls_attr_win w)
 {
 	struct ls_attr_window s;
@@ -178,7 +215,7 @@ static void print_window(FILE *out, const struct ls_attribution *a, enum ls_attr
 	for (int part = 0; part <= LS_PART__COUNT; part++) {
 		if (!s.shown[part])
 			continue;
-		fprintf(out, "  %-20s", part == LS_PART__COUNT ? "total" : ls_part_name((enum ls_part)part));
+		fprintf(out, "  %-20s", part_label(a, part));
 		for (size_t k = 0; k < s.n_pcts; k++)
 			fprintf(out, " %9.3f", s.pct_ms[part][k]);
 		fprintf(out, " %7.1f%%\n", s.share[part]);
@@ -263,6 +300,7 @@ void ls_attribution_print(FILE *out, const struct ls_attribution *a)
 		fprintf(out, "note: %s\n", a->why);
 	for (int w = 0; w < LS_ATTR_WIN__COUNT; w++)
 		print_window(out, a, (enum ls_attr_win)w);
+	print_engine(out, a);
 	print_connect(out, a, buf);
 	ls_handshake_print(out, a);
 	fprintf(out, "requests: %zu; reused connection %zu; no server events %zu; lost events %zu; "
@@ -444,6 +482,33 @@ static void handshake_json(cJSON *o, const struct ls_req_attr *r)
 	}
 }
 
+static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split" };
+
+/* "engine": the request's session of uprobe steps (only when one was joined to it). */
+static void engine_json(cJSON *o, const struct ls_req_attr *r)
+{
+	const struct ls_req_engine *e = &r->engine;
+	cJSON *j, *flags;
+
+	if (!(e->flags & LS_ENG_MAPPED) || !(j = cJSON_AddObjectToObject(o, "engine")))
+		return;
+	cJSON_AddStringToObject(j, "source", "uprobe");
+	flags = cJSON_AddArrayToObject(j, "flags");
+	for (size_t b = 0; flags && b < sizeof(engine_flag_names) / sizeof(engine_flag_names[0]); b++)
+		if (e->flags & (1u << b))
+			cJSON_AddItemToArray(flags, cJSON_CreateStringReference(engine_flag_names[b]));
+	cJSON_AddNumberToObject(j, "seq", e->seq);
+	add_int(j, "prompt_tokens", e->prompt_tokens);
+	add_int(j, "prefill_steps", e->prefill_steps);
+	add_int(j, "decode_steps", e->decode_steps);
+	add_int(j, "first_step_ns", e->first_step_ns);
+	add_int(j, "queue_ns", e->queue_ns);
+	add_int(j, "prefill_ns", e->prefill_ns);
+	add_int(j, "decode_ns", e->decode_ns);
+	add_int(j, "prefill_steps_ns", e->prefill_steps_ns);
+	add_int(j, "decode_steps_ns", e->decode_steps_ns);
+}
+
 cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
 {
 	const struct ls_req_attr *r;
@@ -472,6 +537,7 @@ cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
 		}
 	}
 	handshake_json(o, r);
+	engine_json(o, r);
 	k = cJSON_AddObjectToObject(o, "kernel");
 	if (k) {
 		add_stamp(k, "client_cookie", r->client_cookie);

@@ -1,0 +1,132 @@
+/* probes_engine.c — see probes_engine.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "latscope.skel.h"
+#include "probes/probes_engine.h"
+
+static int on_step(void *ctx, void *data, size_t size)
+{
+	struct ls_engine_probe *e = ctx;
+	struct ls_step_event *st;
+
+	if (size < sizeof(*st))
+		return 0;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 1024;
+		struct ls_step_event *grown = realloc(e->steps, cap * sizeof(*grown));
+		if (!grown) {
+			e->oom = 1;
+			return 0;
+		}
+		e->steps = grown;
+		e->cap = cap;
+	}
+	st = &e->steps[e->n++];
+	memcpy(st, data, sizeof(*st));
+	if (e->timens_offset_ns) { /* bpf_ktime_get_ns() is the host's clock (clocks.md) */
+		st->start_ns = (uint64_t)((int64_t)st->start_ns + e->timens_offset_ns);
+		st->end_ns = (uint64_t)((int64_t)st->end_ns + e->timens_offset_ns);
+	}
+	return 0;
+}
+
+int ls_engine_probe_ring(struct ls_engine_probe *e, struct latscope_bpf *skel, struct ring_buffer *rb,
+			 int64_t timens_offset_ns)
+{
+	e->timens_offset_ns = timens_offset_ns;
+	return ring_buffer__add(rb, bpf_map__fd(skel->maps.ls_steps), on_step, e);
+}
+
+int ls_engine_find_lib(pid_t pid, char *out, size_t out_len)
+{
+	char path[64], line[1024];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/'), *base;
+
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		base = strrchr(file, '/') + 1;
+		/* libllama.so[.N]: not libllama-common.so (the server's helpers) */
+		if (strncmp(base, "libllama.so", 11) == 0) {
+			snprintf(out, out_len, "/proc/%d/root%s", (int)pid, file);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+static int attach_pair(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, const char *file)
+{
+	struct bpf_program *progs[2] = { skel->progs.ls_llama_decode, skel->progs.ls_llama_decode_ret };
+
+	if (e->n_links + 2 > LS_ENGINE_MAX_LINKS)
+		return -E2BIG;
+	for (int ret = 0; ret < 2; ret++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "llama_decode", .retprobe = ret);
+		struct bpf_link *link = bpf_program__attach_uprobe_opts(progs[ret], pid, file, 0, &uo);
+		if (!link) {
+			int err = -errno;
+			if (ret) { /* no half pair: an entry with no return would never be sent */
+				bpf_link__destroy(e->links[--e->n_links]);
+			}
+			return err;
+		}
+		e->links[e->n_links++] = link;
+	}
+	return 0;
+}
+
+int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, char *why,
+			   size_t why_len)
+{
+	char lib[512], exe[64];
+	int err = -ENOENT;
+
+	why[0] = '\0';
+	if (ls_engine_find_lib(pid, lib, sizeof(lib)) == 0 && (err = attach_pair(e, skel, pid, lib)) == 0) {
+		snprintf(e->where, sizeof(e->where), "%s", lib);
+		e->n_attached++;
+		return 0;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid); /* a program that links llama.cpp in */
+	int err_exe = attach_pair(e, skel, pid, exe);
+	if (err_exe == 0) {
+		snprintf(e->where, sizeof(e->where), "%s", exe);
+		e->n_attached++;
+		return 0;
+	}
+	if (err == -ENOENT && (err_exe == -ENOENT || err_exe == -ESRCH))
+		snprintf(why, why_len, "server pid %d has no llama_decode (no libllama.so mapped, none in its "
+			 "executable): not a llama.cpp engine, no engine steps (queue / prefill / decode) from it",
+			 (int)pid);
+	else
+		snprintf(why, why_len, "server pid %d: llama_decode could not be probed (%s: %s; its executable: %s): "
+			 "no engine steps from it", (int)pid, err == -ENOENT ? "no libllama.so mapped" : "libllama.so",
+			 strerror(-err), strerror(-err_exe));
+	return err_exe;
+}
+
+uint64_t ls_engine_probe_lost(const struct latscope_bpf *skel)
+{
+	return __atomic_load_n(&skel->bss->ls_steps_lost, __ATOMIC_RELAXED);
+}
+
+void ls_engine_probe_close(struct ls_engine_probe *e)
+{
+	for (size_t i = 0; i < e->n_links; i++)
+		bpf_link__destroy(e->links[i]);
+	free(e->steps);
+	memset(e, 0, sizeof(*e));
+}

@@ -1,0 +1,43 @@
+/* probes_engine.h — engine steps from uprobes (bpf/engine.bpf.c): llama.cpp's llama_decode in
+ * each watched server, found in the libllama.so it maps (or its executable), attached per pid;
+ * the ls_steps ring drained into an array of struct ls_step_event in this process's clock.
+ * Internal to probes/: probes.c opens it with the skeleton and its ring buffer reader. */
+#ifndef LATSCOPE_PROBES_ENGINE_H
+#define LATSCOPE_PROBES_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "events.h"
+
+#define LS_ENGINE_MAX_LINKS 64 /* two per server pid */
+
+struct ring_buffer;
+struct latscope_bpf;
+
+struct ls_engine_probe {
+	struct ls_step_event *steps; /* in arrival order (each thread's in time order) */
+	size_t n, cap;
+	int oom;                     /* a step could not be stored */
+	int64_t timens_offset_ns;    /* moved into this process's clock, as the socket events */
+	struct bpf_link *links[LS_ENGINE_MAX_LINKS];
+	size_t n_links;
+	size_t n_attached;           /* server pids with llama_decode probed */
+	char where[512];             /* the last file probed, for the report */
+};
+
+/* Adds the ls_steps ring to rb (the reader the loop drains). 0 or -errno. */
+int ls_engine_probe_ring(struct ls_engine_probe *e, struct latscope_bpf *skel, struct ring_buffer *rb,
+			 int64_t timens_offset_ns);
+/* Attaches the uprobe and uretprobe on llama_decode for pid: the libllama.so it maps, else its
+ * executable. 0 or -errno, with what is missing in why ("" on success). */
+int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, char *why,
+			   size_t why_len);
+/* Steps the kernel could not send (its ring full). */
+uint64_t ls_engine_probe_lost(const struct latscope_bpf *skel);
+void ls_engine_probe_close(struct ls_engine_probe *e);
+
+/* The libllama.so pid maps, as a path through /proc/PID/root (0), or -ENOENT. */
+int ls_engine_find_lib(pid_t pid, char *out, size_t out_len);
+
+#endif
