@@ -11,7 +11,8 @@
 #    steps, either way); its prompt tokens = prompt_n; prefill (its first step's start -> its
 #    prompt's last step's end) <= prompt_ms, prefill + decode <= prompt_ms + predicted_ms (the
 #    engine's account adds its host work around the steps); every window's parts add up exactly;
-#  - with the CPU free (pressure <= 5 %, /proc/pressure/cpu over the run), per request: prefill
+#  - with the CPU free (pressure <= 5 %, /proc/pressure/cpu over the run), per request (one outlier
+#    of a run shown, not failed: a preemption between a step and the engine's clock reads): prefill
 #    within 5 % or 0.3 ms of timings.prompt_ms, decode per token (prompt end -> its last step's
 #    end, over predicted_n) within 5 % of predicted_ms / predicted_n, or the engine's own boundary
 #    between the two moved (its prompt longer by what its generation is shorter: a preemption
