@@ -28,6 +28,7 @@
 #include "report/report.h"
 #include "server/specdecode.h"
 #include "cmd/bench_peer.h"
+#include "cmd/bench_probe_req.h"
 #include "base/auth.h"
 #include "base/rng.h"
 
@@ -54,6 +55,9 @@ struct bench {
 	char              *request_json; /* what each request carried (record file, result JSON) */
 	struct ls_peer_report peer_report;
 	struct ls_record_meta meta;     /* what the run was: its record header and its report's labels */
+	struct ls_probe_reqs probe_reqs;   /* vLLM's --probe-request-rate: sent beside the run */
+	struct ls_probe_stats probe_stats;
+	struct ls_attribution *probe_attr; /* their TTFT split, with the eBPF probes */
 };
 
 static int build_dataset(struct bench *b)
@@ -346,6 +350,7 @@ static int drive(struct bench *b)
 	run_lines(b);
 	struct ls_run main_run = { .requests = b->run.requests + b->plan.n_warmup, .n_requests = b->plan.n_measured };
 	driver_opts(b, &o, 1);
+	ls_probe_reqs_driver(&b->probe_reqs, &b->cfg, &o);
 	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
 		return -EIO;
 	struct rusage before, after;
@@ -419,6 +424,21 @@ static int results(struct bench *b, FILE *out)
 		return err;
 	b->checks = rr.checks;
 	b->completed = rr.metrics.completed;
+	if (b->probe_reqs.body) { /* read by the run's rules, apart from its metrics */
+		if (ls_probe_stats_compute(b->probe_reqs.recs, b->probe_reqs.n, &rules, &b->probe_stats)) {
+			ls_run_report_free(&rr);
+			return -ENOMEM;
+		}
+		b->peer_report.probes = &b->probe_stats;
+		b->peer_report.probe_recs = b->probe_reqs.recs;
+		struct ls_peer_report *pr = &b->peer_report;
+		if (ls_probe_reqs_split(&b->probe_reqs, ls_bench_probes_events(b->probes), &rules, &b->probe_attr,
+					pr->probe_ttft_split_ms, &pr->probe_n_split)) {
+			ls_run_report_free(&rr);
+			return -ENOMEM;
+		}
+		pr->probe_attr = b->probe_attr;
+	}
 	if (rr.metrics.failed)
 		print_failures(b);
 	struct ls_report_ctx ctx;
@@ -434,6 +454,7 @@ static int results(struct bench *b, FILE *out)
 	if (c->save_result && !(path = result_path(b)))
 		err = -ENOMEM;
 	int written = ls_run_report_print(out, &rr, &b->run, &ctx, path);
+	ls_report_probe_text(out, &b->peer_report);
 	if (!err && !written && path)
 		fprintf(stderr, "latscope bench: result written to %s\n", path);
 	if (ls_bench_peer_outputs(c, &rr.metrics, &b->run, &ctx)) /* SGLang's JSONL, --print-requests */
@@ -477,6 +498,9 @@ static void bench_free(struct bench *b)
 	free(b->url);
 	free(b->request_json);
 	ls_bench_probes_close(b->probes);
+	ls_probe_reqs_free(&b->probe_reqs);
+	ls_probe_stats_free(&b->probe_stats);
+	ls_attribution_free(b->probe_attr);
 	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
 	ls_config_free(&b->cfg);
 }
@@ -551,6 +575,9 @@ static int prepare(struct bench *b)
 		return -1;
 	ls_bench_peer_report(c, b->request_json, &b->peer_report);
 	if (!mpi_worker && (check_outputs(b) || build_dataset(b) || build_arrival(b) || build_jobs(b)))
+		return -1;
+	if (!mpi_worker && c->peer.probe_request_rate > 0 && /* ids after the warmups' */
+	    ls_probe_reqs_init(&b->probe_reqs, c, b->plan.model, b->plan.n_warmup + b->plan.n_measured))
 		return -1;
 	if (ls_bench_mpi_share(c, &b->plan, &b->run)) /* MPI: this rank's share of the plan */
 		return -1;

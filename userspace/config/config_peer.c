@@ -17,7 +17,7 @@ enum peer_id {
 	P_LOGPROBS, P_RETURN_LOGPROB, P_TOP_LOGPROBS_NUM, P_LOGPROB_START_LEN,
 	P_EXTRA_BODY, P_SERVED_MODEL_NAME, P_HEADER, P_REQUEST_ID_PREFIX, P_LORA_MODULES, P_LORA_ASSIGNMENT,
 	P_LORA_NAME, P_LORA_DISTRIBUTION, P_LORA_ZIPF_ALPHA, P_PROMPT_SUFFIX, P_DISABLE_IGNORE_EOS,
-	P_RAMP_STRATEGY, P_RAMP_START, P_RAMP_END,
+	P_RAMP_STRATEGY, P_RAMP_START, P_RAMP_END, P_PROBE_RATE,
 	P_SERVER_PROFILE, P_PROFILE_ACTIVITIES, P_PROFILE_START_STEP, P_PROFILE_STEPS, P_PROFILE_NUM_STEPS,
 	P_PROFILE_BY_STAGE, P_PROFILE_STAGES, P_PROFILE_OUTPUT_DIR, P_PROFILE_PREFIX, P_PROFILE_PREFILL_URL, P_PROFILE_DECODE_URL,
 	P_FLUSH_CACHE,
@@ -110,6 +110,10 @@ const struct ls_opt ls_config_peer_opts[] = {
 	  "(per request, vLLM's formula; no --request-rate)", NULL },
 	{ "ramp-up-start-rps", P_RAMP_START, LS_ARG_ONE, "RPS", V "first request's rate", NULL },
 	{ "ramp-up-end-rps", P_RAMP_END, LS_ARG_ONE, "RPS", V "last request's rate", NULL },
+	{ "probe-request-rate", P_PROBE_RATE, LS_ARG_ONE, "R",
+	  V "single-token probe requests beside the run, outside --max-concurrency: one at a time,\n"
+	  "the next 1/R s after the last returned, until the run ends; their TTFT and E2EL are\n"
+	  "reported apart (probe_* keys) [0: none]", NULL },
 	{ "server-profile", P_SERVER_PROFILE, LS_ARG_NONE, NULL,
 	  "vLLM's and SGLang's --profile (the bare flag): POST /start_profile before the run and\n"
 	  "/stop_profile after it (SGLang's with its --profile-* body)", NULL },
@@ -295,6 +299,8 @@ static const char *apply_run(struct ls_config *c, int id, const char *v)
 	}
 	case P_RAMP_STRATEGY:
 		return ls_ramp_parse(v, &p->ramp) ? "must be linear or exponential" : NULL;
+	case P_PROBE_RATE:
+		return set_double(&p->probe_request_rate, v, 0, 1e6);
 	case P_RAMP_START:
 	case P_RAMP_END: {
 		double *dst = id == P_RAMP_START ? &p->ramp_start_rps : &p->ramp_end_rps;

@@ -49,8 +49,6 @@ static const struct {
 	  "timestamps in the file and " TRACE_INSTEAD },
 	{ "backend", "openai-responses", "vLLM's /v1/responses backend is not latscope's yet (nor the sim's): use "
 	  "--backend openai-chat (/v1/chat/completions streams the same tokens)" },
-	{ "probe-request-rate", NULL, "vLLM's probe requests are not sent by latscope yet: run without it; "
-	  "latscope's per-request kernel stamps (--probes) split each TTFT into queueing and prefill" },
 };
 
 /* 2 after one line when the flag (or its value) is one latscope does not do yet, else 0. */
@@ -291,7 +289,7 @@ static const char *const vllm_names[] = {
 	"goodput", "save-result", "result-dir", "result-filename", "insecure", "tokenizer-mode",
 	"trust-remote-code", "skip-tokenizer-init", "extra-body", "top-k", "min-p", "frequency-penalty",
 	"presence-penalty", "repetition-penalty", "logprobs", "use-beam-search", "request-id-prefix",
-	"ramp-up-", "save-detailed", "append-result", "metadata", "label", "plot-timeline",
+	"ramp-up-", "probe-request-rate", "save-detailed", "append-result", "metadata", "label", "plot-timeline",
 	"timeline-itl-thresholds", "plot-dataset-stats", "no-stream", "skip-chat-template", "custom-skip-chat-template", "endpoint-type", "lora-modules", "lora-assignment",
 	"input-len", "output-len", "random-prefix-len", "random-batch-size", "prefix-repetition-", "sonnet-",
 	"custom-output-len", "spec-bench-", "disable-shuffle", "no-oversample", "self-timed", NULL,

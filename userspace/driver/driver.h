@@ -47,6 +47,15 @@ struct ls_driver_opts {
 	 * so that the run finds that many connections open (at most max_concurrency; reuse mode
 	 * only). 0 = none: connections open inside the first requests, as the profiles do. */
 	uint32_t    preconnect;
+	/* vLLM's --probe-request-rate (serve.py probe_loop): one probe request at a time beside the
+	 * jobs, outside max_concurrency; the first when the clock starts, each next
+	 * probe_interval_ns after the last one returned, none once every job is done (one in
+	 * flight then is waited for). probe_job(ctx) gives each probe's job, its record reset by
+	 * the caller (NULL: no more). Probes are not counted in the run's end or progress, and get
+	 * no on_finish. probe_interval_ns 0: no probes. */
+	uint64_t    probe_interval_ns;
+	struct ls_driver_job *(*probe_job)(void *ctx);
+	void       *probe_ctx;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

@@ -523,6 +523,10 @@ static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t n
 		return;
 	}
 	watch_server(d, rec);
+	if (drv_probe_finished(d, x->job, now)) { /* beside the run: not its end, not its record file */
+		xfer_release(d, x);
+		return;
+	}
 	if (!rec->warmup && (!d->run->end_ns || now > d->run->end_ns))
 		d->run->end_ns = now;
 	if (d->opts->on_finish)
