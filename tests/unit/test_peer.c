@@ -654,6 +654,13 @@ Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redire
 	cr_expect_str_eq(c.backend_name, "openai-chat");
 	cr_expect_eq(c.num_prompts, 0, "0: every prompt of the file");
 	ls_config_free(&c);
+	const char *pr[] = { "--probe-request-rate", "2.5", NULL }; /* vLLM's float, probes per second */
+	cr_assert_eq(t_config_parse(&c, pr), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.peer.probe_request_rate, 2.5);
+	ls_config_free(&c);
+	const char *prn[] = { "--probe-request-rate", "-1", NULL };
+	cr_expect_eq(t_config_parse(&c, prn), 2, "a negative rate is refused");
+	ls_config_free(&c);
 	const char *b[] = { "--num-prompts", "-1", NULL }; /* random: nothing to take whole */
 	cr_expect_eq(t_config_parse(&c, b), 2);
 	ls_config_free(&c);
@@ -665,7 +672,6 @@ Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redire
 		{ { "--dataset-name", "timed_trace", "--dataset-path", "t.jsonl", NULL }, "--use-trace-timestamps true" },
 		{ { "--self-timed", NULL }, "--dataset-name jsonl" },
 		{ { "--timed-trace-chunk-hash-size", "16", NULL }, "--dataset-name jsonl" },
-		{ { "--probe-request-rate", "2", NULL }, "run without it" },
 		{ { "--harness", "sglang", "--gsp-num-turns", "3", NULL }, "run --gsp-num-turns 1" },
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
