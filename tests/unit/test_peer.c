@@ -658,6 +658,23 @@ Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redire
 	cr_assert_eq(t_config_parse(&c, pr), 0, "%s", t_stderr_text());
 	cr_expect_eq(c.peer.probe_request_rate, 2.5);
 	ls_config_free(&c);
+	const char *tt[] = { "--dataset-name", "timed_trace", "--dataset-path", "t.jsonl", "--self-timed",
+			     "--timed-trace-chunk-hash-size", "32", "--timed-trace-sec-multiplier", "0.001",
+			     "--timed-trace-label-hash-ids", "blocks", NULL };
+	cr_assert_eq(t_config_parse(&c, tt), 0, "%s", t_stderr_text());
+	cr_expect_eq(c.dataset, LS_DATASET_TIMED_TRACE);
+	cr_expect_eq(c.profile.send.arrival, LS_ARRIVAL_TRACE, "--self-timed: the trace's times");
+	cr_expect_eq(c.profile.send.ignore_eos, 1, "vLLM sets ignore_eos for timed_trace");
+	cr_expect_eq(c.datasets.timed_trace.chunk_hash_size, 32);
+	cr_expect_eq(c.datasets.timed_trace.sec_multiplier, 0.001);
+	cr_expect_str_eq(c.datasets.timed_trace_labels[3], "blocks");
+	cr_expect_str_eq(c.datasets.timed_trace_labels[0], "timestamp");
+	ls_config_free(&c);
+	const char *tn[] = { "--dataset-name", "timed_trace", "--dataset-path", "t.jsonl", "--self-timed", "--no-self-timed",
+			     NULL };
+	cr_assert_eq(t_config_parse(&c, tn), 0, "%s", t_stderr_text());
+	cr_expect_neq(c.profile.send.arrival, LS_ARRIVAL_TRACE, "--no-self-timed: --request-rate paces (vLLM's default)");
+	ls_config_free(&c);
 	const char *prn[] = { "--probe-request-rate", "-1", NULL };
 	cr_expect_eq(t_config_parse(&c, prn), 2, "a negative rate is refused");
 	ls_config_free(&c);
@@ -669,9 +686,6 @@ Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redire
 	ls_config_free(&c);
 	static const struct { const char *args[5]; const char *says; } refused[] = {
 		{ { "--backend", "openai-responses", NULL }, "use --backend openai-chat" },
-		{ { "--dataset-name", "timed_trace", "--dataset-path", "t.jsonl", NULL }, "--use-trace-timestamps true" },
-		{ { "--self-timed", NULL }, "--dataset-name jsonl" },
-		{ { "--timed-trace-chunk-hash-size", "16", NULL }, "--dataset-name jsonl" },
 		{ { "--harness", "sglang", "--gsp-num-turns", "3", NULL }, "run --gsp-num-turns 1" },
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {

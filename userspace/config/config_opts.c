@@ -85,6 +85,18 @@ const struct ls_opt ls_config_opts[] = {
 	  "mooncake: accepted; latscope downloads nothing: give the trace with --dataset-path", NULL },
 	{ "use-trace-timestamps", O_USE_TRACE_TIMESTAMPS, LS_ARG_NONE, NULL,
 	  "send at the trace's times (mooncake, jsonl with timestamp): --arrival trace", NULL },
+	{ "self-timed", O_SELF_TIMED, LS_ARG_NONE, NULL,
+	  "vLLM: send at the trace's times (timed_trace, jsonl with timestamp): --arrival trace", NULL },
+	{ "no-self-timed", O_NO_SELF_TIMED, LS_ARG_NONE, NULL, "vLLM: send by --request-rate, not the trace's times [this]", NULL },
+	{ "timed-trace-chunk-hash-size", O_TIMED_TRACE_CHUNK, LS_ARG_ONE, "N", "timed_trace: prompt tokens per hash id [16]", NULL },
+	{ "timed-trace-sec-multiplier", O_TIMED_TRACE_SEC_MULT, LS_ARG_ONE, "X",
+	  "timed_trace: a timestamp x X is seconds from the run's start [1]", NULL },
+	{ "timed-trace-label-timestamp", O_TIMED_TRACE_LABEL_TS, LS_ARG_ONE, "KEY", "timed_trace: its time field [timestamp]", NULL },
+	{ "timed-trace-label-input-length", O_TIMED_TRACE_LABEL_IN, LS_ARG_ONE, "KEY",
+	  "timed_trace: its prompt length field [input_length]", NULL },
+	{ "timed-trace-label-output-length", O_TIMED_TRACE_LABEL_OUT, LS_ARG_ONE, "KEY",
+	  "timed_trace: its output length field [output_length]", NULL },
+	{ "timed-trace-label-hash-ids", O_TIMED_TRACE_LABEL_HASH, LS_ARG_ONE, "KEY", "timed_trace: its hash id list [hash_ids]", NULL },
 	{ "sharegpt-context-len", O_SHAREGPT_CONTEXT_LEN, LS_ARG_ONE, "N",
 	  "SGLang: drop conversations whose prompt + output exceed N tokens", NULL },
 	{ "dataset-offset", O_DATASET_OFFSET, LS_ARG_ONE, "N", "SGLang: skip the dataset's first N prompts [0]", NULL },
@@ -283,7 +295,7 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	case O_DATASET_NAME: /* the name as typed too: SGLang's file name carries it (mooncake-conversation) */
 		if (ls_config_dataset_parse(v, &c->dataset))
 			return "must be random, sharegpt, jsonl, custom, prefix_repetition, sonnet, burstgpt, random-ids, "
-			       "spec_bench, generated-shared-prefix or mooncake";
+			       "spec_bench, timed_trace, generated-shared-prefix or mooncake";
 		return ls_config_set_str(&c->dataset_name, v) ? "out of memory" : NULL;
 	case O_RANDOM_VOCAB_SIZE:
 		if (!strcmp(v, "auto")) {
@@ -490,6 +502,7 @@ static const struct {
 	SEND_RULE(O_NUM_WARMUPS, num_warmups),
 	SEND_RULE(O_IGNORE_EOS, ignore_eos),
 	SEND_RULE(O_USE_TRACE_TIMESTAMPS, arrival), /* SGLang's mooncake replay: --arrival trace */
+	SEND_RULE(O_SELF_TIMED, arrival),           /* vLLM's timed_trace replay: the same */
 };
 #undef SEND_RULE
 #define N_SEND_RULE_OPTS (sizeof(send_rule_opts) / sizeof(send_rule_opts[0]))

@@ -448,6 +448,12 @@ int ls_config_peer_finish(struct ls_config *c)
 	}
 	if (p->append_result)
 		c->save_result = 1; /* vLLM writes the file for either flag */
+	if (c->dataset == LS_DATASET_TIMED_TRACE && !c->profile.send.ignore_eos) {
+		/* vLLM's main_async sets ignore_eos for timed_trace: the trace's output lengths are sent */
+		fprintf(stderr, "latscope bench: timed_trace: --ignore-eos on, as vLLM sets it (the trace's "
+				"output lengths are generated)\n");
+		c->profile.send.ignore_eos = 1;
+	}
 	if (p->lora_skewed) /* SGLang's default alpha is 1.5 */
 		p->req.lora_zipf_alpha = p->lora_zipf_alpha > 1 ? p->lora_zipf_alpha : 1.5;
 	/* vLLM's default for a generative model is "ttft,tpot,itl" (serve.py main_async): no E2EL block

@@ -36,17 +36,9 @@ static const char *const out_of_scope_datasets[] = {
 
 /* Flags (and values) of the peers' text generation that latscope does not do yet: each refused
  * by name with what to pass instead. value NULL: the flag whatever its value. */
-#define TRACE_INSTEAD "pass --dataset-name jsonl, one {\"prompt_token_ids\": [...], \"output_len\": N, " \
-		      "\"timestamp\": SECONDS} per line, with --use-trace-timestamps true (latscope replays the times)"
 static const struct {
 	const char *flag, *value, *instead;
 } not_yet[] = {
-	{ "dataset-name", "timed_trace", "vLLM's timed_trace is not read by latscope yet: " TRACE_INSTEAD },
-	{ "self-timed", NULL, "vLLM's --self-timed (timed_trace) is not read by latscope yet: " TRACE_INSTEAD },
-	{ "no-self-timed", NULL, "vLLM's --no-self-timed (timed_trace) is not read by latscope yet: " TRACE_INSTEAD },
-	{ "timed-trace-chunk-hash-size", NULL, "vLLM's timed_trace is not read by latscope yet: " TRACE_INSTEAD },
-	{ "timed-trace-sec-multiplier", NULL, "vLLM's timed_trace is not read by latscope yet; scale the "
-	  "timestamps in the file and " TRACE_INSTEAD },
 	{ "backend", "openai-responses", "vLLM's /v1/responses backend is not latscope's yet (nor the sim's): use "
 	  "--backend openai-chat (/v1/chat/completions streams the same tokens)" },
 };
@@ -292,7 +284,8 @@ static const char *const vllm_names[] = {
 	"ramp-up-", "probe-request-rate", "save-detailed", "append-result", "metadata", "label", "plot-timeline",
 	"timeline-itl-thresholds", "plot-dataset-stats", "no-stream", "skip-chat-template", "custom-skip-chat-template", "endpoint-type", "lora-modules", "lora-assignment",
 	"input-len", "output-len", "random-prefix-len", "random-batch-size", "prefix-repetition-", "sonnet-",
-	"custom-output-len", "spec-bench-", "disable-shuffle", "no-oversample", "self-timed", NULL,
+	"custom-output-len", "spec-bench-", "disable-shuffle", "no-oversample", "self-timed", "no-self-timed",
+	"timed-trace-", NULL,
 };
 static const char *const sglang_names[] = {
 	"warmup-requests", "output-file", "output-details", "flush-cache", "disable-stream", "disable-ignore-eos",

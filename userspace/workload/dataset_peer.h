@@ -73,6 +73,22 @@ struct ls_mooncake_opts {
 int ls_dataset_mooncake(struct ls_dataset *ds, const char *path, const struct ls_mooncake_opts *o,
 			ls_token_count_fn count, void *count_ctx);
 
+/* vLLM's timed_trace (--dataset-name timed_trace): JSONL records of a timestamp, input and output
+ * lengths and hash_ids (the field names are label_*), the first n (0: all) in file order. Hash
+ * id h stands for chunk_hash_size prompt tokens, the same in every record that names h (so a
+ * prefix cache hits on shared ids); the prompt is the blocks in order cut at the input length,
+ * its tokens past the blocks its own; as token ids below vocab_size, or (as_text) one common
+ * word per token. timestamp_s = timestamp x sec_multiplier, never before the record before it. */
+struct ls_timed_trace_opts {
+	size_t   n;
+	uint32_t chunk_hash_size;
+	double   sec_multiplier;
+	uint32_t vocab_size;
+	int      as_text;
+	const char *label_timestamp, *label_input_length, *label_output_length, *label_hash_ids;
+};
+int ls_dataset_timed_trace(struct ls_dataset *ds, const char *path, const struct ls_timed_trace_opts *o);
+
 /* SGLang's random (--dataset-name random under SGLang's rules): ShareGPT first human turns,
  * shuffled by seed, each repeated to its drawn length in words and cut to that many tokens as
  * the counter (the server's /tokenize) counts them, as SGLang cuts token ids; lengths drawn
