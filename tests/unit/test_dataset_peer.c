@@ -423,3 +423,32 @@ Test(dataset_peer, timed_trace_blocks_times_and_lengths, .init = cr_redirect_std
 	cr_expect_eq(ls_dataset_timed_trace(&ds, fixture("mooncake.jsonl"), &o), -EINVAL, "no \"in\" field");
 	cr_expect_eq(ds.n, 0);
 }
+
+/* SGLang's multi-turn gsp: conversation c's turn t at c * T + t (shuffled as wholes), turn 0 the
+ * group's system prompt + "\n\n" + its question, later turns a question alone, every turn the
+ * conversation's output length; bugs: turns shuffled apart, the system prompt repeated in later
+ * turns, a question per conversation instead of per turn. */
+Test(dataset_peer, gsp_turns_keep_conversations_together)
+{
+	struct ls_gsp_opts o = { .num_groups = 2, .prompts_per_group = 3, .system_prompt_len = 20, .question_len = 5,
+				 .output_len = 6, .range_ratio = 1.0, .num_turns = 3, .seed = 4 };
+	struct ls_dataset ds;
+	cr_assert_eq(ls_dataset_gsp(&ds, &o, count_words, NULL), 0);
+	cr_assert_eq(ds.n, 18, "groups x prompts x turns");
+	for (size_t c = 0; c < 6; c++) {
+		const struct ls_prompt *t0 = &ds.prompts[c * 3];
+		char s[4096];
+		gsp_system(t0, s, sizeof(s));
+		cr_expect_eq(words_of(s), 20, "turn 0 carries the system prompt");
+		cr_expect_eq(t0->prompt_len, 25);
+		for (size_t t = 1; t < 3; t++) {
+			const struct ls_prompt *p = &ds.prompts[c * 3 + t];
+			cr_expect_null(strstr(p->text, "\n\n"), "turn %zu is a question alone", t);
+			cr_expect_eq(p->prompt_len, 5);
+			cr_expect_eq(p->output_len, t0->output_len);
+			cr_expect_eq(p->prefix_group, t0->prefix_group, "one conversation, one group");
+			cr_expect_str_neq(p->text, ds.prompts[c * 3 + t - 1].text, "a new question each turn");
+		}
+	}
+	ls_dataset_free(&ds);
+}

@@ -686,7 +686,6 @@ Test(peer_cli, newer_flags_taken_or_refused_with_what_to_pass, .init = cr_redire
 	ls_config_free(&c);
 	static const struct { const char *args[5]; const char *says; } refused[] = {
 		{ { "--backend", "openai-responses", NULL }, "use --backend openai-chat" },
-		{ { "--harness", "sglang", "--gsp-num-turns", "3", NULL }, "run --gsp-num-turns 1" },
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		cr_expect_eq(t_config_parse(&c, refused[i].args), 2, "%s", refused[i].args[0]);

@@ -29,6 +29,7 @@
 #include "server/specdecode.h"
 #include "cmd/bench_peer.h"
 #include "cmd/bench_probe_req.h"
+#include "cmd/bench_turns.h"
 #include "base/auth.h"
 #include "base/rng.h"
 
@@ -58,6 +59,7 @@ struct bench {
 	struct ls_probe_reqs probe_reqs;   /* vLLM's --probe-request-rate: sent beside the run */
 	struct ls_probe_stats probe_stats;
 	struct ls_attribution *probe_attr; /* their TTFT split, with the eBPF probes */
+	struct ls_bench_turns turns;       /* SGLang's multi-turn conversations (--gsp-num-turns) */
 };
 
 static int build_dataset(struct bench *b)
@@ -84,7 +86,7 @@ static int build_arrival(struct bench *b)
 	int err = ls_bench_peer_arrival(c, &b->plan.arrival, b->ds.n, b->arrival_desc, sizeof(b->arrival_desc));
 	if (!err)
 		err = ls_arrival_init(&b->plan.arrival, c->profile.send.arrival, c->request_rate, c->burstiness, c->seed,
-				      b->ds.n, ts);
+				      b->ds.n / ls_bench_turns_of(c), ts); /* multi-turn: conversations arrive */
 	free(ts);
 	if (err < 0)
 		return err;
@@ -351,11 +353,14 @@ static int drive(struct bench *b)
 	struct ls_run main_run = { .requests = b->run.requests + b->plan.n_warmup, .n_requests = b->plan.n_measured };
 	driver_opts(b, &o, 1);
 	ls_probe_reqs_driver(&b->probe_reqs, &b->cfg, &o);
+	struct ls_driver_job *jobs = b->plan.jobs + b->plan.n_warmup;
+	size_t n_jobs = b->plan.n_measured;
+	ls_bench_turns_driver(&b->turns, &o, &jobs, &n_jobs); /* multi-turn: the first turns */
 	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
 		return -EIO;
 	struct rusage before, after;
 	getrusage(RUSAGE_SELF, &before);
-	rc = ls_driver_run(&o, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &main_run);
+	rc = ls_driver_run(&o, jobs, n_jobs, &main_run);
 	getrusage(RUSAGE_SELF, &after);
 	ls_bench_probes_run_ended(b->probes);
 	ls_bench_peer_after_run(&b->cfg, &b->server);
@@ -501,6 +506,7 @@ static void bench_free(struct bench *b)
 	ls_probe_reqs_free(&b->probe_reqs);
 	ls_probe_stats_free(&b->probe_stats);
 	ls_attribution_free(b->probe_attr);
+	ls_bench_turns_free(&b->turns);
 	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
 	ls_config_free(&b->cfg);
 }
@@ -578,6 +584,8 @@ static int prepare(struct bench *b)
 		return -1;
 	if (!mpi_worker && c->peer.probe_request_rate > 0 && /* ids after the warmups' */
 	    ls_probe_reqs_init(&b->probe_reqs, c, b->plan.model, b->plan.n_warmup + b->plan.n_measured))
+		return -1;
+	if (ls_bench_turns_init(&b->turns, c, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &b->ds))
 		return -1;
 	if (ls_bench_mpi_share(c, &b->plan, &b->run)) /* MPI: this rank's share of the plan */
 		return -1;

@@ -114,10 +114,10 @@ static const char *apply_other(struct ls_config *c, enum opt_id id, const char *
 		return ls_opt_parse_u64(v, 1, 1, &u) ? "must be 1: a batch of prompts in one request is vLLM's "
 						       "embedding benchmark, out of latscope's scope" : NULL;
 	case O_GSP_NUM_TURNS:
-		return ls_opt_parse_u64(v, 1, 1, &u) ? "must be 1: SGLang's later turns carry the server's earlier "
-						       "replies (a chat conversation), which latscope does not keep yet; "
-						       "run --gsp-num-turns 1 (each group's shared system prompt still "
-						       "hits the prefix cache)" : NULL;
+		if (ls_opt_parse_u64(v, 1, 1000, &u))
+			return "must be a whole number 1..1000";
+		p->gsp.num_turns = (uint32_t)u;
+		return NULL;
 	case O_GSP_RANGE_RATIO:
 		if (ls_opt_parse_double(v, 0.0, 1.0, &d))
 			return "must be a number in [0, 1]";

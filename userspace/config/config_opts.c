@@ -74,7 +74,8 @@ const struct ls_opt ls_config_opts[] = {
 	{ "gsp-fast-prepare", O_GSP_FAST_PREPARE, LS_ARG_NONE, NULL, "generated-shared-prefix: do not count prompt tokens", NULL },
 	{ "gsp-send-routing-key", O_GSP_SEND_ROUTING_KEY, LS_ARG_NONE, NULL,
 	  "generated-shared-prefix: X-SMG-Routing-Key, one per group, on each request", NULL },
-	{ "gsp-num-turns", O_GSP_NUM_TURNS, LS_ARG_ONE, "1", "generated-shared-prefix: turns; only 1 [1]", NULL },
+	{ "gsp-num-turns", O_GSP_NUM_TURNS, LS_ARG_ONE, "1", "generated-shared-prefix: turns per conversation, each with the ones before and their replies\n"
+	  "(a chat backend; the next turn goes when the last returns) [1]", NULL },
 	{ "gsp-ordered", O_GSP_ORDERED, LS_ARG_NONE, NULL, "generated-shared-prefix: send group by group (no shuffle)", NULL },
 	{ "gsp-group-distribution", O_GSP_GROUP_DISTRIBUTION, LS_ARG_ONE, "uniform|zipf",
 	  "generated-shared-prefix: requests per group equal, or Zipf-skewed (--gsp-zipf-alpha) [uniform]", NULL },

@@ -448,6 +448,13 @@ int ls_config_peer_finish(struct ls_config *c)
 	}
 	if (p->append_result)
 		c->save_result = 1; /* vLLM writes the file for either flag */
+	if (c->dataset == LS_DATASET_GSP && c->datasets.gsp.num_turns > 1 &&
+	    c->profile.send.backend != LS_BACKEND_OPENAI_CHAT) { /* SGLang's MULTI_TURN_BACKENDS assert */
+		fprintf(stderr, "latscope bench: --gsp-num-turns above 1 needs a chat backend (sglang-oai-chat, "
+				"vllm-chat, lmdeploy-chat or openai-chat): later turns send the conversation as "
+				"messages\n");
+		return 2;
+	}
 	if (c->dataset == LS_DATASET_TIMED_TRACE && !c->profile.send.ignore_eos) {
 		/* vLLM's main_async sets ignore_eos for timed_trace: the trace's output lengths are sent */
 		fprintf(stderr, "latscope bench: timed_trace: --ignore-eos on, as vLLM sets it (the trace's "

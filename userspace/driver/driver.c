@@ -444,6 +444,22 @@ int drv_probe_finished(struct drv *d, const struct ls_driver_job *job, uint64_t 
 	return 1;
 }
 
+static void reset_records(struct ls_driver_job *jobs, size_t n);
+
+void drv_follow_up(struct drv *d, const struct ls_driver_job *done, uint64_t now)
+{
+	if (!d->opts->follow_up || d->stopping || d->fatal || d->preconnect_url)
+		return;
+	struct ls_driver_job *next = d->opts->follow_up(d->opts->turns_ctx, done);
+	if (!next)
+		return;
+	reset_records(next, 1);
+	next->rec->scheduled_ns = now; /* it arrives when the turn before it is done */
+	d->n_done--;                   /* progress counts conversations: this one goes on */
+	drv_xfer_start(d, next, now);
+	d->n_started--;
+}
+
 /* Calls the hooks that are due, and those that run every turn. */
 static void run_hooks(struct drv *d, uint64_t now)
 {

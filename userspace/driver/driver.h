@@ -56,6 +56,14 @@ struct ls_driver_opts {
 	uint64_t    probe_interval_ns;
 	struct ls_driver_job *(*probe_job)(void *ctx);
 	void       *probe_ctx;
+	/* SGLang's multi-turn conversations (the jobs are their first turns): each frame's data
+	 * payload goes to on_payload (the owner keeps the reply's text); when a job is done,
+	 * follow_up gives its conversation's next turn (NULL: none), sent at once in the slot the
+	 * done one held (scheduled and admitted then; its record reset by the driver, keeping id and
+	 * lengths). Both NULL: single requests. */
+	void      (*on_payload)(void *ctx, const struct ls_driver_job *job, const char *data, size_t len);
+	struct ls_driver_job *(*follow_up)(void *ctx, const struct ls_driver_job *done);
+	void       *turns_ctx;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

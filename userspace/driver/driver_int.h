@@ -175,6 +175,8 @@ int  drv_loop(struct drv *d);
 /* driver.c: 1 when job is the probe request in flight (it is then done: the next is due
  * probe_interval_ns from now), 0 for a job of the run. */
 int  drv_probe_finished(struct drv *d, const struct ls_driver_job *job, uint64_t now);
+/* driver.c: the next turn of done's conversation (opts->follow_up), started at once. */
+void drv_follow_up(struct drv *d, const struct ls_driver_job *done, uint64_t now);
 
 /* driver_preconnect.c: opts->preconnect connections opened before the clock starts. 0, 1 when
  * interrupted, or -errno (message on stderr). */

@@ -32,9 +32,14 @@ int ls_dataset_prefix_repetition(struct ls_dataset *ds, const struct ls_prefix_r
  * range_ratio, 1 = exact); all num_groups * prompts_per_group requests (SGLang ignores
  * --num-prompts here), shuffled unless ordered. zipf_alpha > 0: each request's group is drawn
  * with P(group k) ~ 1 / (k + 1)^alpha instead of prompts_per_group per group. routing keys:
- * ds->prompts[i].group is the request's group (X-SMG-Routing-Key is built from it). */
+ * ds->prompts[i].group is the request's group (X-SMG-Routing-Key is built from it).
+ * num_turns T > 1 (SGLang's multi-turn): each request is a conversation of T questions, turn 0
+ * system + "\n\n" + question, later turns a question alone; the dataset holds conversation c's
+ * turn t at c * T + t (conversations shuffled as wholes), each turn with its conversation's
+ * output length; a later turn's prompt_len is its question's (the server counts the history). */
 struct ls_gsp_opts {
 	uint32_t num_groups, prompts_per_group, system_prompt_len, question_len, output_len;
+	uint32_t num_turns;                   /* 0 or 1: single turn */
 	double   range_ratio;
 	double   zipf_alpha;
 	int      ordered, fast_prepare;
