@@ -47,6 +47,8 @@ CASES=(
 	# times (a Mooncake trace in ms, as the runners that script vLLM pass it).
 	"vllm-probe-requests|vllm|--backend vllm --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --random-input-len 32 --random-output-len 64 --num-prompts 40 --max-concurrency 4 --probe-request-rate 10 --save-result --result-filename probe.json"
 	"vllm-timed-trace|vllm|--backend openai --endpoint /v1/completions --model meta-llama/Llama-3.1-8B-Instruct --dataset-name timed_trace --dataset-path <mooncake trace> --num-prompts 4 --self-timed --timed-trace-chunk-hash-size 16 --timed-trace-sec-multiplier 0.001 --ignore-eos --disable-shuffle --temperature 0 --save-result --save-detailed --result-dir . --result-filename timed.json"
+	# SGLang's multi-turn generated-shared-prefix (its test_gsp_multi_turn, sizes as there).
+	"sglang-gsp-multi-turn|sglang|--backend sglang-oai-chat --base-url http://127.0.0.1:30000 --dataset-name generated-shared-prefix --gsp-num-groups 2 --gsp-prompts-per-group 2 --gsp-system-prompt-len 64 --gsp-question-len 16 --gsp-output-len 16 --gsp-num-turns 3 --output-file turns.jsonl"
 	"sglang-mooncake|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model model-name --dataset-name mooncake-conversation --dataset-path <mooncake trace> --mooncake-slowdown-factor 1.0 --mooncake-num-rounds 1 --use-trace-timestamps true --random-output-len 256"
 )
 
@@ -79,6 +81,7 @@ expect() {
 	sglang-random-path) echo "random128.jsonl sglang-details-input5120" ;;
 	vllm-probe-requests) echo "probe.json vllm-probes" ;;
 	vllm-timed-trace) echo "timed.json vllm-completed4" ;;
+	sglang-gsp-multi-turn) echo "turns.jsonl sglang-completed12" ;;
 	esac
 }
 
@@ -124,6 +127,12 @@ if fmt == "vllm-probes":  # vLLM's probe_stats keys, probes sent while the run w
     if [k for k in keys if k not in o] or o["probe_completed"] < 1 or o["completed"] != 40:
         sys.exit(f"{path}: probe keys {[k for k in keys if k in o]}, completed {o.get('completed')}")
     fmt = "vllm"
+if fmt.startswith("sglang-completed"):  # multi-turn: every turn of every conversation
+    n = int(fmt[len("sglang-completed"):])
+    got = json.loads([l for l in text.split("\n") if l.strip()][-1])["completed"]
+    if got != n:
+        sys.exit(f"{path}: completed {got}, want {n}")
+    fmt = "sglang"
 if fmt.startswith("vllm-completed"):  # --num-prompts -1: every prompt of the file
     n = int(fmt[len("vllm-completed"):])
     if json.loads(text)["completed"] != n:
