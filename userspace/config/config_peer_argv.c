@@ -34,30 +34,6 @@ static const char *const out_of_scope_datasets[] = {
 	"random-mm", "random-rerank", "custom_audio", "custom_image", "mmmu", "image", NULL,
 };
 
-/* Flags (and values) of the peers' text generation that latscope does not do yet: each refused
- * by name with what to pass instead. value NULL: the flag whatever its value. */
-static const struct {
-	const char *flag, *value, *instead;
-} not_yet[] = {
-	{ "backend", "openai-responses", "vLLM's /v1/responses backend is not latscope's yet (nor the sim's): use "
-	  "--backend openai-chat (/v1/chat/completions streams the same tokens)" },
-};
-
-/* 2 after one line when the flag (or its value) is one latscope does not do yet, else 0. */
-static int refuse_not_yet(const char *flag, size_t len, const char *value)
-{
-	for (size_t i = 0; i < sizeof(not_yet) / sizeof(not_yet[0]); i++) {
-		if (strlen(not_yet[i].flag) != len || strncmp(not_yet[i].flag, flag, len))
-			continue;
-		if (not_yet[i].value && (!value || strcmp(value, not_yet[i].value)))
-			continue;
-		fprintf(stderr, PROG ": --%s%s%s: %s\n", not_yet[i].flag, not_yet[i].value ? " " : "",
-			not_yet[i].value ? not_yet[i].value : "", not_yet[i].instead);
-		return 2;
-	}
-	return 0;
-}
-
 /* 2 after a message when arg (a flag, maybe "--x=v") or its value is out of scope, else 0. */
 static int refuse_out_of_scope(const char *flag, size_t len, const char *value)
 {
@@ -136,7 +112,7 @@ static const char *rewrite(struct ls_peer_argv *pa, char **argv, int i, int argc
 		return a;
 	size_t len = strcspn(a + 2, "=");
 	const char *value = a[2 + len] ? a + 3 + len : (i + 1 < argc ? argv[i + 1] : NULL);
-	if (refuse_out_of_scope(a + 2, len, value) || refuse_not_yet(a + 2, len, value))
+	if (refuse_out_of_scope(a + 2, len, value))
 		return NULL;
 	if (pa->harness == LS_HARNESS_VLLM && memchr(a + 2, '_', len))
 		a = dashes(pa, a, len);
