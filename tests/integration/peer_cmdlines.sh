@@ -47,6 +47,7 @@ CASES=(
 	# times (a Mooncake trace in ms, as the runners that script vLLM pass it).
 	"vllm-probe-requests|vllm|--backend vllm --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --random-input-len 32 --random-output-len 64 --num-prompts 40 --max-concurrency 4 --probe-request-rate 10 --save-result --result-filename probe.json"
 	"vllm-timed-trace|vllm|--backend openai --endpoint /v1/completions --model meta-llama/Llama-3.1-8B-Instruct --dataset-name timed_trace --dataset-path <mooncake trace> --num-prompts 4 --self-timed --timed-trace-chunk-hash-size 16 --timed-trace-sec-multiplier 0.001 --ignore-eos --disable-shuffle --temperature 0 --save-result --save-detailed --result-dir . --result-filename timed.json"
+	"vllm-openai-responses|vllm|--backend openai-responses --endpoint /v1/responses --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --save-result --result-filename responses.json"
 	# SGLang's multi-turn generated-shared-prefix (its test_gsp_multi_turn, sizes as there).
 	"sglang-gsp-multi-turn|sglang|--backend sglang-oai-chat --base-url http://127.0.0.1:30000 --dataset-name generated-shared-prefix --gsp-num-groups 2 --gsp-prompts-per-group 2 --gsp-system-prompt-len 64 --gsp-question-len 16 --gsp-output-len 16 --gsp-num-turns 3 --output-file turns.jsonl"
 	"sglang-mooncake|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model model-name --dataset-name mooncake-conversation --dataset-path <mooncake trace> --mooncake-slowdown-factor 1.0 --mooncake-num-rounds 1 --use-trace-timestamps true --random-output-len 256"
@@ -82,6 +83,7 @@ expect() {
 	vllm-probe-requests) echo "probe.json vllm-probes" ;;
 	vllm-timed-trace) echo "timed.json vllm-completed4" ;;
 	sglang-gsp-multi-turn) echo "turns.jsonl sglang-completed12" ;;
+	vllm-openai-responses) echo "responses.json vllm-completed20" ;;
 	esac
 }
 
