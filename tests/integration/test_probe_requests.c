@@ -6,7 +6,8 @@
  * (it reaches the sim only when a main request ends), probes paced by a fixed clock instead of
  * after the last one returned, or sent after the run ended (count over rate x duration), a
  * probe counted in the run's metrics, a probe TTFT read from the wrong stamp, a split whose
- * parts do not sum to the TTFT. */
+ * parts do not sum to the TTFT, a probe that holds one of the run's slots (a request waits for
+ * the probe to return instead of taking the slot its predecessor freed). */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -20,7 +21,7 @@
 
 #define N_MAIN      16
 #define CONCURRENCY 2
-#define PROBE_RATE  20.0 /* probes per second: the interval is 50 ms */
+#define PROBE_RATE  50.0 /* probes per second: the interval is 20 ms, a probe in flight a third of the time */
 
 struct probe {
 	uint64_t id, started_ns, finished_ns;
@@ -34,7 +35,30 @@ struct probe_run {
 	long completed, probe_completed, probe_failed;
 	char run_tag[64];
 	uint64_t run_start_ns, run_end_ns;
+	double   worst_admit_ms; /* longest a run's request waited for a slot after one was freed */
 };
+
+/* Each request admitted after the first CONCURRENCY took the slot of one that had just finished:
+ * the longest wait from the latest finish before its admission (a probe holding a slot shows as
+ * a wait of a probe's length). */
+static double worst_slot_handover_ms(const struct ls_run *run)
+{
+	double worst = 0;
+	for (size_t i = 0; i < run->n_requests; i++) {
+		const struct ls_request *r = &run->requests[i];
+		uint64_t freed = 0;
+		size_t earlier = 0;
+		for (size_t j = 0; j < run->n_requests; j++) {
+			const struct ls_request *o = &run->requests[j];
+			earlier += o->admitted_ns < r->admitted_ns;
+			if (j != i && o->finished_ns <= r->admitted_ns && o->finished_ns > freed)
+				freed = o->finished_ns;
+		}
+		if (earlier >= CONCURRENCY && freed)
+			worst = fmax(worst, (double)(r->admitted_ns - freed) / 1e6);
+	}
+	return worst;
+}
 
 static double num(const cJSON *o, const char *key)
 {
@@ -91,6 +115,7 @@ static void read_result(const char *path, const char *record, struct probe_run *
 	pr->run_start_ns = run.start_ns;
 	pr->run_end_ns = run.end_ns;
 	cr_expect_eq(run.n_requests, N_MAIN, "the record holds the run's requests only, not the probes");
+	pr->worst_admit_ms = worst_slot_handover_ms(&run);
 	ls_run_free(&run);
 }
 
@@ -104,7 +129,7 @@ static void run_probes(const struct t_sim *sim, const char *dir, const char *epr
 			       "--disable-tqdm", "--probes", eprobes, "--num-warmups", "0", "--skip-initial-test",
 			       "--record", record, "--dataset-name", "random", "--random-input-len", "32",
 			       "--random-output-len", "60", "--ignore-eos", "--num-prompts", "16",
-			       "--max-concurrency", "2", "--probe-request-rate", "20", "--save-result",
+			       "--max-concurrency", "2", "--probe-request-rate", "50", "--save-result",
 			       "--result-filename", result, NULL };
 	char *out = NULL, *err = NULL;
 	int rc = t_run(argv, &out, &err, 100);
@@ -184,6 +209,8 @@ static void expect_pacing(const struct probe_run *pr)
 	cr_expect_geq((double)pr->n, run_s / cycle_max - 1, "%zu probes in %.3f s (a cycle at most %.3f s)", pr->n,
 		      run_s, cycle_max);
 	cr_expect_eq(pr->completed, N_MAIN, "the run's completed counts its own requests only");
+	cr_expect_lt(pr->worst_admit_ms, 3.0, "a request waited %.3f ms for a slot another had freed: a probe "
+		     "holds none", pr->worst_admit_ms);
 	cr_expect_eq(pr->probe_completed, (long)pr->n);
 	cr_expect_eq(pr->probe_failed, 0);
 }
