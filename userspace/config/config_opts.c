@@ -13,7 +13,8 @@ const struct ls_opt ls_config_opts[] = {
 	  "openai (= vllm, sglang-oai, lmdeploy, scalellm: /v1/completions), openai-chat (= vllm-chat, "
 	  "sglang-oai-chat, lmdeploy-chat), sglang (= sglang-native: /generate), tgi (/generate_stream), "
 	  "tensorrt-llm (= trt: /v2/models/ensemble/generate_stream), llama.cpp-native (llama-server's "
-	  "/completion; llama.cpp is vLLM's name for openai) [the profile's: openai]", "server" },
+	  "/completion; llama.cpp is vLLM's name for openai), openai-responses (/v1/responses) [the profile's: openai]",
+	  "server" },
 	{ "base-url", O_BASE_URL, LS_ARG_ONE, "URL",
 	  "server root, e.g. http://127.0.0.1:8000 (else http://HOST:PORT)", NULL },
 	{ "host", O_HOST, LS_ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },
@@ -21,7 +22,7 @@ const struct ls_opt ls_config_opts[] = {
 	{ "endpoint", O_ENDPOINT, LS_ARG_ONE, "PATH",
 	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
 	{ "model", O_MODEL, LS_ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
-	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt, spec_bench; "
+	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt, spec_bench, timed_trace; "
 	  "SGLang's random-ids, generated-shared-prefix, mooncake [random]", "workload" },
 	{ "dataset-path", O_DATASET_PATH, LS_ARG_ONE, "FILE",
 	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp); "
@@ -74,7 +75,7 @@ const struct ls_opt ls_config_opts[] = {
 	{ "gsp-fast-prepare", O_GSP_FAST_PREPARE, LS_ARG_NONE, NULL, "generated-shared-prefix: do not count prompt tokens", NULL },
 	{ "gsp-send-routing-key", O_GSP_SEND_ROUTING_KEY, LS_ARG_NONE, NULL,
 	  "generated-shared-prefix: X-SMG-Routing-Key, one per group, on each request", NULL },
-	{ "gsp-num-turns", O_GSP_NUM_TURNS, LS_ARG_ONE, "1", "generated-shared-prefix: turns per conversation, each with the ones before and their replies\n"
+	{ "gsp-num-turns", O_GSP_NUM_TURNS, LS_ARG_ONE, "N", "generated-shared-prefix: turns per conversation, each with the ones before and their replies\n"
 	  "(a chat backend; the next turn goes when the last returns) [1]", NULL },
 	{ "gsp-ordered", O_GSP_ORDERED, LS_ARG_NONE, NULL, "generated-shared-prefix: send group by group (no shuffle)", NULL },
 	{ "gsp-group-distribution", O_GSP_GROUP_DISTRIBUTION, LS_ARG_ONE, "uniform|zipf",
