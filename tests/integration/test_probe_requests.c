@@ -169,7 +169,8 @@ static void expect_probes_match_truth(const struct probe_run *pr, const char *tr
 		cr_expect(client[i] >= truth[i] - 0.05 && client[i] - truth[i] < 20,
 			  "probe %zu: TTFT %.3f ms, the sim wrote its token %.3f ms after it started", i, client[i], truth[i]);
 		/* Outside the cap: the sim has it at once, even while CONCURRENCY main streams run. */
-		cr_expect_lt(s->received_ns - p->started_ns, 5000000ull, "probe %zu reached the sim %.3f ms after it "
+		/* A slot or a pooled connection would hold it for a main request's rest (~100 ms). */
+		cr_expect_lt(s->received_ns - p->started_ns, 20000000ull, "probe %zu reached the sim %.3f ms after it "
 			     "started", i, (double)(s->received_ns - p->started_ns) / 1e6);
 		all_busy += busy_at(t, n_truth, pr->run_tag, s->received_ns) == CONCURRENCY;
 		if (want_split) {
@@ -182,7 +183,8 @@ static void expect_probes_match_truth(const struct probe_run *pr, const char *tr
 	}
 	double mc = t_median(client, pr->n), mt = t_median(truth, pr->n);
 	fprintf(stderr, "probe_requests: %zu probes, median TTFT %.3f ms (truth %.3f ms), %zu sent while %d main "
-		"streams ran\n", pr->n, mc, mt, all_busy, CONCURRENCY);
+		"streams ran; slots handed over within %.3f ms\n", pr->n, mc, mt, all_busy, CONCURRENCY,
+		pr->worst_admit_ms);
 	cr_expect(mc - mt < 3.0, "median probe TTFT %.3f ms vs truth %.3f ms", mc, mt);
 	cr_expect_gt(all_busy, pr->n / 2, "only %zu of %zu probes found every slot busy", all_busy, pr->n);
 	free(client);
@@ -196,12 +198,19 @@ static void expect_pacing(const struct probe_run *pr)
 	double interval_ms = 1e3 / PROBE_RATE;
 	cr_assert_gt(pr->n, 2);
 	cr_expect_lt(pr->p[0].started_ns - pr->run_start_ns, 5000000ull, "the first probe goes at the clock's start");
+	/* Never early (a clock paced from each probe's start sends the next before 1/R after the last
+	 * returned); late only by the loop's wake-up (the median: a loaded host wakes some late). */
+	double *gaps = calloc(pr->n, sizeof(double));
 	for (size_t i = 1; i < pr->n; i++) {
-		double gap = (double)(pr->p[i].started_ns - pr->p[i - 1].finished_ns) / 1e6;
-		cr_expect(gap >= interval_ms - 0.1 && gap < interval_ms + 5, "probe %zu started %.3f ms after probe "
-			  "%zu returned (interval %.0f ms)", i, gap, i - 1, interval_ms);
+		double gap = gaps[i - 1] = (double)(pr->p[i].started_ns - pr->p[i - 1].finished_ns) / 1e6;
+		cr_expect_geq(gap, interval_ms - 0.1, "probe %zu started %.3f ms after probe %zu returned (interval "
+			      "%.0f ms)", i, gap, i - 1, interval_ms);
 		cr_expect_lt(pr->p[i].started_ns, pr->run_end_ns, "probe %zu started after the run's last request", i);
 	}
+	double median_gap = t_median(gaps, pr->n - 1);
+	free(gaps);
+	cr_expect_lt(median_gap, interval_ms + 3, "the median probe started %.3f ms after the last returned",
+		     median_gap);
 	double run_s = (double)(pr->run_end_ns - pr->run_start_ns) / 1e9, cycle_max = 0;
 	for (size_t i = 0; i < pr->n; i++)
 		cycle_max = fmax(cycle_max, (double)(pr->p[i].finished_ns - pr->p[i].started_ns) / 1e9 + 1 / PROBE_RATE);
