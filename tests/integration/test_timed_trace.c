@@ -112,7 +112,7 @@ Test(timed_trace, sent_at_the_traces_times_with_its_lengths_and_shared_blocks, .
 		cr_assert_not_null(t, "no truth for request %zu", k);
 		double late_us = (double)(t->received_ns - r->scheduled_ns) / 1e3;
 		worst_us = fmax(worst_us, late_us);
-		cr_expect_lt(late_us, 5000, "request %zu reached the sim %.0f us after its time", k, late_us);
+		cr_expect_lt(late_us, 20000, "request %zu reached the sim %.0f us after its time", k, late_us);
 		cr_expect_eq(t->prompt_tokens, (int)trace[k].in, "request %zu: the sim got %d tokens, the trace says %u",
 			     k, t->prompt_tokens, trace[k].in);
 		cr_expect_eq(t->n_token, trace[k].out, "request %zu: %zu tokens written, output_length %u", k, t->n_token,
