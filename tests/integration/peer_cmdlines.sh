@@ -43,6 +43,13 @@ CASES=(
 	"sglang-pd-separated|sglang|--backend sglang --base-url http://127.0.0.1:30000 --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --pd-separated --profile"
 	"sglang-pd-profile|sglang|--backend sglang --base-url http://127.0.0.1:30000 --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --pd-separated --profile --profile-prefill-url http://127.0.0.1:8000 --profile-decode-url http://127.0.0.1:9001"
 	"sglang-random-path|sglang|--backend sglang --dataset-name random --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json --random-input 128 --random-output 8 --random-range-ratio 1 --num-prompts 40 --output-file random128.jsonl --output-details"
+	# Taken since: vLLM's probe requests beside the run, and its timed_trace replayed at the trace's
+	# times (a Mooncake trace in ms, as the runners that script vLLM pass it).
+	"vllm-probe-requests|vllm|--backend vllm --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --random-input-len 32 --random-output-len 64 --num-prompts 40 --max-concurrency 4 --probe-request-rate 10 --save-result --result-filename probe.json"
+	"vllm-timed-trace|vllm|--backend openai --endpoint /v1/completions --model meta-llama/Llama-3.1-8B-Instruct --dataset-name timed_trace --dataset-path <mooncake trace> --num-prompts 4 --self-timed --timed-trace-chunk-hash-size 16 --timed-trace-sec-multiplier 0.001 --ignore-eos --disable-shuffle --temperature 0 --save-result --save-detailed --result-dir . --result-filename timed.json"
+	"vllm-openai-responses|vllm|--backend openai-responses --endpoint /v1/responses --model meta-llama/Llama-3.1-8B-Instruct --dataset-name random --random-input-len 32 --random-output-len 8 --num-prompts 20 --save-result --result-filename responses.json"
+	# SGLang's multi-turn generated-shared-prefix (its test_gsp_multi_turn, sizes as there).
+	"sglang-gsp-multi-turn|sglang|--backend sglang-oai-chat --base-url http://127.0.0.1:30000 --dataset-name generated-shared-prefix --gsp-num-groups 2 --gsp-prompts-per-group 2 --gsp-system-prompt-len 64 --gsp-question-len 16 --gsp-output-len 16 --gsp-num-turns 3 --output-file turns.jsonl"
 	"sglang-mooncake|sglang|--backend sglang --host 127.0.0.1 --port 30000 --model model-name --dataset-name mooncake-conversation --dataset-path <mooncake trace> --mooncake-slowdown-factor 1.0 --mooncake-num-rounds 1 --use-trace-timestamps true --random-output-len 256"
 )
 
@@ -73,6 +80,10 @@ expect() {
 	sglang-pd-separated) echo "sglang_${mmdd}_20_32_8.jsonl sglang-unprofiled" ;;
 	sglang-pd-profile) echo "sglang_${mmdd}_20_32_8.jsonl sglang-pdprofiled" ;;
 	sglang-random-path) echo "random128.jsonl sglang-details-input5120" ;;
+	vllm-probe-requests) echo "probe.json vllm-probes" ;;
+	vllm-timed-trace) echo "timed.json vllm-completed4" ;;
+	sglang-gsp-multi-turn) echo "turns.jsonl sglang-completed12" ;;
+	vllm-openai-responses) echo "responses.json vllm-completed20" ;;
 	esac
 }
 
@@ -112,6 +123,18 @@ if fmt == "vllm-rate-metadata":  # vLLM: f"{request_rate}qps", json.dump of floa
     if [k for k in o if "e2el" in k]:
         sys.exit(f"{path}: E2EL keys without --percentile-metrics (vLLM's default is ttft,tpot,itl)")
     fmt = "vllm"
+if fmt == "vllm-probes":  # vLLM's probe_stats keys, probes sent while the run went on
+    o = json.loads(text)
+    keys = ["probe_completed", "probe_failed", "probe_median_e2el_ms", "probe_p99_e2el_ms", "probe_max_e2el_ms"]
+    if [k for k in keys if k not in o] or o["probe_completed"] < 1 or o["completed"] != 40:
+        sys.exit(f"{path}: probe keys {[k for k in keys if k in o]}, completed {o.get('completed')}")
+    fmt = "vllm"
+if fmt.startswith("sglang-completed"):  # multi-turn: every turn of every conversation
+    n = int(fmt[len("sglang-completed"):])
+    got = json.loads([l for l in text.split("\n") if l.strip()][-1])["completed"]
+    if got != n:
+        sys.exit(f"{path}: completed {got}, want {n}")
+    fmt = "sglang"
 if fmt.startswith("vllm-completed"):  # --num-prompts -1: every prompt of the file
     n = int(fmt[len("vllm-completed"):])
     if json.loads(text)["completed"] != n:

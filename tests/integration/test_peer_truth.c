@@ -1,5 +1,5 @@
 /* The peers' backends and prefix-caching datasets against `latscope sim --truth`: every backend
- * name vLLM and SGLang accept streams its own format (TGI, Triton, OpenAI, SGLang) and latscope's
+ * name vLLM and SGLang accept streams its own format (TGI, Triton, OpenAI, Responses, SGLang) and latscope's
  * TTFT and gaps match what the sim wrote; prefix_repetition and generated-shared-prefix show
  * the sim's --prefix-cache as lower TTFT when their prompts share prefixes. */
 #include <criterion/criterion.h>
@@ -107,7 +107,7 @@ Test(peer_truth, every_backend_name_streams_its_format_and_matches_truth, .timeo
 		{ "tgi", "tgi" }, { "tensorrt-llm", "trt" }, { "trt", "trt" }, { "lmdeploy", "completions" },
 		{ "scalellm", "completions" }, { "vllm", "completions" }, { "vllm-chat", "chat" },
 		{ "sglang", "generate" }, { "sglang-native", "generate" }, { "sglang-oai", "completions" },
-		{ "sglang-oai-chat", "chat" }, { "lmdeploy-chat", "chat" },
+		{ "sglang-oai-chat", "chat" }, { "lmdeploy-chat", "chat" }, { "openai-responses", "responses" },
 	};
 	struct t_sim sim;
 	const char *sim_extra[] = { "--step-ms", "4", "--quiet", NULL };

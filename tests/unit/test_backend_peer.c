@@ -150,3 +150,45 @@ Test(backend_peer, llamacpp_native_frames)
 		     -EPROTO);
 	cr_expect(strstr(d.req.error, "invalid tokens"), "%s", d.req.error);
 }
+
+/* vLLM's --backend openai-responses: its payload, and which events are tokens (bugs: a preamble
+ * or .done event timed as a token, reasoning not timed, the usage or the end missed, an error
+ * event taken for text). */
+Test(backend_peer, openai_responses_body_and_events)
+{
+	enum ls_backend b;
+	cr_assert_eq(ls_backend_parse("openai-responses", &b), 0);
+	cr_expect_eq(b, LS_BACKEND_OPENAI_RESPONSES);
+	cr_expect_str_eq(ls_backend_default_endpoint(b), "/v1/responses");
+	cr_expect(ls_backend_needs_text(b) && ls_backend_sends_model(b) && ls_backend_final_frame_ends(b));
+	struct ls_prompt p = { .text = "Why is the sky blue?", .prompt_len = 5, .output_len = 16 };
+	cJSON *r = t_body_json(b, "served-alias", &p, 1);
+	cr_expect_str_eq(t_json_get(r, "model")->valuestring, "served-alias");
+	cr_expect_str_eq(t_json_get(r, "input")->valuestring, "Why is the sky blue?");
+	cr_expect_eq(t_json_get(r, "max_output_tokens")->valueint, 16);
+	cr_expect(cJSON_IsTrue(t_json_get(r, "stream")) && cJSON_IsFalse(t_json_get(r, "store")));
+	cr_expect(cJSON_IsTrue(t_json_get(r, "ignore_eos")));
+	cr_expect_eq(cJSON_GetArraySize(r), 6, "vLLM's six keys, no more");
+	cJSON_Delete(r);
+	struct t_dec d;
+	t_dec_init(&d);
+	cr_assert_eq(t_decode(&d, b, "{\"type\":\"response.created\",\"response\":{\"status\":\"in_progress\"}}"), 0);
+	cr_expect(!(d.fr.flags & LS_FRAME_CHOICES), "the preamble is not a token");
+	cr_assert_eq(t_decode(&d, b, "{\"type\":\"response.reasoning_text.delta\",\"delta\":\"The user asks \"}"), 0);
+	cr_expect(d.fr.flags & LS_FRAME_CHOICES, "reasoning is timed");
+	cr_expect_eq(d.fr.text_len, 14);
+	cr_assert_eq(t_decode(&d, b, "{\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"output_index\":0,"
+				  "\"content_index\":0,\"delta\":\"Rayleigh\"}"), 0);
+	cr_expect(d.fr.flags & LS_FRAME_CHOICES);
+	cr_expect_eq(d.fr.text_len, 8);
+	cr_assert_eq(t_decode(&d, b, "{\"type\":\"response.output_text.done\",\"text\":\"Rayleigh\"}"), 0);
+	cr_expect(!(d.fr.flags & LS_FRAME_CHOICES), ".done repeats the text: not a token");
+	cr_expect(!(d.fr.flags & LS_FRAME_FINISH));
+	cr_assert_eq(t_decode(&d, b, "{\"type\":\"response.completed\",\"response\":{\"status\":\"incomplete\","
+				  "\"usage\":{\"input_tokens\":17,\"output_tokens\":4,\"total_tokens\":21}}}"), 0);
+	cr_expect(d.fr.flags & LS_FRAME_FINISH && d.fr.flags & LS_FRAME_USAGE);
+	cr_expect_eq(d.req.usage_prompt_tokens, 17);
+	cr_expect_eq(d.req.usage_completion_tokens, 4);
+	cr_expect_eq(t_decode(&d, b, "{\"type\":\"error\",\"message\":\"boom\"}"), -EPROTO);
+	cr_expect(strstr(d.req.error, "boom"), "%s", d.req.error);
+}

@@ -109,8 +109,16 @@ Test(config_datasets, out_of_scope_values_say_why, .init = cr_redirect_stderr)
 	const char *batch[] = { "--random-batch-size", "4", NULL };
 	cr_expect_eq(t_config_parse(&c, batch), 2);
 	ls_config_free(&c);
-	const char *turns[] = { "--gsp-num-turns", "3", NULL };
-	cr_expect_eq(t_config_parse(&c, turns), 2);
+	const char *turns[] = { "--dataset-name", "generated-shared-prefix", "--gsp-num-turns", "3", NULL };
+	cr_expect_eq(t_config_parse(&c, turns), 2, "multi-turn needs a chat backend (SGLang's assert)");
+	ls_config_free(&c);
+	const char *chat[] = { "--dataset-name", "generated-shared-prefix", "--gsp-num-turns", "3", "--backend",
+			       "openai-chat", NULL };
+	cr_expect_eq(t_config_parse(&c, chat), 0);
+	cr_expect_eq(c.datasets.gsp.num_turns, 3);
+	ls_config_free(&c);
+	const char *zero[] = { "--gsp-num-turns", "0", NULL };
+	cr_expect_eq(t_config_parse(&c, zero), 2);
 	ls_config_free(&c);
 	const char *dist[] = { "--gsp-group-distribution", "pareto", NULL };
 	cr_expect_eq(t_config_parse(&c, dist), 2);
@@ -120,6 +128,6 @@ Test(config_datasets, out_of_scope_values_say_why, .init = cr_redirect_stderr)
 	ls_config_free(&c);
 	const char *err = t_stderr_text();
 	cr_expect(strstr(err, "embedding"), "%s", err);
-	cr_expect(strstr(err, "latscope does not keep yet"), "%s", err);
+	cr_expect(strstr(err, "needs a chat backend"), "%s", err);
 	cr_expect(strstr(err, "generated-shared-prefix or mooncake"), "%s", err);
 }

@@ -3,6 +3,7 @@
  * SGLang's generated-shared-prefix, mooncake and ShareGPT-based random. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,4 +382,73 @@ Test(dataset_peer, spec_bench_takes_the_first_turn_of_the_category, .init = cr_r
 	ls_dataset_free(&ds);
 	o.category = "nope";
 	cr_expect_neq(ls_dataset_spec_bench(&ds, fixture("spec_bench.jsonl"), &o, count_words, NULL), 0);
+}
+
+/* vLLM's timed_trace over the Mooncake fixture: file order, times x multiplier never before the
+ * record before (500 then 250: sent together), hash blocks the same tokens in every record that
+ * names them, the prompt cut at input_length, labels read; bugs: a sorted trace, blocks salted
+ * per request, the multiplier ignored. */
+Test(dataset_peer, timed_trace_blocks_times_and_lengths, .init = cr_redirect_stderr)
+{
+	struct ls_dataset ds;
+	struct ls_timed_trace_opts o = { .chunk_hash_size = 16, .sec_multiplier = 0.001, .vocab_size = 5000,
+					 .label_timestamp = "timestamp", .label_input_length = "input_length",
+					 .label_output_length = "output_length", .label_hash_ids = "hash_ids" };
+	cr_assert_eq(ls_dataset_timed_trace(&ds, fixture("mooncake.jsonl"), &o), 0);
+	cr_assert_geq(ds.n, 3);
+	const struct ls_prompt *a = &ds.prompts[0], *b = &ds.prompts[1], *c = &ds.prompts[2];
+	cr_expect_eq(a->prompt_len, 300);
+	cr_expect_eq(a->n_token_ids, 300);
+	cr_expect_eq(a->output_len, 8);
+	cr_expect_eq(b->n_token_ids, 150);
+	cr_expect_eq(a->timestamp_s, 0.0);
+	cr_expect_eq(b->timestamp_s, 0.5);
+	cr_expect_eq(c->timestamp_s, 0.5, "250 ms after 500 ms: sent with it, in file order");
+	cr_expect_eq(memcmp(a->token_ids, b->token_ids, 16 * sizeof(uint32_t)), 0, "hash id 46: the same block");
+	cr_expect_neq(memcmp(a->token_ids + 16, b->token_ids + 16, 16 * sizeof(uint32_t)), 0,
+		      "47 in one, the request's own tokens in the other");
+	cr_expect_neq(memcmp(a->token_ids, c->token_ids, 16 * sizeof(uint32_t)), 0, "46 vs 12");
+	for (uint32_t k = 0; k < a->n_token_ids; k++)
+		cr_assert_lt(a->token_ids[k], 5000);
+	ls_dataset_free(&ds);
+	o.as_text = 1;
+	o.vocab_size = ls_dataset_n_words();
+	o.n = 2;
+	cr_assert_eq(ls_dataset_timed_trace(&ds, fixture("mooncake.jsonl"), &o), 0);
+	cr_expect_eq(ds.n, 2, "the first --num-prompts records");
+	cr_expect_eq(words_of(ds.prompts[0].text), 300, "one word per token");
+	ls_dataset_free(&ds);
+	o.label_hash_ids = "hash_ids";
+	o.label_input_length = "in";
+	cr_expect_eq(ls_dataset_timed_trace(&ds, fixture("mooncake.jsonl"), &o), -EINVAL, "no \"in\" field");
+	cr_expect_eq(ds.n, 0);
+}
+
+/* SGLang's multi-turn gsp: conversation c's turn t at c * T + t (shuffled as wholes), turn 0 the
+ * group's system prompt + "\n\n" + its question, later turns a question alone, every turn the
+ * conversation's output length; bugs: turns shuffled apart, the system prompt repeated in later
+ * turns, a question per conversation instead of per turn. */
+Test(dataset_peer, gsp_turns_keep_conversations_together)
+{
+	struct ls_gsp_opts o = { .num_groups = 2, .prompts_per_group = 3, .system_prompt_len = 20, .question_len = 5,
+				 .output_len = 6, .range_ratio = 1.0, .num_turns = 3, .seed = 4 };
+	struct ls_dataset ds;
+	cr_assert_eq(ls_dataset_gsp(&ds, &o, count_words, NULL), 0);
+	cr_assert_eq(ds.n, 18, "groups x prompts x turns");
+	for (size_t c = 0; c < 6; c++) {
+		const struct ls_prompt *t0 = &ds.prompts[c * 3];
+		char s[4096];
+		gsp_system(t0, s, sizeof(s));
+		cr_expect_eq(words_of(s), 20, "turn 0 carries the system prompt");
+		cr_expect_eq(t0->prompt_len, 25);
+		for (size_t t = 1; t < 3; t++) {
+			const struct ls_prompt *p = &ds.prompts[c * 3 + t];
+			cr_expect_null(strstr(p->text, "\n\n"), "turn %zu is a question alone", t);
+			cr_expect_eq(p->prompt_len, 5);
+			cr_expect_eq(p->output_len, t0->output_len);
+			cr_expect_eq(p->prefix_group, t0->prefix_group, "one conversation, one group");
+			cr_expect_str_neq(p->text, ds.prompts[c * 3 + t - 1].text, "a new question each turn");
+		}
+	}
+	ls_dataset_free(&ds);
 }

@@ -29,6 +29,8 @@
 #include "server/specdecode.h"
 #include "server/metrics_poll.h"
 #include "cmd/bench_peer.h"
+#include "cmd/bench_probe_req.h"
+#include "cmd/bench_turns.h"
 #include "base/auth.h"
 #include "base/rng.h"
 
@@ -55,6 +57,10 @@ struct bench {
 	char              *request_json; /* what each request carried (record file, result JSON) */
 	struct ls_peer_report peer_report;
 	struct ls_record_meta meta;     /* what the run was: its record header and its report's labels */
+	struct ls_probe_reqs probe_reqs;   /* vLLM's --probe-request-rate: sent beside the run */
+	struct ls_probe_stats probe_stats;
+	struct ls_attribution *probe_attr; /* their TTFT split, with the eBPF probes */
+	struct ls_bench_turns turns;       /* SGLang's multi-turn conversations (--gsp-num-turns) */
 };
 
 static int build_dataset(struct bench *b)
@@ -81,7 +87,7 @@ static int build_arrival(struct bench *b)
 	int err = ls_bench_peer_arrival(c, &b->plan.arrival, b->ds.n, b->arrival_desc, sizeof(b->arrival_desc));
 	if (!err)
 		err = ls_arrival_init(&b->plan.arrival, c->profile.send.arrival, c->request_rate, c->burstiness, c->seed,
-				      b->ds.n, ts);
+				      b->ds.n / ls_bench_turns_of(c), ts); /* multi-turn: conversations arrive */
 	free(ts);
 	if (err < 0)
 		return err;
@@ -347,6 +353,10 @@ static int drive(struct bench *b)
 	run_lines(b);
 	struct ls_run main_run = { .requests = b->run.requests + b->plan.n_warmup, .n_requests = b->plan.n_measured };
 	driver_opts(b, &o, 1);
+	ls_probe_reqs_driver(&b->probe_reqs, &b->cfg, &o);
+	struct ls_driver_job *jobs = b->plan.jobs + b->plan.n_warmup;
+	size_t n_jobs = b->plan.n_measured;
+	ls_bench_turns_driver(&b->turns, &o, &jobs, &n_jobs); /* multi-turn: the first turns */
 	if (ls_bench_mpi_before_run(&o)) /* MPI: clocks, one start instant, this rank's slots */
 		return -EIO;
 	struct rusage before, after;
@@ -354,7 +364,7 @@ static int drive(struct bench *b)
 	struct ls_metrics_poll *poll = b->cfg.server_metrics_ms && ls_bench_mpi_rank() <= 0
 		? ls_metrics_poll_start(b->base, &b->server.http, b->cfg.server_metrics_ms) : NULL;
 	getrusage(RUSAGE_SELF, &before);
-	rc = ls_driver_run(&o, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &main_run);
+	rc = ls_driver_run(&o, jobs, n_jobs, &main_run);
 	getrusage(RUSAGE_SELF, &after);
 	ls_metrics_poll_stop(poll, &b->meta.gauges);
 	ls_bench_probes_run_ended(b->probes);
@@ -424,6 +434,21 @@ static int results(struct bench *b, FILE *out)
 		return err;
 	b->checks = rr.checks;
 	b->completed = rr.metrics.completed;
+	if (b->probe_reqs.body) { /* read by the run's rules, apart from its metrics */
+		if (ls_probe_stats_compute(b->probe_reqs.recs, b->probe_reqs.n, &rules, &b->probe_stats)) {
+			ls_run_report_free(&rr);
+			return -ENOMEM;
+		}
+		b->peer_report.probes = &b->probe_stats;
+		b->peer_report.probe_recs = b->probe_reqs.recs;
+		struct ls_peer_report *pr = &b->peer_report;
+		if (ls_probe_reqs_split(&b->probe_reqs, ls_bench_probes_events(b->probes), &rules, &b->probe_attr,
+					pr->probe_ttft_split_ms, &pr->probe_n_split)) {
+			ls_run_report_free(&rr);
+			return -ENOMEM;
+		}
+		pr->probe_attr = b->probe_attr;
+	}
 	if (rr.metrics.failed)
 		print_failures(b);
 	struct ls_report_ctx ctx;
@@ -439,6 +464,7 @@ static int results(struct bench *b, FILE *out)
 	if (c->save_result && !(path = result_path(b)))
 		err = -ENOMEM;
 	int written = ls_run_report_print(out, &rr, &b->run, &ctx, path);
+	ls_report_probe_text(out, &b->peer_report);
 	if (!err && !written && path)
 		fprintf(stderr, "latscope bench: result written to %s\n", path);
 	if (ls_bench_peer_outputs(c, &rr.metrics, &b->run, &ctx)) /* SGLang's JSONL, --print-requests */
@@ -483,6 +509,10 @@ static void bench_free(struct bench *b)
 	free(b->request_json);
 	ls_gauge_series_free(&b->meta.gauges);
 	ls_bench_probes_close(b->probes);
+	ls_probe_reqs_free(&b->probe_reqs);
+	ls_probe_stats_free(&b->probe_stats);
+	ls_attribution_free(b->probe_attr);
+	ls_bench_turns_free(&b->turns);
 	ls_driver_pool_close(); /* the keep-alive pool outlives each run, so warmups warm it */
 	ls_config_free(&b->cfg);
 }
@@ -557,6 +587,11 @@ static int prepare(struct bench *b)
 		return -1;
 	ls_bench_peer_report(c, b->request_json, &b->peer_report);
 	if (!mpi_worker && (check_outputs(b) || build_dataset(b) || build_arrival(b) || build_jobs(b)))
+		return -1;
+	if (!mpi_worker && c->peer.probe_request_rate > 0 && /* ids after the warmups' */
+	    ls_probe_reqs_init(&b->probe_reqs, c, b->plan.model, b->plan.n_warmup + b->plan.n_measured))
+		return -1;
+	if (ls_bench_turns_init(&b->turns, c, b->plan.jobs + b->plan.n_warmup, b->plan.n_measured, &b->ds))
 		return -1;
 	if (ls_bench_mpi_share(c, &b->plan, &b->run)) /* MPI: this rank's share of the plan */
 		return -1;

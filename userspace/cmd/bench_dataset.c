@@ -49,6 +49,28 @@ static int build_random(const struct ls_config *c, struct ls_server *server, str
 	return needs_text ? ls_dataset_random_text(ds, &o, count, server) : ls_dataset_random(ds, &o);
 }
 
+/* vLLM's timed_trace: token ids below the server's vocabulary, or words for a text backend. */
+static int build_timed_trace(const struct ls_config *c, struct ls_server *server, struct ls_dataset *ds, size_t n)
+{
+	const struct ls_config_datasets *p = &c->datasets;
+	struct ls_timed_trace_opts o = p->timed_trace;
+	o.n = n;
+	o.as_text = ls_backend_needs_text(c->profile.send.backend);
+	o.vocab_size = o.as_text ? ls_dataset_n_words() : c->random_vocab_size;
+	o.label_timestamp = p->timed_trace_labels[0];
+	o.label_input_length = p->timed_trace_labels[1];
+	o.label_output_length = p->timed_trace_labels[2];
+	o.label_hash_ids = p->timed_trace_labels[3];
+	if (!o.vocab_size && ls_server_vocab_size(server, LS_DEFAULT_VOCAB, &o.vocab_size)) {
+		fprintf(stderr, "latscope bench: could not learn the vocabulary size for timed_trace's token ids "
+				"(%s, %d tries); pass --random-vocab-size N\n", server->why, LS_SERVER_PROBE_TRIES);
+		return -EIO;
+	}
+	if (!o.vocab_size)
+		o.vocab_size = LS_DEFAULT_VOCAB;
+	return ls_dataset_timed_trace(ds, c->dataset_path, &o);
+}
+
 /* sharegpt under the extra rules: --no-oversample (vLLM), --sharegpt-context-len (SGLang). */
 static int build_sharegpt(const struct ls_config *c, struct ls_server *server, struct ls_dataset *ds, size_t n,
 			  ls_token_count_fn count)
@@ -130,6 +152,8 @@ static int build_peer(const struct ls_config *c, struct ls_server *server, struc
 						.in_order = p->disable_shuffle, .no_oversample = p->no_oversample };
 		return ls_dataset_spec_bench(ds, c->dataset_path, &o, count, server);
 	}
+	case LS_DATASET_TIMED_TRACE:
+		return build_timed_trace(c, server, ds, n);
 	case LS_DATASET_MOONCAKE: {
 		struct ls_mooncake_opts o = p->mooncake;
 		o.n = n;

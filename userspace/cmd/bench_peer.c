@@ -57,6 +57,10 @@ int ls_bench_peer_arrival(const struct ls_config *c, struct ls_arrival *a, size_
 void ls_bench_peer_traffic_lines(FILE *out, const struct ls_config *c)
 {
 	const struct ls_peer_opts *p = &c->peer;
+	if (c->profile.send.arrival == LS_ARRIVAL_TRACE && c->datasets.use_trace_timestamps) { /* vLLM's self_timed */
+		fprintf(out, "Self timing is set, using the timestamps from the trace file.\n");
+		return;
+	}
 	if (p->ramp == LS_RAMP_NONE) { /* vLLM: print(f"Traffic request rate: {request_rate}"), a float */
 		char num[40];
 		ls_py_float(c->request_rate, num, sizeof(num));

@@ -278,9 +278,9 @@ int ls_config_check(const struct ls_config *c, const struct ls_send_rules *send)
 		return 2;
 	}
 	if (send->arrival == LS_ARRIVAL_TRACE && c->dataset != LS_DATASET_JSONL && c->dataset != LS_DATASET_CUSTOM &&
-	    c->dataset != LS_DATASET_MOONCAKE) {
-		fprintf(stderr, "latscope bench: --arrival trace (--use-trace-timestamps) needs --dataset-name jsonl with "
-				"a \"timestamp\" per line, or mooncake\n");
+	    c->dataset != LS_DATASET_MOONCAKE && c->dataset != LS_DATASET_TIMED_TRACE) {
+		fprintf(stderr, "latscope bench: --arrival trace (--use-trace-timestamps, --self-timed) needs --dataset-name "
+				"jsonl with a \"timestamp\" per line, timed_trace or mooncake\n");
 		return 2;
 	}
 	if (!c->num_prompts && c->dataset != LS_DATASET_JSONL && c->dataset != LS_DATASET_CUSTOM &&

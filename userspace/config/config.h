@@ -95,6 +95,8 @@ struct ls_config {
 		int      gsp_zipf;                    /* --gsp-group-distribution zipf */
 		double   gsp_zipf_alpha;
 		struct ls_mooncake_opts mooncake;     /* n: --num-prompts */
+		struct ls_timed_trace_opts timed_trace; /* n, vocab_size, as_text: bench's */
+		char     timed_trace_labels[4][64];   /* --timed-trace-label-*: the fields' names */
 		int      use_trace_timestamps;
 		uint32_t sharegpt_context_len;        /* SGLang's filter, 0 = none */
 		size_t   dataset_offset;

@@ -22,6 +22,10 @@ void ls_config_datasets_defaults(struct ls_config *c)
 	p->gsp = (struct ls_gsp_opts){ .num_groups = 64, .prompts_per_group = 16, .system_prompt_len = 2048,
 				       .question_len = 128, .output_len = 256, .range_ratio = 1.0 };
 	p->mooncake = (struct ls_mooncake_opts){ .num_rounds = 1, .slowdown = 1.0 };
+	p->timed_trace = (struct ls_timed_trace_opts){ .chunk_hash_size = 16, .sec_multiplier = 1.0 }; /* vLLM's */
+	static const char *const labels[4] = { "timestamp", "input_length", "output_length", "hash_ids" };
+	for (int i = 0; i < 4; i++)
+		snprintf(p->timed_trace_labels[i], sizeof(p->timed_trace_labels[i]), "%s", labels[i]);
 	p->gsp_zipf_alpha = 1.0;
 }
 
@@ -43,6 +47,7 @@ int ls_config_dataset_parse(const char *v, enum ls_dataset_kind *out)
 		{ "generated-shared-prefix", LS_DATASET_GSP },
 		{ "mooncake", LS_DATASET_MOONCAKE },
 		{ "spec_bench", LS_DATASET_SPEC_BENCH },
+		{ "timed_trace", LS_DATASET_TIMED_TRACE },
 		/* SGLang's docs name the trace in the dataset: the file still comes from --dataset-path */
 		{ "mooncake-conversation", LS_DATASET_MOONCAKE },
 		{ "mooncake-synthetic", LS_DATASET_MOONCAKE },
@@ -79,6 +84,7 @@ static uint32_t *len_field(struct ls_config_datasets *p, enum opt_id id)
 	case O_GSP_OUTPUT_LEN: return &p->gsp.output_len;
 	case O_MOONCAKE_NUM_ROUNDS: return &p->mooncake.num_rounds;
 	case O_SHAREGPT_CONTEXT_LEN: return &p->sharegpt_context_len;
+	case O_TIMED_TRACE_CHUNK: return &p->timed_trace.chunk_hash_size;
 	default: return NULL;
 	}
 }
@@ -108,10 +114,10 @@ static const char *apply_other(struct ls_config *c, enum opt_id id, const char *
 		return ls_opt_parse_u64(v, 1, 1, &u) ? "must be 1: a batch of prompts in one request is vLLM's "
 						       "embedding benchmark, out of latscope's scope" : NULL;
 	case O_GSP_NUM_TURNS:
-		return ls_opt_parse_u64(v, 1, 1, &u) ? "must be 1: SGLang's later turns carry the server's earlier "
-						       "replies (a chat conversation), which latscope does not keep yet; "
-						       "run --gsp-num-turns 1 (each group's shared system prompt still "
-						       "hits the prefix cache)" : NULL;
+		if (ls_opt_parse_u64(v, 1, 1000, &u))
+			return "must be a whole number 1..1000";
+		p->gsp.num_turns = (uint32_t)u;
+		return NULL;
 	case O_GSP_RANGE_RATIO:
 		if (ls_opt_parse_double(v, 0.0, 1.0, &d))
 			return "must be a number in [0, 1]";
@@ -132,6 +138,35 @@ static const char *apply_other(struct ls_config *c, enum opt_id id, const char *
 			return "must be a positive number";
 		p->mooncake.slowdown = d;
 		return NULL;
+	case O_TIMED_TRACE_SEC_MULT:
+		if (ls_opt_parse_double(v, 1e-9, 1e9, &d))
+			return "must be a positive number";
+		p->timed_trace.sec_multiplier = d;
+		return NULL;
+	case O_TIMED_TRACE_LABEL_TS:
+	case O_TIMED_TRACE_LABEL_IN:
+	case O_TIMED_TRACE_LABEL_OUT:
+	case O_TIMED_TRACE_LABEL_HASH: {
+		char *dst = p->timed_trace_labels[id - O_TIMED_TRACE_LABEL_TS];
+		if (!*v || strlen(v) >= sizeof(p->timed_trace_labels[0]))
+			return "must be a field name of 1..63 bytes";
+		snprintf(dst, sizeof(p->timed_trace_labels[0]), "%s", v);
+		return NULL;
+	}
+	case O_SELF_TIMED:
+	case O_NO_SELF_TIMED: { /* vLLM's BooleanOptionalAction, default off: --request-rate paces */
+		int on;
+		const char *why = ls_config_switch(&on, v);
+		if (why)
+			return why;
+		on = id == O_SELF_TIMED ? on : !on;
+		p->use_trace_timestamps = on;
+		if (on)
+			c->profile.send.arrival = LS_ARRIVAL_TRACE;
+		else if (c->profile.send.arrival == LS_ARRIVAL_TRACE) /* an earlier --self-timed */
+			c->profile.send.arrival = LS_ARRIVAL_GAMMA;
+		return NULL;
+	}
 	case O_SPEC_BENCH_CATEGORY:
 		if (strlen(v) >= sizeof(p->spec_bench_category))
 			return "must be a category name (at most 63 characters)";

@@ -13,7 +13,8 @@ const struct ls_opt ls_config_opts[] = {
 	  "openai (= vllm, sglang-oai, lmdeploy, scalellm: /v1/completions), openai-chat (= vllm-chat, "
 	  "sglang-oai-chat, lmdeploy-chat), sglang (= sglang-native: /generate), tgi (/generate_stream), "
 	  "tensorrt-llm (= trt: /v2/models/ensemble/generate_stream), llama.cpp-native (llama-server's "
-	  "/completion; llama.cpp is vLLM's name for openai) [the profile's: openai]", "server" },
+	  "/completion; llama.cpp is vLLM's name for openai), openai-responses (/v1/responses) [the profile's: openai]",
+	  "server" },
 	{ "base-url", O_BASE_URL, LS_ARG_ONE, "URL",
 	  "server root, e.g. http://127.0.0.1:8000 (else http://HOST:PORT)", NULL },
 	{ "host", O_HOST, LS_ARG_ONE, "HOST", "server host when no --base-url [127.0.0.1]", NULL },
@@ -21,7 +22,7 @@ const struct ls_opt ls_config_opts[] = {
 	{ "endpoint", O_ENDPOINT, LS_ARG_ONE, "PATH",
 	  "API path [the backend's: /v1/completions, /v1/chat/completions, /generate]", NULL },
 	{ "model", O_MODEL, LS_ARG_ONE, "NAME", "model name sent in each request [the first of GET /v1/models]", NULL },
-	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt, spec_bench; "
+	{ "dataset-name", O_DATASET_NAME, LS_ARG_ONE, "NAME", "random, sharegpt, jsonl; vLLM's custom, prefix_repetition, sonnet, burstgpt, spec_bench, timed_trace; "
 	  "SGLang's random-ids, generated-shared-prefix, mooncake [random]", "workload" },
 	{ "dataset-path", O_DATASET_PATH, LS_ARG_ONE, "FILE",
 	  "ShareGPT JSON, or JSONL: one request per line (prompt or prompt_token_ids, output_len, timestamp); "
@@ -74,7 +75,8 @@ const struct ls_opt ls_config_opts[] = {
 	{ "gsp-fast-prepare", O_GSP_FAST_PREPARE, LS_ARG_NONE, NULL, "generated-shared-prefix: do not count prompt tokens", NULL },
 	{ "gsp-send-routing-key", O_GSP_SEND_ROUTING_KEY, LS_ARG_NONE, NULL,
 	  "generated-shared-prefix: X-SMG-Routing-Key, one per group, on each request", NULL },
-	{ "gsp-num-turns", O_GSP_NUM_TURNS, LS_ARG_ONE, "1", "generated-shared-prefix: turns; only 1 [1]", NULL },
+	{ "gsp-num-turns", O_GSP_NUM_TURNS, LS_ARG_ONE, "N", "generated-shared-prefix: turns per conversation, each with the ones before and their replies\n"
+	  "(a chat backend; the next turn goes when the last returns) [1]", NULL },
 	{ "gsp-ordered", O_GSP_ORDERED, LS_ARG_NONE, NULL, "generated-shared-prefix: send group by group (no shuffle)", NULL },
 	{ "gsp-group-distribution", O_GSP_GROUP_DISTRIBUTION, LS_ARG_ONE, "uniform|zipf",
 	  "generated-shared-prefix: requests per group equal, or Zipf-skewed (--gsp-zipf-alpha) [uniform]", NULL },
@@ -85,6 +87,18 @@ const struct ls_opt ls_config_opts[] = {
 	  "mooncake: accepted; latscope downloads nothing: give the trace with --dataset-path", NULL },
 	{ "use-trace-timestamps", O_USE_TRACE_TIMESTAMPS, LS_ARG_NONE, NULL,
 	  "send at the trace's times (mooncake, jsonl with timestamp): --arrival trace", NULL },
+	{ "self-timed", O_SELF_TIMED, LS_ARG_NONE, NULL,
+	  "vLLM: send at the trace's times (timed_trace, jsonl with timestamp): --arrival trace", NULL },
+	{ "no-self-timed", O_NO_SELF_TIMED, LS_ARG_NONE, NULL, "vLLM: send by --request-rate, not the trace's times [this]", NULL },
+	{ "timed-trace-chunk-hash-size", O_TIMED_TRACE_CHUNK, LS_ARG_ONE, "N", "timed_trace: prompt tokens per hash id [16]", NULL },
+	{ "timed-trace-sec-multiplier", O_TIMED_TRACE_SEC_MULT, LS_ARG_ONE, "X",
+	  "timed_trace: a timestamp x X is seconds from the run's start [1]", NULL },
+	{ "timed-trace-label-timestamp", O_TIMED_TRACE_LABEL_TS, LS_ARG_ONE, "KEY", "timed_trace: its time field [timestamp]", NULL },
+	{ "timed-trace-label-input-length", O_TIMED_TRACE_LABEL_IN, LS_ARG_ONE, "KEY",
+	  "timed_trace: its prompt length field [input_length]", NULL },
+	{ "timed-trace-label-output-length", O_TIMED_TRACE_LABEL_OUT, LS_ARG_ONE, "KEY",
+	  "timed_trace: its output length field [output_length]", NULL },
+	{ "timed-trace-label-hash-ids", O_TIMED_TRACE_LABEL_HASH, LS_ARG_ONE, "KEY", "timed_trace: its hash id list [hash_ids]", NULL },
 	{ "sharegpt-context-len", O_SHAREGPT_CONTEXT_LEN, LS_ARG_ONE, "N",
 	  "SGLang: drop conversations whose prompt + output exceed N tokens", NULL },
 	{ "dataset-offset", O_DATASET_OFFSET, LS_ARG_ONE, "N", "SGLang: skip the dataset's first N prompts [0]", NULL },
@@ -287,7 +301,7 @@ static const char *apply_workload(struct ls_config *c, enum opt_id id, const cha
 	case O_DATASET_NAME: /* the name as typed too: SGLang's file name carries it (mooncake-conversation) */
 		if (ls_config_dataset_parse(v, &c->dataset))
 			return "must be random, sharegpt, jsonl, custom, prefix_repetition, sonnet, burstgpt, random-ids, "
-			       "spec_bench, generated-shared-prefix or mooncake";
+			       "spec_bench, timed_trace, generated-shared-prefix or mooncake";
 		return ls_config_set_str(&c->dataset_name, v) ? "out of memory" : NULL;
 	case O_RANDOM_VOCAB_SIZE:
 		if (!strcmp(v, "auto")) {
@@ -499,6 +513,7 @@ static const struct {
 	SEND_RULE(O_NUM_WARMUPS, num_warmups),
 	SEND_RULE(O_IGNORE_EOS, ignore_eos),
 	SEND_RULE(O_USE_TRACE_TIMESTAMPS, arrival), /* SGLang's mooncake replay: --arrival trace */
+	SEND_RULE(O_SELF_TIMED, arrival),           /* vLLM's timed_trace replay: the same */
 };
 #undef SEND_RULE
 #define N_SEND_RULE_OPTS (sizeof(send_rule_opts) / sizeof(send_rule_opts[0]))

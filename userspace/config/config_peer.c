@@ -17,7 +17,7 @@ enum peer_id {
 	P_LOGPROBS, P_RETURN_LOGPROB, P_TOP_LOGPROBS_NUM, P_LOGPROB_START_LEN,
 	P_EXTRA_BODY, P_SERVED_MODEL_NAME, P_HEADER, P_REQUEST_ID_PREFIX, P_LORA_MODULES, P_LORA_ASSIGNMENT,
 	P_LORA_NAME, P_LORA_DISTRIBUTION, P_LORA_ZIPF_ALPHA, P_PROMPT_SUFFIX, P_DISABLE_IGNORE_EOS,
-	P_RAMP_STRATEGY, P_RAMP_START, P_RAMP_END,
+	P_RAMP_STRATEGY, P_RAMP_START, P_RAMP_END, P_PROBE_RATE,
 	P_SERVER_PROFILE, P_PROFILE_ACTIVITIES, P_PROFILE_START_STEP, P_PROFILE_STEPS, P_PROFILE_NUM_STEPS,
 	P_PROFILE_BY_STAGE, P_PROFILE_STAGES, P_PROFILE_OUTPUT_DIR, P_PROFILE_PREFIX, P_PROFILE_PREFILL_URL, P_PROFILE_DECODE_URL,
 	P_FLUSH_CACHE,
@@ -110,6 +110,10 @@ const struct ls_opt ls_config_peer_opts[] = {
 	  "(per request, vLLM's formula; no --request-rate)", NULL },
 	{ "ramp-up-start-rps", P_RAMP_START, LS_ARG_ONE, "RPS", V "first request's rate", NULL },
 	{ "ramp-up-end-rps", P_RAMP_END, LS_ARG_ONE, "RPS", V "last request's rate", NULL },
+	{ "probe-request-rate", P_PROBE_RATE, LS_ARG_ONE, "R",
+	  V "single-token probe requests beside the run, outside --max-concurrency: one at a time,\n"
+	  "the next 1/R s after the last returned, until the run ends; their TTFT and E2EL are\n"
+	  "reported apart (probe_* keys) [0: none]", NULL },
 	{ "server-profile", P_SERVER_PROFILE, LS_ARG_NONE, NULL,
 	  "vLLM's and SGLang's --profile (the bare flag): POST /start_profile before the run and\n"
 	  "/stop_profile after it (SGLang's with its --profile-* body)", NULL },
@@ -295,6 +299,8 @@ static const char *apply_run(struct ls_config *c, int id, const char *v)
 	}
 	case P_RAMP_STRATEGY:
 		return ls_ramp_parse(v, &p->ramp) ? "must be linear or exponential" : NULL;
+	case P_PROBE_RATE:
+		return set_double(&p->probe_request_rate, v, 0, 1e6);
 	case P_RAMP_START:
 	case P_RAMP_END: {
 		double *dst = id == P_RAMP_START ? &p->ramp_start_rps : &p->ramp_end_rps;
@@ -442,6 +448,19 @@ int ls_config_peer_finish(struct ls_config *c)
 	}
 	if (p->append_result)
 		c->save_result = 1; /* vLLM writes the file for either flag */
+	if (c->dataset == LS_DATASET_GSP && c->datasets.gsp.num_turns > 1 &&
+	    c->profile.send.backend != LS_BACKEND_OPENAI_CHAT) { /* SGLang's MULTI_TURN_BACKENDS assert */
+		fprintf(stderr, "latscope bench: --gsp-num-turns above 1 needs a chat backend (sglang-oai-chat, "
+				"vllm-chat, lmdeploy-chat or openai-chat): later turns send the conversation as "
+				"messages\n");
+		return 2;
+	}
+	if (c->dataset == LS_DATASET_TIMED_TRACE && !c->profile.send.ignore_eos) {
+		/* vLLM's main_async sets ignore_eos for timed_trace: the trace's output lengths are sent */
+		fprintf(stderr, "latscope bench: timed_trace: --ignore-eos on, as vLLM sets it (the trace's "
+				"output lengths are generated)\n");
+		c->profile.send.ignore_eos = 1;
+	}
 	if (p->lora_skewed) /* SGLang's default alpha is 1.5 */
 		p->req.lora_zipf_alpha = p->lora_zipf_alpha > 1 ? p->lora_zipf_alpha : 1.5;
 	/* vLLM's default for a generative model is "ttft,tpot,itl" (serve.py main_async): no E2EL block

@@ -44,6 +44,7 @@ struct ls_peer_opts {
 	int      port_given;          /* --port or --base-url on the command line */
 	int      lora_skewed, lora_distinct; /* SGLang --lora-request-distribution skewed / distinct */
 	double   lora_zipf_alpha;     /* SGLang --lora-zipf-alpha (0: not given) */
+	double   probe_request_rate;  /* vLLM --probe-request-rate: probes per second (0: none) */
 	int      percentile_metrics_set; /* --percentile-metrics given (else vLLM's: ttft,tpot,itl) */
 };
 

@@ -34,40 +34,6 @@ static const char *const out_of_scope_datasets[] = {
 	"random-mm", "random-rerank", "custom_audio", "custom_image", "mmmu", "image", NULL,
 };
 
-/* Flags (and values) of the peers' text generation that latscope does not do yet: each refused
- * by name with what to pass instead. value NULL: the flag whatever its value. */
-#define TRACE_INSTEAD "pass --dataset-name jsonl, one {\"prompt_token_ids\": [...], \"output_len\": N, " \
-		      "\"timestamp\": SECONDS} per line, with --use-trace-timestamps true (latscope replays the times)"
-static const struct {
-	const char *flag, *value, *instead;
-} not_yet[] = {
-	{ "dataset-name", "timed_trace", "vLLM's timed_trace is not read by latscope yet: " TRACE_INSTEAD },
-	{ "self-timed", NULL, "vLLM's --self-timed (timed_trace) is not read by latscope yet: " TRACE_INSTEAD },
-	{ "no-self-timed", NULL, "vLLM's --no-self-timed (timed_trace) is not read by latscope yet: " TRACE_INSTEAD },
-	{ "timed-trace-chunk-hash-size", NULL, "vLLM's timed_trace is not read by latscope yet: " TRACE_INSTEAD },
-	{ "timed-trace-sec-multiplier", NULL, "vLLM's timed_trace is not read by latscope yet; scale the "
-	  "timestamps in the file and " TRACE_INSTEAD },
-	{ "backend", "openai-responses", "vLLM's /v1/responses backend is not latscope's yet (nor the sim's): use "
-	  "--backend openai-chat (/v1/chat/completions streams the same tokens)" },
-	{ "probe-request-rate", NULL, "vLLM's probe requests are not sent by latscope yet: run without it; "
-	  "latscope's per-request kernel stamps (--probes) split each TTFT into queueing and prefill" },
-};
-
-/* 2 after one line when the flag (or its value) is one latscope does not do yet, else 0. */
-static int refuse_not_yet(const char *flag, size_t len, const char *value)
-{
-	for (size_t i = 0; i < sizeof(not_yet) / sizeof(not_yet[0]); i++) {
-		if (strlen(not_yet[i].flag) != len || strncmp(not_yet[i].flag, flag, len))
-			continue;
-		if (not_yet[i].value && (!value || strcmp(value, not_yet[i].value)))
-			continue;
-		fprintf(stderr, PROG ": --%s%s%s: %s\n", not_yet[i].flag, not_yet[i].value ? " " : "",
-			not_yet[i].value ? not_yet[i].value : "", not_yet[i].instead);
-		return 2;
-	}
-	return 0;
-}
-
 /* 2 after a message when arg (a flag, maybe "--x=v") or its value is out of scope, else 0. */
 static int refuse_out_of_scope(const char *flag, size_t len, const char *value)
 {
@@ -146,7 +112,7 @@ static const char *rewrite(struct ls_peer_argv *pa, char **argv, int i, int argc
 		return a;
 	size_t len = strcspn(a + 2, "=");
 	const char *value = a[2 + len] ? a + 3 + len : (i + 1 < argc ? argv[i + 1] : NULL);
-	if (refuse_out_of_scope(a + 2, len, value) || refuse_not_yet(a + 2, len, value))
+	if (refuse_out_of_scope(a + 2, len, value))
 		return NULL;
 	if (pa->harness == LS_HARNESS_VLLM && memchr(a + 2, '_', len))
 		a = dashes(pa, a, len);
@@ -291,10 +257,11 @@ static const char *const vllm_names[] = {
 	"goodput", "save-result", "result-dir", "result-filename", "insecure", "tokenizer-mode",
 	"trust-remote-code", "skip-tokenizer-init", "extra-body", "top-k", "min-p", "frequency-penalty",
 	"presence-penalty", "repetition-penalty", "logprobs", "use-beam-search", "request-id-prefix",
-	"ramp-up-", "save-detailed", "append-result", "metadata", "label", "plot-timeline",
+	"ramp-up-", "probe-request-rate", "save-detailed", "append-result", "metadata", "label", "plot-timeline",
 	"timeline-itl-thresholds", "plot-dataset-stats", "no-stream", "skip-chat-template", "custom-skip-chat-template", "endpoint-type", "lora-modules", "lora-assignment",
 	"input-len", "output-len", "random-prefix-len", "random-batch-size", "prefix-repetition-", "sonnet-",
-	"custom-output-len", "spec-bench-", "disable-shuffle", "no-oversample", "self-timed", NULL,
+	"custom-output-len", "spec-bench-", "disable-shuffle", "no-oversample", "self-timed", "no-self-timed",
+	"timed-trace-", NULL,
 };
 static const char *const sglang_names[] = {
 	"warmup-requests", "output-file", "output-details", "flush-cache", "disable-stream", "disable-ignore-eos",

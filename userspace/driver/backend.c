@@ -29,6 +29,7 @@ static const struct {
 	{ "tensorrt-llm", LS_BACKEND_TRT },      { "trt", LS_BACKEND_TRT },
 	{ "llama.cpp", LS_BACKEND_OPENAI },      /* vLLM's benchmark sends it OpenAI completions */
 	{ "llama.cpp-native", LS_BACKEND_LLAMACPP },
+	{ "openai-responses", LS_BACKEND_OPENAI_RESPONSES },
 };
 #define N_NAMES (sizeof(names) / sizeof(names[0]))
 
@@ -60,6 +61,7 @@ const char *ls_backend_name(enum ls_backend backend)
 	case LS_BACKEND_TGI: return "tgi";
 	case LS_BACKEND_TRT: return "tensorrt-llm";
 	case LS_BACKEND_LLAMACPP: return "llama.cpp-native";
+	case LS_BACKEND_OPENAI_RESPONSES: return "openai-responses";
 	}
 	return "unknown";
 }
@@ -73,6 +75,7 @@ const char *ls_backend_default_endpoint(enum ls_backend backend)
 	case LS_BACKEND_TGI: return "/generate_stream";
 	case LS_BACKEND_TRT: return "/v2/models/ensemble/generate_stream"; /* SGLang's default model name */
 	case LS_BACKEND_LLAMACPP: return "/completion";
+	case LS_BACKEND_OPENAI_RESPONSES: return "/v1/responses";
 	}
 	return "/v1/completions";
 }
@@ -119,8 +122,8 @@ char *ls_backend_body(enum ls_backend backend, const char *model, const struct l
 		errno = EINVAL;
 		return NULL;
 	}
-	if (backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT || backend == LS_BACKEND_LLAMACPP)
-		return ls_backend_body_peer(backend, prompt, ignore_eos, len_out);
+	if (ls_backend_is_peer(backend))
+		return ls_backend_body_peer(backend, model, prompt, ignore_eos, len_out);
 	/* Chat messages carry text: token ids must be detokenized by the caller first. */
 	if (backend == LS_BACKEND_OPENAI_CHAT && !prompt->text) {
 		errno = EINVAL;

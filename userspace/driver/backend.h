@@ -16,6 +16,8 @@ enum ls_backend {
 	LS_BACKEND_TRT,         /* Triton/TensorRT-LLM /v2/models/M/generate_stream: text_output deltas */
 	LS_BACKEND_LLAMACPP,    /* llama.cpp's native /completion: content deltas, cumulative
 				 * tokens_predicted, the last frame stop: true with timings */
+	LS_BACKEND_OPENAI_RESPONSES, /* /v1/responses: typed events, output/reasoning text deltas,
+				      * response.completed with the usage last */
 };
 
 /* "openai" | "openai-chat" | "sglang" and the other names vLLM and SGLang use for them

@@ -9,14 +9,14 @@
 /* 1 for the backends backend_peer.c reads (TGI, TRT, LLAMACPP): cJSON only, no fast path. */
 static inline int ls_backend_is_peer(enum ls_backend b)
 {
-	return b == LS_BACKEND_TGI || b == LS_BACKEND_TRT || b == LS_BACKEND_LLAMACPP;
+	return b == LS_BACKEND_TGI || b == LS_BACKEND_TRT || b == LS_BACKEND_LLAMACPP || b == LS_BACKEND_OPENAI_RESPONSES;
 }
 /* The prompt as JSON: its text, or its token ids as an array; NULL on ENOMEM. */
 cJSON *ls_backend_prompt_json(const struct ls_prompt *prompt);
 /* ls_backend_body for LS_BACKEND_TGI and LS_BACKEND_TRT (text prompts only) and
  * LS_BACKEND_LLAMACPP (text or token ids). */
-char *ls_backend_body_peer(enum ls_backend backend, const struct ls_prompt *prompt, int ignore_eos,
-			   size_t *len_out);
+char *ls_backend_body_peer(enum ls_backend backend, const char *model, const struct ls_prompt *prompt,
+			   int ignore_eos, size_t *len_out);
 /* One parsed frame object of LS_BACKEND_TGI or LS_BACKEND_TRT into fr / req (text_len, tokens,
  * flags; req->error on an error object: -EPROTO). */
 int ls_backend_decode_peer(enum ls_backend backend, const cJSON *root, struct ls_decode_state *st,

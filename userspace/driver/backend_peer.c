@@ -2,7 +2,9 @@
  * OpenAI's and SGLang's: TGI's /generate_stream and Triton's (TensorRT-LLM) generate_stream.
  * Bodies are what vLLM's backend_request_func.py sends (async_request_tgi,
  * async_request_trt_llm); frames are what those servers stream. And llama.cpp's native
- * /completion (llama-server, tools/server/README.md), which neither benchmark drives. */
+ * /completion (llama-server, tools/server/README.md), which neither benchmark drives. And
+ * OpenAI's Responses API, /v1/responses (vllm/benchmarks/lib/endpoint_request_func.py
+ * async_request_openai_responses, vLLM's --backend openai-responses). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,18 +13,21 @@
 
 int ls_backend_needs_text(enum ls_backend backend)
 {
-	return backend == LS_BACKEND_OPENAI_CHAT || backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT;
+	return backend == LS_BACKEND_OPENAI_CHAT || backend == LS_BACKEND_TGI || backend == LS_BACKEND_TRT ||
+	       backend == LS_BACKEND_OPENAI_RESPONSES; /* "input" is text */
 }
 
 int ls_backend_sends_model(enum ls_backend backend)
 {
-	return backend == LS_BACKEND_OPENAI || backend == LS_BACKEND_OPENAI_CHAT;
+	return backend == LS_BACKEND_OPENAI || backend == LS_BACKEND_OPENAI_CHAT || backend == LS_BACKEND_OPENAI_RESPONSES;
 }
 
 int ls_backend_final_frame_ends(enum ls_backend backend)
 {
 	/* llama-server's /completion stream ends with its stop: true frame, no [DONE] */
-	return backend == LS_BACKEND_SGLANG || backend == LS_BACKEND_TGI || backend == LS_BACKEND_LLAMACPP;
+	/* Responses: response.completed (or .incomplete) is the last event; vLLM sends no [DONE] */
+	return backend == LS_BACKEND_SGLANG || backend == LS_BACKEND_TGI || backend == LS_BACKEND_LLAMACPP ||
+	       backend == LS_BACKEND_OPENAI_RESPONSES;
 }
 
 int ls_backend_eof_ends(enum ls_backend backend)
@@ -77,18 +82,32 @@ static char *llamacpp_body(const struct ls_prompt *prompt, int ignore_eos, size_
 	return ls_backend_print_body(root, ok, len_out);
 }
 
-char *ls_backend_body_peer(enum ls_backend backend, const struct ls_prompt *prompt, int ignore_eos,
-			   size_t *len_out)
+/* vLLM's Responses payload: {"model", "input": text, "max_output_tokens", "stream": true,
+ * "store": false} and "ignore_eos" when set. */
+static int responses_body(cJSON *root, const char *model, const struct ls_prompt *prompt, int ignore_eos)
+{
+	int ok = (!model || cJSON_AddStringToObject(root, "model", model)) &&
+		 cJSON_AddStringToObject(root, "input", prompt->text) &&
+		 cJSON_AddNumberToObject(root, "max_output_tokens", prompt->output_len) &&
+		 cJSON_AddTrueToObject(root, "stream") && cJSON_AddFalseToObject(root, "store");
+	if (ok && ignore_eos)
+		ok = cJSON_AddTrueToObject(root, "ignore_eos") != NULL;
+	return ok;
+}
+
+char *ls_backend_body_peer(enum ls_backend backend, const char *model, const struct ls_prompt *prompt,
+			   int ignore_eos, size_t *len_out)
 {
 	if (backend == LS_BACKEND_LLAMACPP)
 		return llamacpp_body(prompt, ignore_eos, len_out);
-	if (!prompt->text) { /* neither API takes token ids */
+	if (!prompt->text) { /* none of these APIs takes token ids */
 		errno = EINVAL;
 		return NULL;
 	}
 	cJSON *root = cJSON_CreateObject();
 	int ok = root && (backend == LS_BACKEND_TGI ? tgi_body(root, prompt, ignore_eos)
-						    : trt_body(root, prompt, ignore_eos));
+			  : backend == LS_BACKEND_TRT ? trt_body(root, prompt, ignore_eos)
+			  : responses_body(root, model, prompt, ignore_eos));
 	return ls_backend_print_body(root, ok, len_out);
 }
 
@@ -163,12 +182,52 @@ static void decode_llamacpp(const cJSON *root, struct ls_decode_state *st, struc
 	}
 }
 
+/* A Responses event by its "type": output and reasoning text deltas are tokens (vLLM times both;
+ * its generated_text keeps the output's); response.completed / response.incomplete end the
+ * stream with the usage; an error event or response.failed is the server's error; the rest
+ * (created, in_progress, *.added, *.done: the text again) carry nothing. */
+static int decode_responses(const cJSON *root, struct ls_frame *fr, struct ls_request *req)
+{
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
+	const char *t = cJSON_IsString(type) ? type->valuestring : "";
+	if (!strcmp(t, "response.output_text.delta") || !strcmp(t, "response.reasoning_text.delta")) {
+		const cJSON *delta = cJSON_GetObjectItemCaseSensitive(root, "delta");
+		fr->flags |= LS_FRAME_CHOICES;
+		if (cJSON_IsString(delta))
+			fr->text_len = (uint32_t)strlen(delta->valuestring);
+		return 0;
+	}
+	if (!strcmp(t, "error"))
+		return ls_backend_stream_error(cJSON_GetObjectItemCaseSensitive(root, "message"), req);
+	const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+	if (!strcmp(t, "response.failed")) {
+		const cJSON *err = cJSON_GetObjectItemCaseSensitive(resp, "error");
+		return ls_backend_stream_error(cJSON_GetObjectItemCaseSensitive(err, "message"), req);
+	}
+	if (strcmp(t, "response.completed") && strcmp(t, "response.incomplete"))
+		return 0;
+	const cJSON *usage = cJSON_GetObjectItemCaseSensitive(resp, "usage");
+	fr->flags |= LS_FRAME_FINISH;
+	if (cJSON_IsObject(usage)) {
+		int32_t in = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(usage, "input_tokens"));
+		int32_t out = ls_backend_int_value(cJSON_GetObjectItemCaseSensitive(usage, "output_tokens"));
+		fr->flags |= LS_FRAME_USAGE;
+		if (in >= 0)
+			req->usage_prompt_tokens = in;
+		if (out >= 0)
+			req->usage_completion_tokens = out;
+	}
+	return 0;
+}
+
 int ls_backend_decode_peer(enum ls_backend backend, const cJSON *root, struct ls_decode_state *st,
 			   struct ls_frame *fr, struct ls_request *req)
 {
 	int rc = error_frame(root, req);
 	if (rc)
 		return rc;
+	if (backend == LS_BACKEND_OPENAI_RESPONSES)
+		return decode_responses(root, fr, req);
 	if (backend == LS_BACKEND_LLAMACPP) {
 		decode_llamacpp(root, st, fr, req);
 		return 0;

@@ -139,6 +139,13 @@ static void arm_hook(struct drv *d, struct drv_hook *h)
 
 /* ---- pacing ---- */
 
+/* Transfers holding a concurrency slot: a probe request holds none (vLLM's probe_loop sends
+ * outside the semaphore). */
+static size_t slots_used(const struct drv *d)
+{
+	return d->in_flight - (d->probe != NULL);
+}
+
 static uint64_t deadline_of(struct drv *d, size_t i, uint64_t now)
 {
 	if (!d->opts->arrival || d->preconnect_url)
@@ -152,7 +159,7 @@ static uint64_t startable_arrival(const struct drv *d)
 {
 	uint32_t limit = d->opts->max_concurrency;
 	if (d->stopping || d->fatal || d->next_arrive >= d->n_jobs || d->next_admit < d->next_arrive ||
-	    (limit && d->in_flight >= limit))
+	    (limit && slots_used(d) >= limit))
 		return 0;
 	return d->next_deadline_ns;
 }
@@ -175,7 +182,7 @@ static void pace_arrivals(struct drv *d, uint64_t now)
 static int admit_one(struct drv *d, uint64_t slot_ns)
 {
 	uint32_t limit = d->opts->max_concurrency;
-	if (d->next_admit >= d->next_arrive || (limit && d->in_flight >= limit) || d->fatal)
+	if (d->next_admit >= d->next_arrive || (limit && slots_used(d) >= limit) || d->fatal)
 		return 0;
 	struct ls_driver_job *job = &d->jobs[d->next_admit++];
 	uint64_t admitted = slot_ns > job->rec->scheduled_ns ? slot_ns : ls_now_ns();
@@ -380,7 +387,8 @@ static void start_jobs(struct drv *d)
 	 * or when it was scheduled later): admitted_ns says so, started_ns when libcurl got it. */
 	uint64_t slot_ns = ls_now_ns();
 	uint32_t limit = d->opts->max_concurrency;
-	size_t free_slots = !limit ? SIZE_MAX : d->in_flight < limit ? limit - d->in_flight : 0;
+	size_t used = slots_used(d);
+	size_t free_slots = !limit ? SIZE_MAX : used < limit ? limit - used : 0;
 	uint64_t drained_ns = slot_ns, late_unused = 0;
 	d->starting = 1;
 	pace_arrivals(d, slot_ns);
@@ -404,6 +412,61 @@ static void start_jobs(struct drv *d)
 		pace_arrivals(d, now);
 	}
 	d->starting = 0;
+}
+
+/* vLLM's probe_loop: while jobs remain (to start or in flight), one probe request at a time,
+ * outside the slots, probe_interval_ns after the previous one returned. scheduled_ns is when it
+ * was due, admitted_ns when the loop took it. */
+static void start_probe(struct drv *d, uint64_t now)
+{
+	if (!d->opts->probe_interval_ns || d->probe || d->stopping || d->fatal || d->preconnect_url ||
+	    now < d->probe_next_ns || (d->next_admit >= d->n_jobs && !slots_used(d)))
+		return;
+	struct ls_driver_job *job = d->opts->probe_job(d->opts->probe_ctx);
+	if (!job) {
+		d->probe_next_ns = UINT64_MAX; /* no more asked for */
+		return;
+	}
+	job->rec->scheduled_ns = d->probe_next_ns;
+	d->probe = job;
+	if (drv_xfer_start(d, job, now)) { /* failed at once: its record says why */
+		d->probe = NULL;
+		d->probe_next_ns = ls_now_ns() + d->opts->probe_interval_ns;
+		d->n_done--;
+		d->n_failed--;
+	} else {
+		curl_timer_due(d, ls_now_ns());
+		drv_socks_fresh_run(d);
+	}
+	d->n_started--; /* progress counts the run's jobs */
+}
+
+int drv_probe_finished(struct drv *d, const struct ls_driver_job *job, uint64_t now)
+{
+	if (!d->probe || job != d->probe)
+		return 0;
+	d->probe = NULL;
+	d->probe_next_ns = now + d->opts->probe_interval_ns;
+	d->n_done--;
+	if (job->rec->fail)
+		d->n_failed--;
+	return 1;
+}
+
+static void reset_records(struct ls_driver_job *jobs, size_t n);
+
+void drv_follow_up(struct drv *d, const struct ls_driver_job *done, uint64_t now)
+{
+	if (!d->opts->follow_up || d->stopping || d->fatal || d->preconnect_url)
+		return;
+	struct ls_driver_job *next = d->opts->follow_up(d->opts->turns_ctx, done);
+	if (!next)
+		return;
+	reset_records(next, 1);
+	next->rec->scheduled_ns = now; /* it arrives when the turn before it is done */
+	d->n_done--;                   /* progress counts conversations: this one goes on */
+	drv_xfer_start(d, next, now);
+	d->n_started--;
 }
 
 /* Calls the hooks that are due, and those that run every turn. */
@@ -458,6 +521,8 @@ static uint64_t next_wake(const struct drv *d)
 		wake = min_ns(wake, d->progress_next_ns);
 	if (d->stopping)
 		wake = min_ns(wake, d->stop_deadline_ns);
+	if (d->opts->probe_interval_ns && !d->probe && !d->stopping && d->probe_next_ns != UINT64_MAX)
+		wake = min_ns(wake, d->probe_next_ns);
 	return wake;
 }
 
@@ -534,6 +599,7 @@ int drv_loop(struct drv *d)
 		if (d->opts->progress_out)
 			*d->opts->progress_out = (struct ls_progress_counts){ d->n_jobs, d->n_started, d->n_done,
 									  d->n_failed };
+		start_probe(d, now);
 		run_hooks(d, now);
 		if (d->opts->progress && d->progress_next_ns <= now && !d->preconnect_url) {
 			progress_line(d, now, 0);
@@ -674,6 +740,7 @@ static int drv_start(struct drv *d)
 		progress_setup(d, start);
 	if (d->n_jobs)
 		d->next_deadline_ns = deadline_of(d, 0, start);
+	d->probe_next_ns = start;
 	arm_signal_read(d);
 	return 0;
 }

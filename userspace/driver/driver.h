@@ -57,6 +57,23 @@ struct ls_driver_opts {
 	 * line adds *progress_more (the other processes', kept by a hook) to its own. NULL: none. */
 	struct ls_progress_counts *progress_out;
 	const struct ls_progress_counts *progress_more;
+	/* vLLM's --probe-request-rate (serve.py probe_loop): one probe request at a time beside the
+	 * jobs, outside max_concurrency; the first when the clock starts, each next
+	 * probe_interval_ns after the last one returned, none once every job is done (one in
+	 * flight then is waited for). probe_job(ctx) gives each probe's job, its record reset by
+	 * the caller (NULL: no more). Probes are not counted in the run's end or progress, and get
+	 * no on_finish. probe_interval_ns 0: no probes. */
+	uint64_t    probe_interval_ns;
+	struct ls_driver_job *(*probe_job)(void *ctx);
+	void       *probe_ctx;
+	/* SGLang's multi-turn conversations (the jobs are their first turns): each frame's data
+	 * payload goes to on_payload (the owner keeps the reply's text); when a job is done,
+	 * follow_up gives its conversation's next turn (NULL: none), sent at once in the slot the
+	 * done one held (scheduled and admitted then; its record reset by the driver, keeping id and
+	 * lengths). Both NULL: single requests. */
+	void      (*on_payload)(void *ctx, const struct ls_driver_job *job, const char *data, size_t len);
+	struct ls_driver_job *(*follow_up)(void *ctx, const struct ls_driver_job *done);
+	void       *turns_ctx;
 };
 
 /* Progress on stderr: for a terminal one line redrawn in place (share done, ETA), for a log a

@@ -141,6 +141,8 @@ static int on_event(void *ctx, const struct ls_sse_event *ev)
 		rec->fail = LS_FAIL_SERVER_ERROR_FRAME;
 		return 1;
 	}
+	if (x->drv->opts->on_payload) /* multi-turn: the owner keeps the reply's text */
+		x->drv->opts->on_payload(x->drv->opts->turns_ctx, x->job, ev->data, ev->data_len);
 	/* The end of a stream: [DONE], or SGLang's final frame (its finish_reason). An OpenAI
 	 * finish_reason still has the usage frame and [DONE] to come. */
 	if ((fr->flags & LS_FRAME_DONE) ||
@@ -528,11 +530,17 @@ static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t n
 		return;
 	}
 	watch_server(d, rec);
+	if (drv_probe_finished(d, x->job, now)) { /* beside the run: not its end, not its record file */
+		xfer_release(d, x);
+		return;
+	}
 	if (!rec->warmup && (!d->run->end_ns || now > d->run->end_ns))
 		d->run->end_ns = now;
 	if (d->opts->on_finish)
 		d->opts->on_finish(d->opts->on_finish_ctx, rec);
+	const struct ls_driver_job *done = x->job;
 	xfer_release(d, x);
+	drv_follow_up(d, done, now); /* multi-turn: the next turn takes this slot */
 }
 
 void drv_check_done(struct drv *d)

@@ -152,6 +152,8 @@ struct drv {
 	char         *preconnect_url; /* while set, transfers GET it (driver_preconnect.c), unmeasured */
 	size_t        pc_held;        /* of those, paused at their first body byte, each holding its connection */
 	int           pc_released;    /* every one held or done: all let go */
+	struct ls_driver_job *probe;  /* the probe request in flight (opts->probe_interval_ns), NULL none */
+	uint64_t      probe_next_ns;  /* when the next probe may start */
 };
 
 /* driver.c */
@@ -169,6 +171,12 @@ void drv_socks_fresh_run(struct drv *d);
 
 /* driver.c: the loop, until every job of d->jobs is done (driver_preconnect.c runs it twice) */
 int  drv_loop(struct drv *d);
+
+/* driver.c: 1 when job is the probe request in flight (it is then done: the next is due
+ * probe_interval_ns from now), 0 for a job of the run. */
+int  drv_probe_finished(struct drv *d, const struct ls_driver_job *job, uint64_t now);
+/* driver.c: the next turn of done's conversation (opts->follow_up), started at once. */
+void drv_follow_up(struct drv *d, const struct ls_driver_job *done, uint64_t now);
 
 /* driver_preconnect.c: opts->preconnect connections opened before the clock starts. 0, 1 when
  * interrupted, or -errno (message on stderr). */

@@ -350,6 +350,11 @@ int drv_multi_setup(struct drv *d)
 	/* reuse: one pool of up to max_concurrency keep-alive connections (vLLM's aiohttp
 	 * connector). per-request: every transfer opens and closes its own connection. */
 	long pool = o->max_concurrency ? (long)o->max_concurrency : (long)(d->n_jobs ? d->n_jobs : 1);
+	/* A probe request has a connection of its own beside the slots' (vLLM's probe shares the
+	 * aiohttp connector limited to max_concurrency, so it waits for a connection while every
+	 * slot streams: its latency then includes the client's own wait). */
+	if (o->probe_interval_ns)
+		pool++;
 	CURLMcode mc = CURLM_OK;
 #define MSET(opt, val) do { if (mc == CURLM_OK) mc = curl_multi_setopt(d->multi, opt, val); } while (0)
 	MSET(CURLMOPT_SOCKETFUNCTION, on_socket);

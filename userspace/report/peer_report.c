@@ -45,6 +45,113 @@ void ls_peer_json_header(cJSON *root, const struct ls_report_ctx *ctx)
 		cJSON_AddNumberToObject(root, "ramp_up_start_rps", p->ramp_start_rps);
 		cJSON_AddNumberToObject(root, "ramp_up_end_rps", p->ramp_end_rps);
 	}
+	const struct ls_probe_stats *ps = p->probes;
+	if (ps && ps->completed) { /* vLLM: result.update(probe_stats), made when a probe succeeded */
+		cJSON_AddNumberToObject(root, "probe_completed", (double)ps->completed);
+		cJSON_AddNumberToObject(root, "probe_failed", (double)ps->failed);
+		cJSON_AddNumberToObject(root, "probe_median_e2el_ms", ps->e2el.median_ms);
+		cJSON_AddNumberToObject(root, "probe_p99_e2el_ms", ps->e2el.pct_ms[1]);
+		cJSON_AddNumberToObject(root, "probe_max_e2el_ms", ps->e2el.max_ms);
+	}
+}
+
+static void add_probe_stat(cJSON *o, const char *name, const struct ls_stat *st)
+{
+	cJSON *s = cJSON_AddObjectToObject(o, name);
+	if (!s)
+		return;
+	cJSON_AddNumberToObject(s, "mean", st->mean_ms);
+	cJSON_AddNumberToObject(s, "median", st->median_ms);
+	cJSON_AddNumberToObject(s, "p99", st->pct_ms[1]);
+	cJSON_AddNumberToObject(s, "max", st->max_ms);
+}
+
+/* A number, or null for NaN (a failed probe's figure). */
+static void add_num_or_null(cJSON *o, const char *key, double v)
+{
+	if (isnan(v))
+		cJSON_AddNullToObject(o, key);
+	else
+		cJSON_AddNumberToObject(o, key, v);
+}
+
+/* Parts in ms as {"client": ..., ...}, the zero ones left out. */
+static void add_parts_ms(cJSON *o, const char *key, const double ms[LS_PART__COUNT])
+{
+	cJSON *s = cJSON_AddObjectToObject(o, key);
+	for (int k = 0; s && k < LS_PART__COUNT; k++)
+		if (ms[k] != 0)
+			cJSON_AddNumberToObject(s, ls_part_name((enum ls_part)k), ms[k]);
+}
+
+/* Probe i's TTFT parts, when the attribution split it. */
+static void add_probe_parts(cJSON *e, const struct ls_peer_report *p, size_t i)
+{
+	const struct ls_req_attr *a = p->probe_attr && i < p->probe_attr->n ? &p->probe_attr->req[i] : NULL;
+	if (!a || (a->flags & (LS_ATTR_NOT_OK | LS_ATTR_NO_EVENTS)))
+		return;
+	double ms[LS_PART__COUNT];
+	for (int k = 0; k < LS_PART__COUNT; k++)
+		ms[k] = (double)a->ttft.ns[k] / 1e6;
+	add_parts_ms(e, "ttft_parts_ms", ms);
+}
+
+/* latscope's probe_requests: the figures, then each probe's stamps (CLOCK_MONOTONIC ns). */
+static void add_probe_requests(cJSON *latscope, const struct ls_peer_report *p)
+{
+	const struct ls_probe_stats *ps = p->probes;
+	cJSON *o = cJSON_AddObjectToObject(latscope, "probe_requests");
+	if (!o)
+		return;
+	cJSON_AddNumberToObject(o, "sent", (double)ps->n);
+	cJSON_AddNumberToObject(o, "completed", (double)ps->completed);
+	cJSON_AddNumberToObject(o, "failed", (double)ps->failed);
+	add_probe_stat(o, "ttft_ms", &ps->ttft);
+	add_probe_stat(o, "e2el_ms", &ps->e2el);
+	if (p->probe_n_split) {
+		cJSON_AddNumberToObject(o, "n_split", (double)p->probe_n_split);
+		add_parts_ms(o, "ttft_split_mean_ms", p->probe_ttft_split_ms);
+	}
+	cJSON *list = cJSON_AddArrayToObject(o, "requests");
+	for (size_t i = 0; list && i < ps->n; i++) {
+		const struct ls_request *r = p->probe_recs[i];
+		cJSON *e = cJSON_CreateObject();
+		if (!e || !cJSON_AddItemToArray(list, e)) {
+			cJSON_Delete(e);
+			return;
+		}
+		cJSON_AddNumberToObject(e, "id", (double)r->id);
+		cJSON_AddNumberToObject(e, "scheduled_ns", (double)r->scheduled_ns);
+		cJSON_AddNumberToObject(e, "started_ns", (double)r->started_ns);
+		cJSON_AddNumberToObject(e, "finished_ns", (double)r->finished_ns);
+		add_num_or_null(e, "ttft_ms", ps->ttft_s[i] * 1e3);
+		add_num_or_null(e, "e2el_ms", ps->e2el_s[i] * 1e3);
+		cJSON_AddStringToObject(e, "fail", ls_fail_name(r->fail));
+		add_probe_parts(e, p, i);
+	}
+}
+
+void ls_report_probe_text(FILE *out, const struct ls_peer_report *p)
+{
+	const struct ls_probe_stats *ps = p ? p->probes : NULL;
+	if (!ps)
+		return;
+	fprintf(out, "%s\n", "------------------Probe Requests------------------");
+	fprintf(out, "%-40s %-10zu\n", "Probe requests completed:", ps->completed);
+	fprintf(out, "%-40s %-10zu\n", "Probe requests failed:", ps->failed);
+	fprintf(out, "%-40s %-10.2f\n", "Median probe E2EL (ms):", ps->e2el.median_ms);
+	fprintf(out, "%-40s %-10.2f\n", "P99 probe E2EL (ms):", ps->e2el.pct_ms[1]);
+	fprintf(out, "%-40s %-10.2f\n", "Max probe E2EL (ms):", ps->e2el.max_ms);
+	fprintf(out, "%-40s %-10.2f\n", "Median probe TTFT (ms):", ps->ttft.median_ms);
+	fprintf(out, "%-40s %-10.2f\n", "P99 probe TTFT (ms):", ps->ttft.pct_ms[1]);
+	fprintf(out, "%-40s %-10.2f\n", "Max probe TTFT (ms):", ps->ttft.max_ms);
+	if (!p->probe_n_split)
+		return;
+	fprintf(out, "Probe TTFT split (mean ms, %zu probes, kernel stamps):", p->probe_n_split);
+	for (int k = 0; k < LS_PART__COUNT; k++)
+		if (p->probe_ttft_split_ms[k] != 0)
+			fprintf(out, " %s %.2f", ls_part_name((enum ls_part)k), p->probe_ttft_split_ms[k]);
+	fputc('\n', out);
 }
 
 /* A CLOCK_MONOTONIC stamp as Python's datetime.now().isoformat() would have printed it then. */
@@ -99,6 +206,8 @@ void ls_peer_json_request(cJSON *latscope, const struct ls_report_ctx *ctx)
 	cJSON *req = ctx->peer && ctx->peer->request_json ? cJSON_Parse(ctx->peer->request_json) : NULL;
 	if (req)
 		cJSON_AddItemToObject(latscope, "request", req);
+	if (ctx->peer && ctx->peer->probes)
+		add_probe_requests(latscope, ctx->peer);
 }
 
 int ls_report_append_line(const char *what, const char *path, const char *text)

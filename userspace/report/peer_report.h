@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include "base/record.h"
 #include "metrics/metrics.h"
+#include "metrics/metrics_probe.h"
+#include "attribution/attribution.h"
 
 struct ls_report_ctx;
 
@@ -29,16 +31,27 @@ struct ls_peer_report {
 	uint32_t     sharegpt_output_len, random_input_len, random_output_len;
 	double       random_range_ratio;
 	int          output_details;
+	/* vLLM's --probe-request-rate: the probes' figures and records (NULL: no probes sent) */
+	const struct ls_probe_stats *probes;
+	struct ls_request *const    *probe_recs;
+	/* with the eBPF probes' events: each probe's TTFT split (NULL: none), each part's mean */
+	const struct ls_attribution *probe_attr;
+	double       probe_ttft_split_ms[LS_PART__COUNT];
+	size_t       probe_n_split;
 };
 
 struct cJSON;
-/* vLLM's header keys from its flags: label, metadata, ramp_up_*. */
+/* vLLM's header keys from its flags: label, metadata, ramp_up_*, probe_* (--probe-request-rate). */
 void ls_peer_json_header(struct cJSON *root, const struct ls_report_ctx *ctx);
 /* vLLM's rps_change_events under a ramp-up: {"rps": N, "timestamp": ISO local time} each time
  * the integer rate of the next request dispatched goes up, from the run's start. */
 void ls_peer_json_ramp_events(struct cJSON *root, const struct ls_run *run, const struct ls_report_ctx *ctx);
-/* "request": what each request carried, into latscope's object. */
+/* "request": what each request carried, into latscope's object; "probe_requests": the probes'
+ * TTFT and E2EL figures and each probe's stamps. */
 void ls_peer_json_request(struct cJSON *latscope, const struct ls_report_ctx *ctx);
+
+/* vLLM's "Probe Requests" block (its lines, then latscope's probe TTFT) when probes were sent. */
+void ls_report_probe_text(FILE *out, const struct ls_peer_report *p);
 
 /* vLLM's per-request arrays (report_json.c), which SGLang's result_details repeat: input_lens,
  * output_lens, ttfts and itls; and generated_texts (always empty: latscope keeps no text) with

@@ -167,7 +167,7 @@ struct sim_frame_rec {
 };
 
 /* ---- requests ---- */
-enum sim_endpoint { SIM_EP_COMPLETIONS = 0, SIM_EP_CHAT, SIM_EP_GENERATE, SIM_EP_TGI, SIM_EP_TRT };
+enum sim_endpoint { SIM_EP_COMPLETIONS = 0, SIM_EP_CHAT, SIM_EP_GENERATE, SIM_EP_TGI, SIM_EP_TRT, SIM_EP_RESPONSES };
 enum sim_req_state { SIM_REQ_NEW = 0, SIM_REQ_WAITING, SIM_REQ_RUNNING, SIM_REQ_STALLED, SIM_REQ_DONE };
 
 struct sim_conn;
@@ -302,6 +302,14 @@ int sim_api_bool_field(const struct cJSON *obj, const char *name, int *out);
 const char *sim_api_parse_peer(const struct cJSON *root, enum sim_endpoint ep, struct sim_req *r);
 int sim_stream_peer_json(struct ls_strbuf *msg, const struct sim_req *r, const char *text, size_t text_len,
 			 int last_id, const char *reason);
+/* OpenAI's Responses stream (POST /v1/responses, sim_api_peer.c): the events before the first
+ * token (created, in_progress, output_item.added, content_part.added) and those after the last
+ * (output_text.done, content_part.done, output_item.done, response.completed with the usage), each
+ * "event: TYPE\ndata: JSON\n\n"; no [DONE], as vLLM. */
+int sim_responses_preamble(struct ls_strbuf *msg, const struct sim_req *r);
+int sim_responses_end(struct ls_strbuf *msg, const struct sim_req *r);
+/* Whether a peer API (TGI, Triton, Responses) writes the frame: sim_stream_peer_json. */
+int sim_api_is_peer(enum sim_endpoint ep);
 
 /* ---- truth (sim_truth.c) ---- */
 struct sim_truth {

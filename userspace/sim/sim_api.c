@@ -148,7 +148,7 @@ static const char *parse_body(const cJSON *root, enum sim_endpoint ep, struct si
 	const char *err;
 	int max_tokens, min_tokens = 0;
 	const cJSON *opts = NULL;
-	if (ep == SIM_EP_TGI || ep == SIM_EP_TRT)
+	if (sim_api_is_peer(ep))
 		return sim_api_parse_peer(root, ep, r);
 	if (ep == SIM_EP_GENERATE) {
 		const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text");

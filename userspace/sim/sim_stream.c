@@ -199,7 +199,7 @@ static void token_message(struct sim_server *srv, struct sim_req *r, struct wire
 	struct ls_strbuf *m = &w->msg;
 	w->rc |= ls_strbuf_puts(m, "data: ");
 	size_t json_start = m->len;
-	if (r->ep == SIM_EP_TGI || r->ep == SIM_EP_TRT) {
+	if (sim_api_is_peer(r->ep)) {
 		m->len -= 6; /* the peer JSON writes its own "data:" */
 		w->rc |= sim_stream_peer_json(m, r, w->text.data ? w->text.data : "", w->text.len, w->last_id, reason);
 	} else if (r->ep == SIM_EP_GENERATE) {
@@ -323,6 +323,10 @@ static void frame_whole_body(struct sim_server *srv, struct sim_req *r, struct w
 static size_t frame_tokens(struct sim_server *srv, struct sim_req *r, struct wire *w, int n, int frame_no,
 			   const char *reason, const struct frame_cut *cut)
 {
+	if (r->ep == SIM_EP_RESPONSES && frame_no == 1) { /* created ... content_part.added */
+		w->rc |= sim_responses_preamble(&w->msg, r);
+		push_message(w, 0, 0, SIM_FRAME_ROLE, (size_t)-1);
+	}
 	if (r->ep == SIM_EP_CHAT && frame_no == 1) {
 		w->rc |= ls_strbuf_puts(&w->msg, "data: ");
 		oai_prefix(srv, r, w);
@@ -340,7 +344,11 @@ static size_t frame_tokens(struct sim_server *srv, struct sim_req *r, struct wir
 static void frame_stream_end(struct sim_server *srv, struct sim_req *r, struct wire *w,
 			     const struct frame_cut *cut)
 {
-	if (r->ep == SIM_EP_TGI || r->ep == SIM_EP_TRT) { /* neither sends a usage frame or [DONE] */
+	if (r->ep == SIM_EP_RESPONSES) { /* the .done events and response.completed, no [DONE] */
+		w->rc |= sim_responses_end(&w->msg, r);
+		push_message(w, 0, 0, SIM_FRAME_USAGE, (size_t)-1);
+	}
+	if (sim_api_is_peer(r->ep)) { /* none sends a usage frame or [DONE] */
 		if (w->chunked)
 			w->rc |= ls_strbuf_puts(&w->buf, "0\r\n\r\n");
 		return;
@@ -398,7 +406,7 @@ static int mid_stream_fault(struct sim_server *srv, struct sim_req *r, struct wi
 			if (r->fault == SIM_FAULT_BAD_UTF8)
 				w->raw_tail = extra_len;
 			w->rc |= ls_strbuf_append(&w->text, extra, extra_len);
-			if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || !r->stream) /* the cumulative text carries it too */
+			if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || r->ep == SIM_EP_RESPONSES || !r->stream) /* the cumulative text carries it too */
 				w->rc |= ls_strbuf_append(&r->text, extra, extra_len);
 			break;
 		}
@@ -455,7 +463,7 @@ void sim_stream_emit(struct sim_server *srv, struct sim_req *r, const int *ids, 
 	}
 	r->generated += n;
 	w->last_id = n ? ids[n - 1] : 0;
-	if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || !r->stream)
+	if (r->ep == SIM_EP_GENERATE || r->ep == SIM_EP_TGI || r->ep == SIM_EP_RESPONSES || !r->stream)
 		w->rc |= ls_strbuf_append(&r->text, w->text.data, w->text.len);
 	int frame_no = ++r->token_frames;
 

@@ -14,7 +14,7 @@ static const char *const frame_kinds[] = {
 	[SIM_FRAME_DONE] = "done", [SIM_FRAME_MALFORMED] = "malformed",
 	[SIM_FRAME_TRUNCATED] = "truncated", [SIM_FRAME_BODY] = "body", [SIM_FRAME_ERROR] = "error",
 };
-static const char *const endpoints[] = { "completions", "chat", "generate", "tgi", "trt" };
+static const char *const endpoints[] = { "completions", "chat", "generate", "tgi", "trt", "responses" };
 
 int sim_truth_open(struct sim_truth *t, const char *path)
 {

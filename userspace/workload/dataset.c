@@ -693,6 +693,7 @@ const char *ls_dataset_kind_name(enum ls_dataset_kind kind)
 	case LS_DATASET_GSP: return "generated-shared-prefix";
 	case LS_DATASET_MOONCAKE: return "mooncake";
 	case LS_DATASET_SPEC_BENCH: return "spec_bench";
+	case LS_DATASET_TIMED_TRACE: return "timed_trace";
 	}
 	return "?";
 }

@@ -38,6 +38,7 @@ enum ls_dataset_kind {
 	LS_DATASET_GSP,               /* SGLang: generated-shared-prefix */
 	LS_DATASET_MOONCAKE,          /* SGLang */
 	LS_DATASET_SPEC_BENCH,        /* vLLM: Spec-Bench question.jsonl, turns[0] */
+	LS_DATASET_TIMED_TRACE,       /* vLLM: a Mooncake-style trace at its own times (--self-timed) */
 };
 const char *ls_dataset_kind_name(enum ls_dataset_kind kind);
 

@@ -127,6 +127,12 @@ int ls_dataset_prefix_repetition(struct ls_dataset *ds, const struct ls_prefix_r
 	return 0;
 }
 
+/* Turns per conversation (SGLang's --gsp-num-turns; 0 means 1). */
+static uint32_t gsp_turns(const struct ls_gsp_opts *o)
+{
+	return o->num_turns > 1 ? o->num_turns : 1;
+}
+
 /* SGLang's compute_random_lens: n draws in [max(int(L r), 1), L]; all 0 when L is 0. */
 static void random_lens(uint64_t rng[2], uint32_t len, double ratio, uint32_t *out, size_t n)
 {
@@ -160,13 +166,13 @@ static void gsp_groups(uint64_t rng[2], const struct ls_gsp_opts *o, uint32_t *g
 static int gsp_draw(uint64_t rng[2], const struct ls_gsp_opts *o, size_t n, uint32_t *lens[3], uint32_t ***sys)
 {
 	lens[0] = calloc(o->num_groups, sizeof(uint32_t));
-	lens[1] = calloc(n, sizeof(uint32_t));
+	lens[1] = calloc(n * gsp_turns(o), sizeof(uint32_t)); /* SGLang: (groups, prompts, turns) */
 	lens[2] = calloc(n, sizeof(uint32_t));
 	*sys = calloc(o->num_groups, sizeof(**sys));
 	if (!lens[0] || !lens[1] || !lens[2] || !*sys)
 		return -ENOMEM;
 	random_lens(rng, o->system_prompt_len, o->range_ratio, lens[0], o->num_groups);
-	random_lens(rng, o->question_len, o->range_ratio, lens[1], n);
+	random_lens(rng, o->question_len, o->range_ratio, lens[1], n * gsp_turns(o));
 	random_lens(rng, o->output_len, o->range_ratio, lens[2], n);
 	for (uint32_t g = 0; g < o->num_groups; g++)
 		if (ls_peer_words(rng, lens[0][g], &(*sys)[g]))
@@ -179,6 +185,10 @@ static int gsp_check(const struct ls_gsp_opts *o)
 	if (!o->num_groups || !o->prompts_per_group || (uint64_t)o->num_groups * o->prompts_per_group > 10000000) {
 		fprintf(stderr, "latscope: --gsp-num-groups and --gsp-prompts-per-group must be >= 1 (at most 10^7 "
 				"prompts in all)\n");
+		return -EINVAL;
+	}
+	if (gsp_turns(o) > 1000 || (uint64_t)o->num_groups * o->prompts_per_group * gsp_turns(o) > 10000000) {
+		fprintf(stderr, "latscope: --gsp-num-turns must be 1..1000 (at most 10^7 requests in all)\n");
 		return -EINVAL;
 	}
 	if (!(o->range_ratio >= 0.0 && o->range_ratio <= 1.0)) {
@@ -195,21 +205,24 @@ static int gsp_check(const struct ls_gsp_opts *o)
 static int gsp_build(struct ls_dataset *ds, const struct ls_gsp_opts *o, uint64_t rng[2], uint32_t *lens[3],
 		     uint32_t **sys, uint32_t *group, const struct ls_peer_count *c)
 {
-	size_t n = (size_t)o->num_groups * o->prompts_per_group;
+	size_t n = (size_t)o->num_groups * o->prompts_per_group, turns = gsp_turns(o);
 	struct ls_peer_count none = { NULL, NULL, c->estimated };
-	for (size_t i = 0; i < n; i++) {
+	for (size_t k = 0; k < n * turns; k++) {
+		size_t i = k / turns; /* the conversation; k % turns its turn */
 		uint32_t *q = NULL, g = group[i];
-		int err = ls_peer_words(rng, lens[1][i], &q);
-		if (!err)
-			err = two_part(&ds->prompts[i], sys[g], lens[0][g], "\n\n", q, lens[1][i], lens[2][i],
-				       o->fast_prepare ? &none : c);
+		int err = ls_peer_words(rng, lens[1][k], &q);
+		if (!err) /* turn 0 carries the group's system prompt; later turns the question alone */
+			err = k % turns ? two_part(&ds->prompts[k], NULL, 0, "", q, lens[1][k], lens[2][i],
+						   o->fast_prepare ? &none : c)
+					: two_part(&ds->prompts[k], sys[g], lens[0][g], "\n\n", q, lens[1][k], lens[2][i],
+						   o->fast_prepare ? &none : c);
 		free(q);
-		ds->n = i + 1;
+		ds->n = k + 1;
 		if (err)
 			return err;
-		ds->prompts[i].prefix_group = g + 1;
+		ds->prompts[k].prefix_group = g + 1;
 		if (o->fast_prepare)
-			ds->prompts[i].prompt_len = 1; /* SGLang's --gsp-fast-prepare: not counted */
+			ds->prompts[k].prompt_len = 1; /* SGLang's --gsp-fast-prepare: not counted */
 	}
 	return 0;
 }
@@ -220,7 +233,7 @@ int ls_dataset_gsp(struct ls_dataset *ds, const struct ls_gsp_opts *o, ls_token_
 	if (gsp_check(o))
 		return -EINVAL;
 	size_t n = (size_t)o->num_groups * o->prompts_per_group;
-	int estimated = 0, err = ls_peer_alloc(ds, n);
+	int estimated = 0, err = ls_peer_alloc(ds, n * gsp_turns(o));
 	struct ls_peer_count c = { count, count_ctx, &estimated };
 	uint32_t *lens[3] = { NULL, NULL, NULL }, **sys = NULL, *group = calloc(n, sizeof(*group));
 	uint64_t rng[2];
@@ -243,8 +256,8 @@ int ls_dataset_gsp(struct ls_dataset *ds, const struct ls_gsp_opts *o, ls_token_
 		ls_dataset_free(ds);
 		return err;
 	}
-	if (!o->ordered)
-		ls_rng_shuffle(rng, ds->prompts, ds->n, sizeof(*ds->prompts));
+	if (!o->ordered) /* conversations as wholes: their turns stay together, in order */
+		ls_rng_shuffle(rng, ds->prompts, n, gsp_turns(o) * sizeof(*ds->prompts));
 	ds->lens_estimated = estimated;
 	return 0;
 }

@@ -32,9 +32,14 @@ int ls_dataset_prefix_repetition(struct ls_dataset *ds, const struct ls_prefix_r
  * range_ratio, 1 = exact); all num_groups * prompts_per_group requests (SGLang ignores
  * --num-prompts here), shuffled unless ordered. zipf_alpha > 0: each request's group is drawn
  * with P(group k) ~ 1 / (k + 1)^alpha instead of prompts_per_group per group. routing keys:
- * ds->prompts[i].group is the request's group (X-SMG-Routing-Key is built from it). */
+ * ds->prompts[i].group is the request's group (X-SMG-Routing-Key is built from it).
+ * num_turns T > 1 (SGLang's multi-turn): each request is a conversation of T questions, turn 0
+ * system + "\n\n" + question, later turns a question alone; the dataset holds conversation c's
+ * turn t at c * T + t (conversations shuffled as wholes), each turn with its conversation's
+ * output length; a later turn's prompt_len is its question's (the server counts the history). */
 struct ls_gsp_opts {
 	uint32_t num_groups, prompts_per_group, system_prompt_len, question_len, output_len;
+	uint32_t num_turns;                   /* 0 or 1: single turn */
 	double   range_ratio;
 	double   zipf_alpha;
 	int      ordered, fast_prepare;
@@ -72,6 +77,22 @@ struct ls_mooncake_opts {
 };
 int ls_dataset_mooncake(struct ls_dataset *ds, const char *path, const struct ls_mooncake_opts *o,
 			ls_token_count_fn count, void *count_ctx);
+
+/* vLLM's timed_trace (--dataset-name timed_trace): JSONL records of a timestamp, input and output
+ * lengths and hash_ids (the field names are label_*), the first n (0: all) in file order. Hash
+ * id h stands for chunk_hash_size prompt tokens, the same in every record that names h (so a
+ * prefix cache hits on shared ids); the prompt is the blocks in order cut at the input length,
+ * its tokens past the blocks its own; as token ids below vocab_size, or (as_text) one common
+ * word per token. timestamp_s = timestamp x sec_multiplier, never before the record before it. */
+struct ls_timed_trace_opts {
+	size_t   n;
+	uint32_t chunk_hash_size;
+	double   sec_multiplier;
+	uint32_t vocab_size;
+	int      as_text;
+	const char *label_timestamp, *label_input_length, *label_output_length, *label_hash_ids;
+};
+int ls_dataset_timed_trace(struct ls_dataset *ds, const char *path, const struct ls_timed_trace_opts *o);
 
 /* SGLang's random (--dataset-name random under SGLang's rules): ShareGPT first human turns,
  * shuffled by seed, each repeated to its drawn length in words and cut to that many tokens as
