@@ -56,20 +56,27 @@ static void first_data_read(struct ls_watch *w, uint32_t ix, size_t first_read)
 		}
 }
 
-/* The size of the heads the timing rule found on a server port, when it found two or more and
- * all of one size (a server's head is the same bytes for every response); 0 else. */
+/* The size of the heads the timing rule found on a server port: a server's head is the same
+ * bytes for every response, so the size most of them share, when two or more share it; 0 else.
+ * Most, not all: a first frame that followed its head within the preamble joins it in one first
+ * burst, which the timing rule can still take for a head (llama-server, 1 of 6 seen). */
 static uint32_t head_size(const struct ls_watch *w, uint16_t port)
 {
-	uint32_t size = 0, n = 0;
-	for (size_t j = 0; j < w->n_ex; j++) {
+	uint32_t size = 0, votes = 0, n = 0, same = 0;
+	for (size_t j = 0; j < w->n_ex; j++) { /* Boyer-Moore majority vote */
 		const struct ls_watch_exchange *x = &w->ex[j];
 		if (w->conns[x->conn].rport != port || x->head_apart != 1)
 			continue;
-		if (n++ && x->burst1_bytes != size)
-			return 0;
-		size = x->burst1_bytes;
+		n++;
+		if (!votes)
+			size = x->burst1_bytes;
+		votes += x->burst1_bytes == size ? 1 : (uint32_t)-1;
 	}
-	return n >= 2 ? size : 0;
+	for (size_t j = 0; j < w->n_ex; j++) {
+		const struct ls_watch_exchange *x = &w->ex[j];
+		same += w->conns[x->conn].rport == port && x->head_apart == 1 && x->burst1_bytes == size;
+	}
+	return same >= 2 && 2 * same > n ? size : 0;
 }
 
 /* What the server-wide rule makes of exchange x, whose head the timing rule did not find,
