@@ -96,10 +96,19 @@ def check_headline(pg, tree):
     rows = rows_of(pg.body, *sec)
     head = [plain(c) for c in rows[0][1]]
     names = {'TTFT': 'ttft', 'TPOT': 'tpot', 'ITL': 'itl', 'E2EL': 'e2el'}
+    # The engine's own account (its fields), labelled with where it came from.
+    engine = {'engine queue': 'queue', 'engine prefill': 'prompt', 'TTFT outside the engine': 'ttft_outside_prompt',
+              'engine decode / token': 'decode_per_token', 'engine end-to-end': 'e2e'}
+    sources = ' + '.join('%s %s' % (x.get('engine'), x.get('fields'))
+                         for x in (at(tree, 'latscope/engine/sources') or []))
     for off, cells in rows[1:]:
         label, clk = plain(cells[0]), plain(cells[1])
         if label == 'slot wait':
             obj = 'latscope/slot_wait'
+        elif label in engine:
+            if clk != sources:
+                pg.bad.append('headline row %s: labelled %r, the JSON\'s sources are %r' % (label, clk, sources))
+            obj = 'latscope/engine/' + engine[label]
         elif clk == 'scheduled' and label in ('TTFT', 'E2EL'):
             obj = 'latscope/%s_by_clock/scheduled' % names[label]
         elif (clk == clock and label in ('TTFT', 'E2EL')) or (clk == 'any' and label in ('TPOT', 'ITL')):
