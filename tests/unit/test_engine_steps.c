@@ -306,3 +306,59 @@ Test(engine_steps, one_record_for_both_sources)
 	ls_engine_map_free(&m);
 	ls_engine_steps_free(&s);
 }
+
+/* A rival that is not a twin: X's prompt ends at 10 and Y's at 12; B's first token (12.0) came
+ * as early as X's next step ends, so B could be X's as well as A: X is joined to A (the earlier
+ * first token) and both joins are uncertain, B's too (it is Y's only because A took X).
+ * Catches: the request a rival fitted reported as certain when it is joined later. */
+Test(engine_steps, a_rival_makes_both_joins_uncertain)
+{
+	struct ls_step_event ev[] = {
+		S1(0, 10, 0, 32),
+		S2(10, 12, 0, 1, 1, 32),
+		S2(12, 14, 0, 1, 1, 1),
+		S1(14, 16, 1, 1),
+	};
+	struct ls_map_req req[2] = {
+		{ .arrived_ns = 0, .first_token_ns = 10 * MS + 100000, .prompt_n = 32, .predicted_n = 3 },
+		{ .arrived_ns = 0, .first_token_ns = 12 * MS, .prompt_n = 32, .predicted_n = 3 },
+	};
+	struct ls_engine_steps s;
+	struct ls_engine_map m;
+	load(&s, ev, sizeof(ev) / sizeof(ev[0]));
+	cr_assert_eq(ls_engine_map_build(s.steps, s.n, req, 2, &m), 0);
+	cr_assert_eq(m.n_mapped, 2);
+	cr_assert_eq(m.sess[m.req_sess[0]].seq, 0);
+	cr_assert_eq(m.sess[m.req_sess[1]].seq, 1);
+	cr_assert_eq(m.n_uncertain, 2);
+	cr_assert_eq(m.n_twins, 0);
+	ls_engine_map_free(&m);
+	ls_engine_steps_free(&s);
+}
+
+/* Twins whose second first token came late (the server's HTTP thread wrote it after the next
+ * step): the steps cannot tell which request had which slot, whatever the first tokens' times
+ * say, so both joins are uncertain twins (seen on llama-server: one of them reported certain, and
+ * on the wrong slot by the server's log).
+ * Catches: twin sessions told apart by first-token times. */
+Test(engine_steps, twins_stay_uncertain_when_a_first_token_is_late)
+{
+	struct ls_step_event ev[] = {
+		S2(0, 10, 0, 32, 1, 32),
+		S2(10, 12, 0, 1, 1, 1),
+		S2(12, 14, 0, 1, 1, 1),
+	};
+	struct ls_map_req req[2] = {
+		{ .arrived_ns = 0, .first_token_ns = 10 * MS + 100000, .prompt_n = 32, .predicted_n = 3 },
+		{ .arrived_ns = 0, .first_token_ns = 12 * MS + 500000, .prompt_n = 32, .predicted_n = 3 },
+	};
+	struct ls_engine_steps s;
+	struct ls_engine_map m;
+	load(&s, ev, sizeof(ev) / sizeof(ev[0]));
+	cr_assert_eq(ls_engine_map_build(s.steps, s.n, req, 2, &m), 0);
+	cr_assert_eq(m.n_mapped, 2);
+	cr_assert_eq(m.n_uncertain, 2);
+	cr_assert_eq(m.n_twins, 2);
+	ls_engine_map_free(&m);
+	ls_engine_steps_free(&s);
+}

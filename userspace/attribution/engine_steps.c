@@ -415,19 +415,21 @@ static void join_one(struct ls_engine_map *m, const struct ls_map_req *req, size
 	m->req_sess[best] = s;
 }
 
-/* Uncertain joins between sessions that ran the same steps (two prompts of one length in one
- * step, ending together): the choice changes no part. Sessions sorted by prefill end would make
- * this linear; uncertain ones are few, so pairs are compared directly. */
+/* Joined sessions that ran the same steps (two prompts of one length in one step, ending
+ * together) cannot be told apart by the steps: which request had which is uncertain whatever the
+ * first tokens' times said (the server's HTTP threads write them late, and out of order), and
+ * the choice changes no part. Sessions sorted by prefill end would make this linear; joined
+ * sessions that start in the same step are few, so pairs are compared directly. */
 static void mark_twins(struct ls_engine_map *m)
 {
 	for (size_t s = 0; s < m->n_sess; s++) {
 		struct ls_engine_session *a = &m->sess[s];
-		for (size_t t = 0; (a->flags & LS_SESS_UNCERTAIN) && t < m->n_sess; t++) {
+		for (size_t t = 0; a->request != SIZE_MAX && t < m->n_sess; t++) {
 			const struct ls_engine_session *b = &m->sess[t];
-			if (t != s && (b->flags & LS_SESS_UNCERTAIN) && b->request != SIZE_MAX && b->pid == a->pid &&
+			if (t != s && b->request != SIZE_MAX && b->pid == a->pid &&
 			    b->first_start_ns == a->first_start_ns && b->prefill_end_ns == a->prefill_end_ns &&
 			    b->last_end_ns == a->last_end_ns && b->n == a->n)
-				a->flags |= LS_SESS_TWIN;
+				a->flags |= LS_SESS_TWIN | LS_SESS_UNCERTAIN;
 		}
 	}
 }
