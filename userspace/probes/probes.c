@@ -391,11 +391,12 @@ static int add_listen_ports(struct ls_probes *p, pid_t pid)
 	return (int)n_ports;
 }
 
-/* The libssl this process really mapped (never a hard-coded path), through /proc/PID/root so a
- * process in another mount namespace works too. */
-static int find_libssl(pid_t pid, char *out, size_t out_len)
+/* The file named NAME (or NAME.N) this process really mapped (never a hard-coded path), through
+ * /proc/PID/root so a process in another mount namespace works too. */
+int ls_probes_find_mapped(pid_t pid, const char *name, char *out, size_t out_len)
 {
 	char path[64], line[1024];
+	size_t name_len = strlen(name);
 	FILE *f;
 	int found = 0;
 
@@ -410,7 +411,8 @@ static int find_libssl(pid_t pid, char *out, size_t out_len)
 			continue;
 		file[strcspn(file, "\n")] = '\0';
 		base = strrchr(file, '/') + 1;
-		if (strncmp(base, "libssl.so", 9) == 0) {
+		/* NAME[.N]: libllama.so is not libllama-common.so (the server's helpers) */
+		if (strncmp(base, name, name_len) == 0 && (base[name_len] == '\0' || base[name_len] == '.')) {
 			snprintf(out, out_len, "/proc/%d/root%s", (int)pid, file);
 			found = 1;
 		}
@@ -472,7 +474,7 @@ static void attach_tls(struct ls_probes *p, pid_t pid, int ssl_read)
 	char lib[512];
 
 	(void)ssl_read; /* p->ssl_read */
-	if (find_libssl(pid, lib, sizeof(lib))) {
+	if (ls_probes_find_mapped(pid, "libssl.so", lib, sizeof(lib))) {
 		note(p, "TLS handshake not probed in pid %d: it has no libssl mapped", (int)pid);
 		return;
 	}
@@ -543,7 +545,7 @@ static void follow_tls(struct ls_probes *p, size_t i)
 
 	if (p->no_tls || p->client_tls[i] == 1 || pid == getpid())
 		return;
-	if (find_libssl(pid, lib, sizeof(lib)) == 0) {
+	if (ls_probes_find_mapped(pid, "libssl.so", lib, sizeof(lib)) == 0) {
 		if (!(p->sys_libssl[0] && same_file(lib, p->sys_libssl)))
 			attach_tls_lib(p, pid, lib);
 		p->client_tls[i] = 1;
@@ -553,7 +555,7 @@ static void follow_tls(struct ls_probes *p, size_t i)
 /* The system libssl, probed for every process (see follow_tls). */
 static void attach_sys_tls(struct ls_probes *p)
 {
-	if (p->no_tls || find_libssl(getpid(), p->sys_libssl, sizeof(p->sys_libssl))) {
+	if (p->no_tls || ls_probes_find_mapped(getpid(), "libssl.so", p->sys_libssl, sizeof(p->sys_libssl))) {
 		p->sys_libssl[0] = '\0';
 		return;
 	}

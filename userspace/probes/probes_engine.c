@@ -40,33 +40,6 @@ int ls_engine_probe_ring(struct ls_engine_probe *e, struct latscope_bpf *skel, s
 	return ring_buffer__add(rb, bpf_map__fd(skel->maps.ls_steps), on_step, e);
 }
 
-int ls_engine_find_lib(pid_t pid, char *out, size_t out_len)
-{
-	char path[64], line[1024];
-	FILE *f;
-	int found = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/'), *base;
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = '\0';
-		base = strrchr(file, '/') + 1;
-		/* libllama.so[.N]: not libllama-common.so (the server's helpers) */
-		if (strncmp(base, "libllama.so", 11) == 0) {
-			snprintf(out, out_len, "/proc/%d/root%s", (int)pid, file);
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found ? 0 : -ENOENT;
-}
-
 static int attach_pair(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, const char *file)
 {
 	struct bpf_program *progs[2] = { skel->progs.ls_llama_decode, skel->progs.ls_llama_decode_ret };
@@ -95,7 +68,7 @@ int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel,
 	int err = -ENOENT;
 
 	why[0] = '\0';
-	if (ls_engine_find_lib(pid, lib, sizeof(lib)) == 0 && (err = attach_pair(e, skel, pid, lib)) == 0) {
+	if (ls_probes_find_mapped(pid, "libllama.so", lib, sizeof(lib)) == 0 && (err = attach_pair(e, skel, pid, lib)) == 0) {
 		snprintf(e->where, sizeof(e->where), "%s", lib);
 		e->n_attached++;
 		return 0;

@@ -37,7 +37,8 @@ int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel,
 uint64_t ls_engine_probe_lost(const struct latscope_bpf *skel);
 void ls_engine_probe_close(struct ls_engine_probe *e);
 
-/* The libllama.so pid maps, as a path through /proc/PID/root (0), or -ENOENT. */
-int ls_engine_find_lib(pid_t pid, char *out, size_t out_len);
+/* (probes.c) The file named NAME or NAME.N that pid maps ("libssl.so", "libllama.so"), as a path
+ * through /proc/PID/root (0), or -ENOENT (-errno: its maps unreadable). */
+int ls_probes_find_mapped(pid_t pid, const char *name, char *out, size_t out_len);
 
 #endif
