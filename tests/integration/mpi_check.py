@@ -140,7 +140,10 @@ def merged(single, merged_path, truth_path, n, num, rate, report, rank_files):
     check(len(tc) == num, f"{n} ranks: a truth line for each of the {num} requests ({len(tc)})")
     mtc, mtt = statistics.median(tc), statistics.median(tt)
     mic, mit = statistics.median(ic), statistics.median(it)
-    check(abs(mtc - mtt) < 0.3, f"{n} ranks: median TTFT {mtc:.3f} ms vs truth {mtt:.3f} ms (< 0.3 ms)")
+    # 1 ms: three ranks, the sim and their probes share 2 cores (CI once saw 0.40 ms at 0.3);
+    # a stamp left in its rank's clock is off by the rank's offset (a day here), and the fit's
+    # own error is checked above, to its uncertainty, on the scheduled offsets.
+    check(abs(mtc - mtt) < 1.0, f"{n} ranks: median TTFT {mtc:.3f} ms vs truth {mtt:.3f} ms (< 1 ms)")
     check(abs(mic - mit) / mit < 0.02, f"{n} ranks: median ITL {mic:.3f} ms vs truth {mit:.3f} ms (< 2%)")
 
     text = open(report).read()
