@@ -13,8 +13,11 @@ k-th smallest prompt time, for every k; a TTFT read too early breaks that for so
 """
 import argparse
 import json
+import os
 import re
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from numpy_pct import pct as numpy_pct  # noqa: E402  (tests/lib: the one percentile rule)
 
 TIMING = re.compile(r"print_timing: id +\d+ \| task (\d+) \| +(prompt eval|eval) time = +([\d.]+) ms / +(\d+) tokens")
 
@@ -174,11 +177,7 @@ def check_attribution(c, path, reqs, eng, a):
 
 
 def pct(xs, p):
-    if not xs:
-        return float("nan")
-    k = (len(xs) - 1) * p / 100
-    i = int(k)
-    return xs[i] if i + 1 >= len(xs) else xs[i] + (xs[i + 1] - xs[i]) * (k - i)
+    return numpy_pct(xs, p, empty=float("nan"))
 
 
 def summary(xs):

@@ -21,21 +21,14 @@
   html_check.py pixels PNG RECTS-JSON      every chart region of the screenshot is drawn: several
                                             colours, and not all background
 Exit 0 ok, 1 with one line per problem. Python's standard library only (zlib for the PNG)."""
-import json, re, struct, sys, zlib
+import json, os, re, struct, sys, zlib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from numpy_pct import pct  # noqa: E402  (tests/lib: the one percentile rule)
 
 def fail(msgs):
     for m in msgs:
         print('html_check: ' + m)
     sys.exit(1 if msgs else 0)
-
-def pct(v, q):  # numpy's linear rule, as base/stats.h
-    v = sorted(v)
-    if not v:
-        return 0.0
-    p = (len(v) - 1) * q / 100.0
-    lo = int(p)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (p - lo)
 
 def at(tree, path):
     for part in path.split('/'):

@@ -7,22 +7,14 @@ the rank files and the simulator's truth. Prints what it measured; exit 1 when a
   mpi_hosts_check.py cut REPORT.txt MERGED.jsonl TRUTH.jsonl RANKFILE...   (Ctrl-C of mpirun)
 """
 import json
+import os
 import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from numpy_pct import pct  # noqa: E402  (tests/lib: the one percentile rule)
 from mpi_check import check, failures, load, run_start, truth_of, ttft_itl
-
-
-def pct(values, p):
-    """numpy's linear percentile (base/stats.h's rule)."""
-    v = sorted(values)
-    if not v:
-        return 0.0
-    at = (len(v) - 1) * p / 100
-    lo = int(at)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (at - lo)
 
 
 def progress(stderr_path, measured, start, n):

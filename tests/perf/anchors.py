@@ -27,19 +27,15 @@ Prints one JSON object (numbers, null where not measured), all times in ms:
     same outside measure for every client) over the token frames the simulator wrote (its truth).
 """
 import json
+import os
 import re
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from numpy_pct import pct as numpy_pct  # noqa: E402  (tests/lib: the one percentile rule)
 
 
 def pct(values, q):
-    """numpy's linear percentile (base/stats.h's rule)."""
-    if not values:
-        return None
-    v = sorted(values)
-    pos = (len(v) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+    return numpy_pct(values, q, empty=None)
 
 
 def mean(values):
