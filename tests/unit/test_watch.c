@@ -490,6 +490,31 @@ Test(watch, even_gaps_keep_the_first_burst_as_a_frame)
 	ls_evstore_free(st);
 }
 
+/* Request r of a run on one connection: sent at (r + 1) x 100 ms, its 185-byte head `head` us
+ * later, a 120-byte frame at 1.1 ms when frame_in_preamble (inside the 2 ms preamble, in one
+ * burst with the head), then four 120-byte frames from `first` us, 2 ms apart. */
+static void head_then_frames(struct ls_evstore *st, int r, uint64_t head, uint64_t first, int frame_in_preamble,
+			     uint32_t *seq)
+{
+	uint64_t t0 = 100000 * (uint64_t)(r + 1);
+	CEV(LS_EV_SEND_START, t0, 1000 + 100 * (uint32_t)r, 100, 0);
+	CEV(LS_EV_SEND_END, t0 + 5, 1100 + 100 * (uint32_t)r, 100, 0);
+	CEV(LS_EV_ARRIVED, t0 + head, *seq + 185, 0, *seq);
+	CEV(LS_EV_READ, t0 + head + 10, *seq + 185, 185, 0);
+	*seq += 185;
+	if (frame_in_preamble) {
+		CEV(LS_EV_ARRIVED, t0 + 1100, *seq + 120, 0, *seq);
+		CEV(LS_EV_READ, t0 + 1110, *seq + 120, 120, 0);
+		*seq += 120;
+	}
+	for (int f = 0; f < 4; f++) {
+		uint64_t at = t0 + first + 2000 * (uint64_t)f;
+		CEV(LS_EV_ARRIVED, at, *seq + 120, 0, *seq);
+		CEV(LS_EV_READ, at + 10, *seq + 120, 120, 0);
+		*seq += 120;
+	}
+}
+
 /* Five requests on one connection to a server whose head is 185 bytes. Two have their head
  * 0.1 ms after the send and the first frame 10 ms later (the timing rule finds the head). Three,
  * as llama-server batching them writes: the head 3 ms in, the first frame 1 ms after it (inside
@@ -503,21 +528,8 @@ Test(watch, head_of_the_size_the_timing_rule_found)
 	struct ls_watch_opts o = { 0 };
 	uint32_t seq = 5000;
 
-	for (int r = 0; r < 5; r++) {
-		uint64_t t0 = 100000 * (uint64_t)(r + 1);
-		uint64_t head = r < 2 ? 100 : 3000, first = r < 2 ? 10000 : 4000;
-		CEV(LS_EV_SEND_START, t0, 1000 + 100 * r, 100, 0);
-		CEV(LS_EV_SEND_END, t0 + 5, 1100 + 100 * r, 100, 0);
-		CEV(LS_EV_ARRIVED, t0 + head, seq + 185, 0, seq);
-		CEV(LS_EV_READ, t0 + head + 10, seq + 185, 185, 0);
-		seq += 185;
-		for (int f = 0; f < 4; f++) {
-			uint64_t at = t0 + first + 2000 * (uint64_t)f;
-			CEV(LS_EV_ARRIVED, at, seq + 120, 0, seq);
-			CEV(LS_EV_READ, at + 10, seq + 120, 120, 0);
-			seq += 120;
-		}
-	}
+	for (int r = 0; r < 5; r++)
+		head_then_frames(st, r, r < 2 ? 100 : 3000, r < 2 ? 10000 : 4000, 0, &seq);
 	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
 	cr_assert_eq(w.n_ex, 5);
 	for (int r = 0; r < 5; r++) {
@@ -541,26 +553,8 @@ Test(watch, head_size_by_most_heads_not_all)
 	struct ls_watch_opts o = { 0 };
 	uint32_t seq = 5000;
 
-	for (int r = 0; r < 7; r++) {
-		uint64_t t0 = 100000 * (uint64_t)(r + 1);
-		uint64_t head = r < 3 ? 100 : 3000, first = r < 3 ? 10000 : 4000;
-		CEV(LS_EV_SEND_START, t0, 1000 + 100 * r, 100, 0);
-		CEV(LS_EV_SEND_END, t0 + 5, 1100 + 100 * r, 100, 0);
-		CEV(LS_EV_ARRIVED, t0 + head, seq + 185, 0, seq);
-		CEV(LS_EV_READ, t0 + head + 10, seq + 185, 185, 0);
-		seq += 185;
-		if (r == 2) { /* a frame inside the preamble: the first burst is 305 bytes */
-			CEV(LS_EV_ARRIVED, t0 + 1100, seq + 120, 0, seq);
-			CEV(LS_EV_READ, t0 + 1110, seq + 120, 120, 0);
-			seq += 120;
-		}
-		for (int f = 0; f < 4; f++) {
-			uint64_t at = t0 + first + 2000 * (uint64_t)f;
-			CEV(LS_EV_ARRIVED, at, seq + 120, 0, seq);
-			CEV(LS_EV_READ, at + 10, seq + 120, 120, 0);
-			seq += 120;
-		}
-	}
+	for (int r = 0; r < 7; r++) /* r 2: a frame inside the preamble, a 305-byte first burst */
+		head_then_frames(st, r, r < 3 ? 100 : 3000, r < 3 ? 10000 : 4000, r == 2, &seq);
 	cr_assert_eq(ls_watch_build(st, &o, &w), 0);
 	cr_assert_eq(w.n_ex, 7);
 	for (int r = 3; r < 7; r++) {
