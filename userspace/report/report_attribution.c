@@ -1,6 +1,7 @@
 /* report_attribution.c — the report section "Where the latency went" (text) and the parts of
  * each request as JSON for the per-request JSONL. */
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -111,13 +112,16 @@ static int part_shown(const struct ls_attribution *a, int part, double sum)
 static double part_stats(const struct ls_attribution *a, enum ls_attr_win w, const struct sample *s, size_t n,
 			 int part, double *buf, struct ls_attr_window *out)
 {
-	double sum = 0;
+	double sum = 0, lo = INFINITY, hi = -INFINITY;
 
 	for (size_t i = 0; i < n; i++) {
 		buf[i] = part == LS_PART__COUNT ? s[i].total_ms : sample_parts(a, w, &s[i])->ns[part] / 1e6;
 		sum += buf[i];
+		lo = buf[i] < lo ? buf[i] : lo;
+		hi = buf[i] > hi ? buf[i] : hi;
 	}
-	ls_sort_doubles(buf, n);
+	if (n && lo < hi) /* one value throughout (a part no source filled): every percentile is it */
+		ls_sort_doubles(buf, n);
 	for (size_t k = 0; k < out->n_pcts; k++)
 		out->pct_ms[part][k] = ls_percentile(buf, n, out->pcts[k]);
 	return sum;
