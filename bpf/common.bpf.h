@@ -59,6 +59,8 @@ struct ls_ssl_info {
 
 /* Settings written between open and load. */
 LS_RODATA const volatile __u64 ls_wake_bytes; /* force a wake-up above this much unread data; 0 never */
+/* 1 from the forced wake-up until user space drained the ring (.bss, written by both sides). */
+LS_GLOBAL __u32 ls_wake_sent;
 
 /* Events lost because the ring buffer was full, per kind (.bss: user space reads it mmapped,
  * without a syscall). Rare by design, so one atomic add on a shared line costs nothing. */
@@ -168,14 +170,17 @@ static __always_inline struct ls_event *ls_reserve(__u16 kind, __u64 cookie)
 	return e;
 }
 
-/* No wake-up per event (~4 us each here): user space drains on a timer, and is woken only when
- * the ring fills past ls_wake_bytes. */
+/* No wake-up per event (~4 us each here: an IPI, a VM exit): user space drains in its loop and
+ * on a timer, and is woken only when the ring fills past ls_wake_bytes; then once, until user
+ * space has drained it (it clears ls_wake_sent), not on every event while it catches up. */
 static __always_inline void ls_submit(struct ls_event *e)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (ls_wake_bytes && bpf_ringbuf_query(&ls_events, BPF_RB_AVAIL_DATA) >= ls_wake_bytes)
+	if (ls_wake_bytes && !ls_wake_sent && bpf_ringbuf_query(&ls_events, BPF_RB_AVAIL_DATA) >= ls_wake_bytes) {
+		ls_wake_sent = 1;
 		flags = BPF_RB_FORCE_WAKEUP;
+	}
 	bpf_ringbuf_submit(e, flags);
 }
 
