@@ -278,6 +278,24 @@ Test(checks, the_client_check_sees_a_saturated_client)
 	run->client_delay_p99_ns = 2 * MS;
 	checks_of(run, "vllm", NULL, &c);
 	cr_expect(c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	/* Without the probes, the loop's own lag: turns 6 ms late against 10 ms between frames fire
+	 * the check; 0.8 ms is said and ok; with the probes' account, theirs decides. */
+	run->client_delay_p99_ns = 0;
+	run->loop_lag_ticks = 100;
+	run->loop_lag_p99_ns = 6 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(!c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	cr_expect(!strncmp(c.c[LS_CHECK_CLIENT].text, "client loop lag P99 6.00 ms = 60% of the median ITL (10.00 ms)", 62),
+		  "%s", c.c[LS_CHECK_CLIENT].text);
+	run->loop_lag_p99_ns = 800000; /* 0.8 ms */
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_CLIENT].ok, "%s", c.c[LS_CHECK_CLIENT].text);
+	cr_expect(strstr(c.c[LS_CHECK_CLIENT].text, "its loop's turns started within 0.800 ms of their ticks (P99)"), "%s",
+		  c.c[LS_CHECK_CLIENT].text);
+	run->loop_lag_p99_ns = 6 * MS;
+	run->client_delay_p99_ns = 2 * MS;
+	checks_of(run, "vllm", NULL, &c);
+	cr_expect(c.c[LS_CHECK_CLIENT].ok, "the probes' account decides: %s", c.c[LS_CHECK_CLIENT].text);
 	free_run(run);
 }
 

@@ -217,7 +217,8 @@ Test(record_file, many_frames_round_trip_exactly)
 			      "\"n_requests\":11,\"n_warmup\":1,\"spin_stalls\":0,\"spin_stall_max_ns\":0,"
 			      "\"spin_stall_sum_ns\":0,\"server_gone_ns\":0,\"n_connect_failed_gone\":0,"
 			      "\"n_preconnected\":0,\"preconnect_ns\":0,\"client_cpu_ns\":0,\"n_client_procs\":0,"
-			      "\"loop_spins\":0,\"client_delay_p99_ns\":0,\"spec_has\":0,\"spec_drafts\":0,"
+			      "\"loop_spins\":0,\"client_delay_p99_ns\":0,\"loop_lag_p99_ns\":0,\"loop_lag_ticks\":0,"
+		"\"spec_has\":0,\"spec_drafts\":0,"
 			      "\"spec_draft_tokens\":0,\"spec_accepted\":0,\"spec_acceptance_rate_pct\":0,"
 			      "\"spec_acceptance_length\":0,\"spec_n_pos\":0,\"spec_has_avg\":0,"
 			      "\"spec_avg_accept_len\":0,\"spec_per_pos_rate\":[]}");

@@ -156,6 +156,10 @@ struct ls_run {
 	/* The client's delay per frame (kernel arrival -> its stamp) at P99, from the probes' attribution
 	 * of the run (0: the probes saw no frame). */
 	uint64_t client_delay_p99_ns;
+	/* How late the loop's turns started after their 5 ms ticks, at P99, over how many ticks
+	 * (the driver's; 0: none): the client's delay without the probes. */
+	uint64_t loop_lag_p99_ns;
+	uint64_t loop_lag_ticks;
 };
 
 /* Appends a frame, growing the array; returns the new frame or NULL on ENOMEM. */

@@ -82,6 +82,8 @@ const struct ls_field ls_run_fields[] = {
 	RUN(n_client_procs, "n_client_procs", LS_FK_U32, .merge = LS_FM_SUM, .hi = UINT32_MAX),
 	RUN(loop_spins, "loop_spins", LS_FK_INT, .merge = LS_FM_OR, .lo = 0, .hi = 1),
 	RUN(client_delay_p99_ns, "client_delay_p99_ns", LS_FK_U64, .merge = LS_FM_MAX),
+	RUN(loop_lag_p99_ns, "loop_lag_p99_ns", LS_FK_U64, .merge = LS_FM_MAX),
+	RUN(loop_lag_ticks, "loop_lag_ticks", LS_FK_U64, .merge = LS_FM_SUM),
 };
 const size_t ls_n_run_fields = sizeof(ls_run_fields) / sizeof(ls_run_fields[0]);
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "base/clock.h"
 #include "base/opts.h"
+#include "base/stats.h"
 #include "driver/driver_int.h"
 
 #define RING_SQ_ENTRIES    4096
@@ -523,7 +524,41 @@ static uint64_t next_wake(const struct drv *d)
 		wake = min_ns(wake, d->stop_deadline_ns);
 	if (d->opts->probe_interval_ns && !d->probe && !d->stopping && d->probe_next_ns != UINT64_MAX)
 		wake = min_ns(wake, d->probe_next_ns);
+	if (d->lag_next_ns)
+		wake = min_ns(wake, d->lag_next_ns);
 	return wake;
+}
+
+/* The loop's lag, the client's own delay without the probes: a turn due at a tick starts late
+ * by the scheduler's delay (another process on the core) or by the turn before it (a client
+ * saturated by its frames), and a frame that came then waited as long. Every DRV_LAG_TICK_NS
+ * (a quiet loop wakes for it: ~200 wake-ups a second), up to DRV_LAG_SAMPLES_MAX samples. */
+#define DRV_LAG_TICK_NS 5000000ull
+#define DRV_LAG_SAMPLES_MAX (1u << 21) /* 2.9 hours of ticks, 16 MiB */
+
+static void lag_tick(struct drv *d, uint64_t now)
+{
+	if (!d->lag_next_ns || now < d->lag_next_ns)
+		return;
+	if (d->n_lag == d->cap_lag && d->cap_lag < DRV_LAG_SAMPLES_MAX) {
+		size_t cap = d->cap_lag ? d->cap_lag * 2 : 1024;
+		uint64_t *v = realloc(d->lag_ns, cap * sizeof(*v));
+		if (v) { /* else the samples so far stand */
+			d->lag_ns = v;
+			d->cap_lag = cap;
+		}
+	}
+	if (d->n_lag < d->cap_lag)
+		d->lag_ns[d->n_lag++] = now - d->lag_next_ns;
+	d->lag_next_ns = now + DRV_LAG_TICK_NS;
+}
+
+/* The run's loop lag P99 (0: no tick came). */
+static void lag_report(struct drv *d)
+{
+	ls_sort_u64(d->lag_ns, d->n_lag);
+	d->run->loop_lag_p99_ns = d->n_lag ? (uint64_t)ls_percentile_u64(d->lag_ns, d->n_lag, 99) : 0;
+	d->run->loop_lag_ticks = d->n_lag;
 }
 
 /* Submits and waits for completions: not at all when wake is due or an arrival is in the spin
@@ -592,6 +627,7 @@ int drv_loop(struct drv *d)
 	for (;;) {
 		uint64_t now = ls_now_ns(), slept_until;
 		int rc;
+		lag_tick(d, now);
 		curl_timer_due(d, now);
 		drv_check_done(d);
 		start_jobs(d);
@@ -697,6 +733,8 @@ static void drv_init(struct drv *d, const struct ls_driver_opts *opts, struct ls
 		snprintf(run->run_tag, sizeof(run->run_tag), "ls%d", (int)getpid());
 	run->interrupted = 0;
 	run->spin_stalls = (struct ls_spin_stalls){ 0 };
+	run->loop_lag_p99_ns = 0;
+	run->loop_lag_ticks = 0;
 	run->server_gone_ns = 0;
 	run->n_connect_failed_gone = 0;
 	run->n_preconnected = 0;
@@ -727,6 +765,7 @@ static int drv_start(struct drv *d)
 	if (measured) {
 		d->run->start_ns = start;
 		d->run->end_ns = 0;
+		d->lag_next_ns = start + DRV_LAG_TICK_NS;
 	}
 	for (size_t i = 0; i < d->n_hooks; i++) {
 		struct drv_hook *h = &d->hooks[i];
@@ -753,6 +792,11 @@ static void print_stats(const struct drv *d)
 			(unsigned long long)d->stats.waits, (unsigned long long)d->stats.cqes,
 			(unsigned long long)d->stats.socket_actions, (unsigned long long)d->stats.ctl_retries,
 			d->n_conns, d->poll_oneshot ? "off" : "on");
+	if (getenv("LATSCOPE_DRIVER_DEBUG") && d->n_lag) /* lag_report sorted them */
+		fprintf(stderr, "latscope: driver: loop lag over %zu ticks: P50 %.3f, P90 %.3f, P99 %.3f, max %.3f ms\n",
+			d->n_lag, ls_percentile_u64(d->lag_ns, d->n_lag, 50) / 1e6,
+			ls_percentile_u64(d->lag_ns, d->n_lag, 90) / 1e6,
+			ls_percentile_u64(d->lag_ns, d->n_lag, 99) / 1e6, d->lag_ns[d->n_lag - 1] / 1e6);
 	if (d->ring_errors)
 		fprintf(stderr, "latscope: driver: %zu io_uring poll/timeout updates failed (first: %s)\n",
 			d->ring_errors, strerror(-d->ring_error_first));
@@ -766,6 +810,7 @@ static void drv_free(struct drv *d)
 		io_uring_queue_exit(&d->ring);
 	drv_socks_free(d);
 	free(d->hooks);
+	free(d->lag_ns);
 	if (d->sigfd >= 0)
 		close(d->sigfd);
 	free(d);
@@ -811,6 +856,7 @@ int ls_driver_run(const struct ls_driver_opts *opts, struct ls_driver_job *jobs,
 	if ((rc = drv_start(d)))
 		goto out;
 	rc = drv_loop(d);
+	lag_report(d);
 	print_stats(d);
 	if (opts->progress)
 		progress_line(d, ls_now_ns(), 1);

@@ -154,6 +154,11 @@ struct drv {
 	int           pc_released;    /* every one held or done: all let go */
 	struct ls_driver_job *probe;  /* the probe request in flight (opts->probe_interval_ns), NULL none */
 	uint64_t      probe_next_ns;  /* when the next probe may start */
+	/* The loop's own lag (the client check without probes): every DRV_LAG_TICK_NS of the
+	 * measured run the loop owes itself a turn; how late each such turn starts. */
+	uint64_t      lag_next_ns;    /* the next tick, 0 = none */
+	uint64_t     *lag_ns;
+	size_t        n_lag, cap_lag;
 };
 
 /* driver.c */

@@ -468,7 +468,10 @@ static void check_client(const struct ls_run *run, const struct ls_metrics *m, s
 	int late = lag > 1.0 && itl > 0 && lag > LS_CHECK_CLIENT_LAG * itl;
 	double delay = (double)run->client_delay_p99_ns / 1e6; /* the probes': kernel arrival -> stamp */
 	int slow = delay > 1.0 && itl > 0 && delay > LS_CHECK_CLIENT_LAG * itl;
-	c->ok = !cpu_bound && !late && !slow;
+	/* Without the probes' account, the loop's own: how late its ticks' turns started. */
+	double loop = (double)run->loop_lag_p99_ns / 1e6;
+	int stalled = !run->client_delay_p99_ns && loop > 1.0 && itl > 0 && loop > LS_CHECK_CLIENT_LAG * itl;
+	c->ok = !cpu_bound && !late && !slow && !stalled;
 	char cpu[64] = "client CPU unknown (an older record)";
 	if (share >= 0)
 		snprintf(cpu, sizeof(cpu), "client CPU %.0f%% of %s", share * 100,
@@ -478,16 +481,21 @@ static void check_client(const struct ls_run *run, const struct ls_metrics *m, s
 		    run->loop_spins ? " (a spinning loop)" : "", lag);
 		if (run->client_delay_p99_ns)
 			add(c, ", frames read %.3f ms after the kernel had them (P99)", delay);
+		else if (run->loop_lag_ticks)
+			add(c, ", its loop's turns started within %.3f ms of their ticks (P99)", loop);
 		return;
 	}
 	if (slow)
 		add(c, "client delay P99 %.2f ms = %.0f%% of the median ITL (%.2f ms): the client set these tails",
 		    delay, delay / itl * 100, itl);
+	if (stalled)
+		add(c, "client loop lag P99 %.2f ms = %.0f%% of the median ITL (%.2f ms): its turns started that "
+		       "late, and frames waited for them: the client set these tails", loop, loop / itl * 100, itl);
 	if (cpu_bound)
-		add(c, "%s%s over the run: the client may have set these tails", slow ? "; " : "", cpu);
+		add(c, "%s%s over the run: the client may have set these tails", slow || stalled ? "; " : "", cpu);
 	if (late)
 		add(c, "%srequests left their slot %.2f ms late at P99 = %.0f%% of the median ITL (%.2f ms): the "
-		       "client's loop fell behind", slow || cpu_bound ? "; " : "", lag, lag / itl * 100, itl);
+		       "client's loop fell behind", slow || stalled || cpu_bound ? "; " : "", lag, lag / itl * 100, itl);
 	add(c, "; lower --max-concurrency, add client processes (mpirun -n N), or --busy-poll on a core "
 	       "the server does not use");
 }
