@@ -40,20 +40,20 @@ int ls_engine_probe_ring(struct ls_engine_probe *e, struct latscope_bpf *skel, s
 	return ring_buffer__add(rb, bpf_map__fd(skel->maps.ls_steps), on_step, e);
 }
 
-static int attach_pair(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, const char *file)
+/* An entry and a return program on func in file (no half pair: an entry with no return would
+ * never be sent). 0 or -errno. */
+static int attach_pair(struct ls_engine_probe *e, struct bpf_program *const progs[2], pid_t pid, const char *file,
+		       const char *func)
 {
-	struct bpf_program *progs[2] = { skel->progs.ls_llama_decode, skel->progs.ls_llama_decode_ret };
-
 	if (e->n_links + 2 > LS_ENGINE_MAX_LINKS)
 		return -E2BIG;
 	for (int ret = 0; ret < 2; ret++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "llama_decode", .retprobe = ret);
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = func, .retprobe = ret);
 		struct bpf_link *link = bpf_program__attach_uprobe_opts(progs[ret], pid, file, 0, &uo);
 		if (!link) {
 			int err = -errno;
-			if (ret) { /* no half pair: an entry with no return would never be sent */
+			if (ret)
 				bpf_link__destroy(e->links[--e->n_links]);
-			}
 			return err;
 		}
 		e->links[e->n_links++] = link;
@@ -61,23 +61,40 @@ static int attach_pair(struct ls_engine_probe *e, struct latscope_bpf *skel, pid
 	return 0;
 }
 
+/* llama_decode probed in file: llama_tokenize too, where the frontend ends (its absence costs
+ * the frontend part only: why says so, the steps go on). */
+static void attached(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, const char *file, char *why,
+		     size_t why_len)
+{
+	struct bpf_program *const tok[2] = { skel->progs.ls_llama_tokenize, skel->progs.ls_llama_tokenize_ret };
+	int err = attach_pair(e, tok, pid, file, "llama_tokenize");
+
+	snprintf(e->where, sizeof(e->where), "%s", file);
+	e->n_attached++;
+	if (!err)
+		e->n_tokenize_attached++;
+	else
+		snprintf(why, why_len, "server pid %d: llama_tokenize could not be probed in %s (%s): no frontend "
+			 "part (the HTTP thread's time stays in queue)", (int)pid, file, strerror(-err));
+}
+
 int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, char *why,
 			   size_t why_len)
 {
+	struct bpf_program *const dec[2] = { skel->progs.ls_llama_decode, skel->progs.ls_llama_decode_ret };
 	char lib[512], exe[64];
 	int err = -ENOENT;
 
 	why[0] = '\0';
-	if (ls_probes_find_mapped(pid, "libllama.so", lib, sizeof(lib)) == 0 && (err = attach_pair(e, skel, pid, lib)) == 0) {
-		snprintf(e->where, sizeof(e->where), "%s", lib);
-		e->n_attached++;
+	if (ls_probes_find_mapped(pid, "libllama.so", lib, sizeof(lib)) == 0 &&
+	    (err = attach_pair(e, dec, pid, lib, "llama_decode")) == 0) {
+		attached(e, skel, pid, lib, why, why_len);
 		return 0;
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid); /* a program that links llama.cpp in */
-	int err_exe = attach_pair(e, skel, pid, exe);
+	int err_exe = attach_pair(e, dec, pid, exe, "llama_decode");
 	if (err_exe == 0) {
-		snprintf(e->where, sizeof(e->where), "%s", exe);
-		e->n_attached++;
+		attached(e, skel, pid, exe, why, why_len);
 		return 0;
 	}
 	if (err == -ENOENT && (err_exe == -ENOENT || err_exe == -ESRCH))
