@@ -5,9 +5,10 @@
  * sequence id, its token count (the counts and ids only, never token contents); at return: the
  * end. One struct ls_step_event per step into the ls_steps ring. The first position of each
  * sequence in the batch is read too: it tells a new request's prompt from a decode step.
- * A second pair on llama_tokenize in the same library: llama-server's HTTP thread tokenizes each
- * request before it posts it to the engine (the frontend's end); each call goes into the same
- * ring as a step event flagged LS_STEP_TOKENIZE (its stamps and thread alone). */
+ * Frontend marks: pairs on llama_tokenize (libllama) and on llama-server's
+ * server_response_reader::post_tasks, which the server's HTTP thread calls on its way to hand a
+ * request to the engine; each call goes into the same ring as a step event flagged
+ * LS_STEP_TOKENIZE or LS_STEP_POSTED (its stamps and thread alone). */
 #include "common.bpf.h"
 
 /* struct llama_batch (llama.h): passed by value, 56 bytes, so in memory on x86-64: at entry it
@@ -40,7 +41,7 @@ struct {
 	__type(value, struct ls_step_event);
 } ls_step_zero SEC(".maps");
 
-/* The llama_tokenize call this thread is inside (key: tid): its entry stamp. */
+/* The frontend mark this thread is inside (key: tid): its entry stamp. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
@@ -170,8 +171,9 @@ int ls_llama_decode_ret(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Entry of a frontend mark (llama_tokenize or post_tasks: one program, both functions). */
 SEC("uprobe")
-int ls_llama_tokenize(struct pt_regs *ctx)
+int ls_frontend_enter(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 now;
@@ -183,8 +185,7 @@ int ls_llama_tokenize(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int ls_llama_tokenize_ret(struct pt_regs *ctx)
+static __always_inline int ls_frontend_return(struct pt_regs *ctx, __u32 flag)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, zero = 0;
@@ -200,10 +201,22 @@ int ls_llama_tokenize_ret(struct pt_regs *ctx)
 		st->end_ns = bpf_ktime_get_ns();
 		st->tgid = id >> 32;
 		st->tid = tid;
-		st->flags = LS_STEP_TOKENIZE;
+		st->flags = flag;
 		st->ret = (__s32)PT_REGS_RC(ctx);
 		ls_step_send(st);
 	}
 	bpf_map_delete_elem(&ls_tok_open, &tid);
 	return 0;
+}
+
+SEC("uretprobe")
+int ls_llama_tokenize_ret(struct pt_regs *ctx)
+{
+	return ls_frontend_return(ctx, LS_STEP_TOKENIZE);
+}
+
+SEC("uretprobe")
+int ls_post_tasks_ret(struct pt_regs *ctx)
+{
+	return ls_frontend_return(ctx, LS_STEP_POSTED);
 }

@@ -119,10 +119,12 @@ enum {
 	LS_STEP_SEQ_UNREAD = 1u << 2,/* a seq id pointer could not be read (no seq ids, or paged out) */
 	LS_STEP_NO_ENTRY = 1u << 3,  /* the batch itself could not be read at entry */
 	LS_STEP_POS_UNREAD = 1u << 4,/* no positions (batch.pos NULL, or unreadable): seq_pos not set */
-	LS_STEP_TOKENIZE = 1u << 5,  /* not a step: one llama_tokenize call of the server (its HTTP
-				      * thread tokenizing a request before posting it to the engine):
-				      * start_ns / end_ns, tgid, tid, ret = its return (the token count,
-				      * or minus the room it needed); every other field 0 */
+	/* Not steps: a call of the server's HTTP thread on its way to hand a request to the engine
+	 * (a frontend mark): start_ns / end_ns, tgid, tid, ret = its return (low 32 bits); every
+	 * other field 0. */
+	LS_STEP_TOKENIZE = 1u << 5,  /* llama_tokenize (the token count, or minus the room it needed) */
+	LS_STEP_POSTED = 1u << 6,    /* llama-server's server_response_reader::post_tasks: the request's
+				      * tasks posted to the engine's queue */
 };
 
 struct ls_step_event {

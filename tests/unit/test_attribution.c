@@ -492,7 +492,7 @@ Test(attribution, uprobe_tokenize_splits_frontend_out_of_queue)
 	const struct ls_req_attr *q = &a->req[0];
 	cr_assert_eq(a->engine.uprobe_steps, 3);
 	cr_assert_eq(a->engine.tokenize_calls, 5);
-	cr_assert_eq(a->engine.tokenize_joined, 2);
+	cr_assert_eq(a->engine.marks_joined, 2);
 	cr_assert_eq(a->engine.frontend, 1);
 	cr_assert_eq(q->server_read_tid, 21);
 	cr_assert_eq(q->engine.flags, LS_ENG_MAPPED, "flags %#x", q->engine.flags);

@@ -365,32 +365,38 @@ Test(engine_steps, twins_stay_uncertain_when_a_first_token_is_late)
 	ls_engine_steps_free(&s);
 }
 
-/* ---- the frontend: llama_tokenize calls joined to requests by the thread that read them ---- */
+/* ---- the frontend: marks (llama_tokenize, post_tasks) joined by the thread that read the request ---- */
 
 #define US 1000ull
 
-/* A llama_tokenize call of pid 1 on thread tid at [start, end] us. */
-static struct ls_step_event tok(uint32_t tid, uint64_t start_us, uint64_t end_us, int32_t ret)
+/* A frontend mark (what: LS_STEP_TOKENIZE or LS_STEP_POSTED) of pid 1 on thread tid at [start, end] us. */
+static struct ls_step_event mark(uint32_t what, uint32_t tid, uint64_t start_us, uint64_t end_us, int32_t ret)
 {
 	struct ls_step_event e = { .start_ns = start_us * US, .end_ns = end_us * US, .tgid = 1, .tid = tid,
-				   .flags = LS_STEP_TOKENIZE, .ret = ret };
+				   .flags = what, .ret = ret };
 	return e;
 }
 
+#define TOK(tid, a, b, ret) mark(LS_STEP_TOKENIZE, tid, a, b, ret)
+#define POST(tid, a, b) mark(LS_STEP_POSTED, tid, a, b, 0)
+
 /* Requests: r0 read on thread 5 at 1000 us (first step 3000), r1 on thread 6 at 1200 (first step
- * 2000), r2 on thread 7 at 1300 (no call: unknown), r3 with no thread known, r4 on thread 5 at
- * 5000 (the thread's next request, its first step 9000). Calls: thread 5 tokenizes r0 twice (the
- * first buffer too small: -40, then 36 tokens); thread 6 once for r1; the engine's thread 9
- * tokenizes a stop word in between; thread 5 had tokenized a /tokenize request before r0's read;
- * thread 6 again at 1900-2100, across r1's first step (not r1's: the engine had it by then);
- * thread 5 for r4. By hand: r0 ends at 1500 (2 calls), r1 at 1400 (1), r2 and r3 none, r4 at
- * 5200. Catches: calls of another thread taken, a call from before the read taken, the first
- * of two calls taken for the last, a call past the first step taken. */
-Test(engine_steps, frontend_joins_the_reading_threads_last_tokenize)
+ * 2000), r2 on thread 7 at 1300 (no mark: unknown), r3 with no thread known, r4 on thread 5 at
+ * 5000 (the thread's next request, its first step 9000). Marks: thread 5 tokenizes r0 twice (the
+ * first buffer too small: -40, then 36 tokens) and posts it at 1550-1560; thread 6 tokenizes r1
+ * once and posts it at 1900-2100, returning after r1's first step began (the engine took it
+ * meanwhile); the engine's thread 9 tokenizes a stop word in between; thread 5 had tokenized a
+ * /tokenize request before r0's read; thread 6 tokenizes at 2100-2200, after r1's first step
+ * (not r1's); thread 5 tokenizes r4 (no post seen). By hand: r0 ends at 1560 (2 + 1 marks), r1
+ * at 2000 (its first step: 1 + 1), r2 and r3 none, r4 at 5200. Catches: marks of another thread
+ * taken, a mark from before the read taken, the first of several taken for the last, a mark
+ * past the first step taken, a frontend that ends after its first step. */
+Test(engine_steps, frontend_joins_the_reading_threads_last_mark)
 {
 	struct ls_step_event ev[] = {
-		tok(5, 1100, 1300, -40), tok(5, 1350, 1500, 36), tok(6, 1250, 1400, 36), tok(9, 1450, 1460, 1),
-		tok(5, 500, 900, 12), tok(6, 1900, 2100, 36), tok(5, 5100, 5200, 20),
+		TOK(5, 1100, 1300, -40), TOK(5, 1350, 1500, 36), POST(5, 1550, 1560), TOK(6, 1250, 1400, 36),
+		TOK(9, 1450, 1460, 1), TOK(5, 500, 900, 12), POST(6, 1900, 2100), TOK(6, 2100, 2200, 36),
+		TOK(5, 5100, 5200, 20),
 	};
 	struct ls_fe_req req[5] = {
 		{ .read_ns = 1000 * US, .pid = 1, .tid = 5, .limit_ns = 3000 * US },
@@ -403,17 +409,20 @@ Test(engine_steps, frontend_joins_the_reading_threads_last_tokenize)
 	struct ls_engine_steps s;
 	size_t joined;
 	load(&s, ev, sizeof(ev) / sizeof(ev[0]));
-	cr_assert_eq(s.n, 0, "tokenize calls are no steps");
-	cr_assert_eq(s.n_calls, 7);
+	cr_assert_eq(s.n, 0, "frontend marks are no steps");
+	cr_assert_eq(s.n_calls, 9);
 	cr_assert_eq(ls_engine_frontend(s.calls, s.n_calls, req, 5, out, &joined), 0);
-	cr_assert_eq(out[0].end_ns, 1500 * US);
-	cr_assert_eq(out[0].calls, 2);
-	cr_assert_eq(out[1].end_ns, 1400 * US);
-	cr_assert_eq(out[1].calls, 1);
+	cr_assert_eq(out[0].end_ns, 1560 * US);
+	cr_assert_eq(out[0].tokenize, 2);
+	cr_assert_eq(out[0].posted, 1);
+	cr_assert_eq(out[1].end_ns, 2000 * US);
+	cr_assert_eq(out[1].tokenize, 1);
+	cr_assert_eq(out[1].posted, 1);
 	cr_assert_eq(out[2].end_ns, 0);
 	cr_assert_eq(out[3].end_ns, 0);
 	cr_assert_eq(out[4].end_ns, 5200 * US);
-	cr_assert_eq(joined, 4);
+	cr_assert_eq(out[4].posted, 0);
+	cr_assert_eq(joined, 6);
 	ls_engine_steps_free(&s);
 }
 
@@ -424,7 +433,7 @@ Test(engine_steps, frontend_joins_the_reading_threads_last_tokenize)
  * taken as one. */
 Test(engine_steps, frontend_window_ends_at_the_threads_next_read)
 {
-	struct ls_step_event ev[] = { tok(5, 1100, 1200, 30), tok(5, 4100, 4300, 30), tok(5, 1300, 1350, 30) };
+	struct ls_step_event ev[] = { TOK(5, 1100, 1200, 30), TOK(5, 4100, 4300, 30), TOK(5, 1300, 1350, 30) };
 	ev[2].tgid = 2;
 	struct ls_fe_req req[2] = {
 		{ .read_ns = 1000 * US, .pid = 1, .tid = 5, .limit_ns = 12000 * US },
@@ -436,7 +445,7 @@ Test(engine_steps, frontend_window_ends_at_the_threads_next_read)
 	load(&s, ev, 3);
 	cr_assert_eq(ls_engine_frontend(s.calls, s.n_calls, req, 2, out, &joined), 0);
 	cr_assert_eq(out[0].end_ns, 1200 * US);
-	cr_assert_eq(out[0].calls, 1);
+	cr_assert_eq(out[0].tokenize, 1);
 	cr_assert_eq(out[1].end_ns, 4300 * US);
 	cr_assert_eq(joined, 2);
 	ls_engine_steps_free(&s);

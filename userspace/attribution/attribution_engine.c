@@ -85,8 +85,9 @@ static uint64_t step_p50(const struct ls_engine_map *m, int kind)
 	return p50;
 }
 
-/* Each joined request's frontend: its HTTP thread's llama_tokenize calls between its server
- * read and its first step (ls_engine_frontend), taken out of its queue. 0 or -ENOMEM. */
+/* Each joined request's frontend: its HTTP thread's frontend marks (llama_tokenize, post_tasks)
+ * between its server read and its first step (ls_engine_frontend), taken out of its queue. 0 or
+ * -ENOMEM. */
 static int frontend_all(const struct ls_run *run, struct ls_attribution *a, const struct ls_engine_steps *steps,
 			const struct ls_engine_map *map)
 {
@@ -102,13 +103,14 @@ static int frontend_all(const struct ls_run *run, struct ls_attribution *a, cons
 			q[i].tid = ra->server_read_tid;
 			q[i].limit_ns = map->req_sess[i] != SIZE_MAX ? map->sess[map->req_sess[i]].first_start_ns : 0;
 		}
-		err = ls_engine_frontend(steps->calls, steps->n_calls, q, run->n_requests, out, &a->engine.tokenize_joined);
+		err = ls_engine_frontend(steps->calls, steps->n_calls, q, run->n_requests, out, &a->engine.marks_joined);
 	}
 	for (size_t i = 0; !err && i < run->n_requests; i++) {
 		struct ls_req_engine *e = &a->req[i].engine;
 		if (!(e->flags & LS_ENG_MAPPED))
 			continue;
-		e->tokenize_calls = out[i].calls;
+		e->tokenize_calls = out[i].tokenize;
+		e->posted = out[i].posted;
 		if (!out[i].end_ns) {
 			e->flags |= LS_ENG_NO_FRONTEND;
 			a->engine.no_frontend++;
@@ -133,7 +135,10 @@ int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const
 	memset(map, 0, sizeof(*map));
 	sum->steps = steps->n;
 	sum->lost = lost;
-	sum->tokenize_calls = steps->n_calls;
+	for (size_t i = 0; i < steps->n_calls; i++) {
+		sum->tokenize_calls += steps->calls[i].what == LS_STEP_TOKENIZE;
+		sum->post_calls += steps->calls[i].what == LS_STEP_POSTED;
+	}
 	for (size_t i = 0; i < steps->n; i++)
 		sum->uprobe_steps += steps->steps[i].source == LS_STEP_SRC_UPROBE;
 	if (!sum->uprobe_steps)

@@ -39,22 +39,23 @@ static void merge_runs(struct ls_engine_step *st, const struct ls_step_event *e)
 	}
 }
 
-/* A llama_tokenize call into s->calls. 0 or -ENOMEM. */
+/* A frontend mark into s->calls. 0 or -ENOMEM. */
 static int add_call(struct ls_engine_steps *s, const struct ls_step_event *e)
 {
 	if (s->n_calls == s->cap_calls) {
 		size_t cap = s->cap_calls ? 2 * s->cap_calls : 256;
-		struct ls_tok_call *g = realloc(s->calls, cap * sizeof(*g));
+		struct ls_fe_call *g = realloc(s->calls, cap * sizeof(*g));
 		if (!g)
 			return -ENOMEM;
 		s->calls = g;
 		s->cap_calls = cap;
 	}
-	struct ls_tok_call *c = &s->calls[s->n_calls++];
+	struct ls_fe_call *c = &s->calls[s->n_calls++];
 	c->start_ns = e->start_ns;
 	c->end_ns = e->end_ns > e->start_ns ? e->end_ns : e->start_ns;
 	c->pid = e->tgid;
 	c->tid = e->tid;
+	c->what = e->flags & (LS_STEP_TOKENIZE | LS_STEP_POSTED);
 	c->ret = e->ret;
 	return 0;
 }
@@ -65,7 +66,7 @@ int ls_engine_steps_add_uprobe(struct ls_engine_steps *s, const struct ls_step_e
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct ls_step_event *e = &ev[i];
-		if (e->flags & LS_STEP_TOKENIZE) {
+		if (e->flags & (LS_STEP_TOKENIZE | LS_STEP_POSTED)) {
 			if (add_call(s, e))
 				return -ENOMEM;
 			continue;
@@ -123,7 +124,7 @@ static int by_start(const void *a, const void *b)
 
 static int call_by_thread(const void *a, const void *b)
 {
-	const struct ls_tok_call *x = a, *y = b;
+	const struct ls_fe_call *x = a, *y = b;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
@@ -598,13 +599,13 @@ static int req_by_thread(const void *a, const void *b, void *arg)
 }
 
 /* The first call of (pid, tid) that started at or after t (n_calls: none). */
-static size_t first_call(const struct ls_tok_call *c, size_t n, uint32_t pid, uint32_t tid, uint64_t t)
+static size_t first_call(const struct ls_fe_call *c, size_t n, uint32_t pid, uint32_t tid, uint64_t t)
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct ls_tok_call *m = &c[mid];
+		const struct ls_fe_call *m = &c[mid];
 		int before = m->pid != pid ? m->pid < pid : m->tid != tid ? m->tid < tid : m->start_ns < t;
 		if (before)
 			lo = mid + 1;
@@ -614,22 +615,23 @@ static size_t first_call(const struct ls_tok_call *c, size_t n, uint32_t pid, ui
 	return lo;
 }
 
-/* Request r's calls: on its thread, started at or after its read, returned by hi. */
-static void frontend_one(const struct ls_tok_call *calls, size_t n_calls, const struct ls_fe_req *r, uint64_t hi,
+/* Request r's marks: on its thread, started at or after its read and before hi; the last
+ * return, at most hi. */
+static void frontend_one(const struct ls_fe_call *calls, size_t n_calls, const struct ls_fe_req *r, uint64_t hi,
 			 struct ls_fe_join *out, size_t *joined)
 {
 	for (size_t k = first_call(calls, n_calls, r->pid, r->tid, r->read_ns);
 	     k < n_calls && calls[k].pid == r->pid && calls[k].tid == r->tid && calls[k].start_ns < hi; k++) {
-		if (calls[k].end_ns > hi)
-			continue;
-		out->calls++;
+		uint64_t end = calls[k].end_ns < hi ? calls[k].end_ns : hi;
+		out->tokenize += calls[k].what == LS_STEP_TOKENIZE;
+		out->posted += calls[k].what == LS_STEP_POSTED;
 		(*joined)++;
-		if (calls[k].end_ns > out->end_ns)
-			out->end_ns = calls[k].end_ns;
+		if (end > out->end_ns)
+			out->end_ns = end;
 	}
 }
 
-int ls_engine_frontend(const struct ls_tok_call *calls, size_t n_calls, const struct ls_fe_req *req, size_t n_req,
+int ls_engine_frontend(const struct ls_fe_call *calls, size_t n_calls, const struct ls_fe_req *req, size_t n_req,
 		       struct ls_fe_join *out, size_t *joined)
 {
 	size_t *order = malloc((n_req + 1) * sizeof(*order)), n = 0;

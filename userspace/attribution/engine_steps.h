@@ -33,21 +33,24 @@ struct ls_engine_step {
 	int32_t  seq_pos[LS_STEP_SEQS]; /* first position of each in the batch; -1 unknown */
 };
 
-/* One llama_tokenize call of a server (uprobe): its process, thread, entry and return. */
-struct ls_tok_call {
+/* One frontend mark of a server (uprobe): a call of llama_tokenize or of llama-server's post_tasks,
+ * its process, thread, entry and return. */
+struct ls_fe_call {
 	uint64_t start_ns, end_ns;
 	uint32_t pid, tid;
-	int32_t  ret;                  /* tokens, or minus the room it needed (common_tokenize calls again) */
+	uint32_t what;                 /* LS_STEP_TOKENIZE or LS_STEP_POSTED */
+	int32_t  ret;                  /* llama_tokenize: tokens, or minus the room it needed */
 };
 
 struct ls_engine_steps {
 	struct ls_engine_step *steps;  /* sorted by start_ns after ls_engine_steps_sort */
 	size_t n, cap;
-	struct ls_tok_call *calls;     /* sorted by (pid, tid, start_ns) after ls_engine_steps_sort */
+	struct ls_fe_call *calls;      /* frontend marks, sorted by (pid, tid, start_ns) after ls_engine_steps_sort */
 	size_t n_calls, cap_calls;
 };
 
-/* Appends steps of each source (any order); uprobe events flagged LS_STEP_TOKENIZE go to calls.
+/* Appends steps of each source (any order); uprobe frontend marks (LS_STEP_TOKENIZE, LS_STEP_POSTED)
+ * go to calls.
  * 0 or -ENOMEM. */
 int  ls_engine_steps_add_uprobe(struct ls_engine_steps *s, const struct ls_step_event *ev, size_t n);
 int  ls_engine_steps_add_gpu(struct ls_engine_steps *s, const struct ls_gpu_step *g, size_t n);
@@ -127,19 +130,22 @@ struct ls_fe_req {
 };
 
 struct ls_fe_join {
-	uint64_t end_ns;   /* the frontend's end: its last llama_tokenize return, 0 none found */
-	uint32_t calls;    /* llama_tokenize calls in its window */
+	uint64_t end_ns;   /* the frontend's end, 0 none found */
+	uint32_t tokenize; /* llama_tokenize calls in its window */
+	uint32_t posted;   /* post_tasks calls in its window */
 };
 
-/* llama-server's HTTP thread reads a request, tokenizes its prompt (llama_tokenize, once or
- * twice: common_tokenize calls again when the first buffer was too small; more for stop words,
- * grammar triggers) and posts it to the engine, on that thread. Each request's window on the
- * thread that read it: from its read to the earlier of its first step's start and the next read
- * of another request on that thread (calls from before its read, or on other threads, are not
- * its). Its frontend ends at the last return of a call that started and returned inside it.
- * Requests with no tid, no read or no limit get none. calls sorted (ls_engine_steps_sort); out:
- * one per request; *joined: the calls that fell in some window. 0 or -ENOMEM. */
-int ls_engine_frontend(const struct ls_tok_call *calls, size_t n_calls, const struct ls_fe_req *req, size_t n_req,
+/* llama-server's HTTP thread reads a request, tokenizes its prompt when it is text (llama_tokenize,
+ * once or twice: common_tokenize calls again when the first buffer was too small; more for stop
+ * words, grammar triggers; none for a prompt of token ids) and posts its tasks to the engine's
+ * queue (post_tasks), on that thread. Each request's window on the thread that read it: from its
+ * read to the earlier of its first step's start and the next read of another request on that
+ * thread (marks from before its read, or on other threads, are not its). Its frontend ends at the
+ * last return of a mark that started inside the window, or at the window's end when that mark
+ * returned after it (the engine took the tasks while post_tasks returned). Requests with no tid,
+ * no read or no limit get none. calls sorted (ls_engine_steps_sort); out: one per request;
+ * *joined: the marks that fell in some window. 0 or -ENOMEM. */
+int ls_engine_frontend(const struct ls_fe_call *calls, size_t n_calls, const struct ls_fe_req *req, size_t n_req,
 		       struct ls_fe_join *out, size_t *joined);
 
 #endif

@@ -61,21 +61,37 @@ static int attach_pair(struct ls_engine_probe *e, struct bpf_program *const prog
 	return 0;
 }
 
-/* llama_decode probed in file: llama_tokenize too, where the frontend ends (its absence costs
- * the frontend part only: why says so, the steps go on). */
+/* llama-server's hand-off of a request's tasks to its engine queue (server_response_reader::
+ * post_tasks(std::vector<server_task>&&, bool), tools/server/server-queue.cpp): exported by
+ * libllama-server-impl.so, or in the executable where the server is linked in one piece. */
+#define LS_POST_TASKS "_ZN22server_response_reader10post_tasksEOSt6vectorI11server_taskSaIS1_EEb"
+
+/* llama_decode probed in file: the frontend marks too, llama_tokenize in the same file and
+ * post_tasks where the server has it (their absence costs the frontend part only: why says
+ * so, the steps go on). */
 static void attached(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, const char *file, char *why,
 		     size_t why_len)
 {
-	struct bpf_program *const tok[2] = { skel->progs.ls_llama_tokenize, skel->progs.ls_llama_tokenize_ret };
-	int err = attach_pair(e, tok, pid, file, "llama_tokenize");
+	struct bpf_program *const tok[2] = { skel->progs.ls_frontend_enter, skel->progs.ls_llama_tokenize_ret };
+	struct bpf_program *const post[2] = { skel->progs.ls_frontend_enter, skel->progs.ls_post_tasks_ret };
+	char impl[512], exe[64];
+	int err = attach_pair(e, tok, pid, file, "llama_tokenize"), err_post;
 
 	snprintf(e->where, sizeof(e->where), "%s", file);
 	e->n_attached++;
-	if (!err)
-		e->n_tokenize_attached++;
-	else
-		snprintf(why, why_len, "server pid %d: llama_tokenize could not be probed in %s (%s): no frontend "
-			 "part (the HTTP thread's time stays in queue)", (int)pid, file, strerror(-err));
+	e->n_tokenize_attached += err == 0;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	if (ls_probes_find_mapped(pid, "libllama-server-impl.so", impl, sizeof(impl)) != 0)
+		snprintf(impl, sizeof(impl), "%s", exe);
+	err_post = attach_pair(e, post, pid, impl, LS_POST_TASKS);
+	e->n_post_attached += err_post == 0;
+	if (err && err_post)
+		snprintf(why, why_len, "server pid %d: neither llama_tokenize (%s) nor llama-server's post_tasks (%s) "
+			 "could be probed: no frontend part (the HTTP thread's time stays in queue)", (int)pid,
+			 strerror(-err), strerror(-err_post));
+	else if (err_post)
+		snprintf(why, why_len, "server pid %d: no llama-server post_tasks to probe (%s): the frontend ends at "
+			 "its last llama_tokenize, and requests sent as token ids have none", (int)pid, strerror(-err_post));
 }
 
 int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, char *why,

@@ -90,6 +90,7 @@ static void engine_of(const cJSON *e, struct ls_req_attr *r)
 	g->first_step_ns = u64_of(e, "first_step_ns");
 	g->frontend_ns = u64_of(e, "frontend_ns");
 	g->tokenize_calls = (uint32_t)u64_of(e, "tokenize_calls");
+	g->posted = (uint32_t)u64_of(e, "posted");
 	g->queue_ns = u64_of(e, "queue_ns");
 	g->prefill_ns = u64_of(e, "prefill_ns");
 	g->decode_ns = u64_of(e, "decode_ns");

@@ -197,10 +197,10 @@ static void print_engine(FILE *out, const struct ls_attribution *a)
 		fprintf(out, "; %llu steps lost (ring full)", (unsigned long long)e->lost);
 	fprintf(out, "\n");
 	if (e->mapped)
-		fprintf(out, "  frontend (uprobe on llama_tokenize, the request's HTTP thread: its read -> its last "
-			"tokenize return): %zu requests; %zu unknown (no call in its window: that time stays in "
-			"queue); %zu of %zu tokenize calls in a request's window\n", e->frontend, e->no_frontend,
-			e->tokenize_joined, e->tokenize_calls);
+		fprintf(out, "  frontend (uprobes on the request's HTTP thread: its read -> its hand-off, post_tasks, "
+			"else its last llama_tokenize): %zu requests; %zu unknown (no call in its window: that time "
+			"stays in queue); %zu post_tasks and %zu llama_tokenize calls seen, %zu in a request's "
+			"window\n", e->frontend, e->no_frontend, e->post_calls, e->tokenize_calls, e->marks_joined);
 }
 
 static void print_window(FILE *out, const struct ls_attribution *a, enum ls_attr_win w)
@@ -512,6 +512,7 @@ static void engine_json(cJSON *o, const struct ls_req_attr *r)
 	add_int(j, "first_step_ns", e->first_step_ns);
 	add_int(j, "frontend_ns", e->frontend_ns);
 	add_int(j, "tokenize_calls", e->tokenize_calls);
+	add_int(j, "posted", e->posted);
 	add_int(j, "queue_ns", e->queue_ns);
 	add_int(j, "prefill_ns", e->prefill_ns);
 	add_int(j, "decode_ns", e->decode_ns);
