@@ -14,7 +14,9 @@ ap.add_argument("--cpu-pressure", type=float, default=0.0,
                 help="the run's CPU pressure (/proc/pressure/cpu some, %%): see FREE and QUIET below")
 ap.add_argument("--joins-only", action="store_true",
                 help="prompts of a few tokens (cached prefixes): the tolerances are reported, not asserted")
+ap.add_argument("--text", action="store_true", help="text prompts (chat): the server tokenizes each")
 args = ap.parse_args()
+text = args.text
 base = f"{args.dir}/{args.name}"
 
 recs = {}
@@ -154,6 +156,8 @@ for i, r in sorted(recs.items()):
     frontends.append(f)
     if "no_frontend" in e["flags"] or not f or e.get("posted") != 1:
         miss(f"request {i}: no frontend found ({e['flags']}, posted {e.get('posted')})")
+    elif text and not e.get("tokenize_calls"):
+        miss(f"request {i}: a text prompt, but no llama_tokenize call joined to it")
     elif abs(f + e["queue_ns"] - to_step) > 1000 or f > to_step:
         miss(f"request {i}: frontend {f} + queue {e['queue_ns']} ns, the kernel's read -> first step {to_step}")
     elif attr[i]["ttft"].get("frontend_ns") != f:
@@ -204,7 +208,8 @@ for row in rows:
     print("  %2d %3d %11.3f %9.3f %10.3f %9.3f %11.3f %10.3f %5d" % row)
 if frontends:
     fs = sorted(frontends)
-    print(f"  frontend (read -> post_tasks): P50 {fs[len(fs) // 2] / 1e6:.3f} ms, P99 "
+    tok = sum(a.get("engine", {}).get("tokenize_calls", 0) for a in attr.values())
+    print(f"  {tok} llama_tokenize calls on the requests' threads; frontend (read -> post_tasks): P50 {fs[len(fs) // 2] / 1e6:.3f} ms, P99 "
           f"{fs[min(len(fs) - 1, int(0.99 * len(fs)))] / 1e6:.3f} ms, max {fs[-1] / 1e6:.3f} ms")
 pre_err.sort()
 dec_err.sort()
