@@ -4,7 +4,11 @@
  * per server pid: probes/probes_engine.c). At entry: the batch's n_tokens and, per distinct
  * sequence id, its token count (the counts and ids only, never token contents); at return: the
  * end. One struct ls_step_event per step into the ls_steps ring. The first position of each
- * sequence in the batch is read too: it tells a new request's prompt from a decode step. */
+ * sequence in the batch is read too: it tells a new request's prompt from a decode step.
+ * Frontend marks: pairs on llama_tokenize (libllama) and on llama-server's
+ * server_response_reader::post_tasks, which the server's HTTP thread calls on its way to hand a
+ * request to the engine; each call goes into the same ring as a step event flagged
+ * LS_STEP_TOKENIZE or LS_STEP_POSTED (its stamps and thread alone). */
 #include "common.bpf.h"
 
 /* struct llama_batch (llama.h): passed by value, 56 bytes, so in memory on x86-64: at entry it
@@ -37,7 +41,23 @@ struct {
 	__type(value, struct ls_step_event);
 } ls_step_zero SEC(".maps");
 
-__u64 ls_steps_lost = 0; /* steps the ring had no room for */
+/* The frontend mark this thread is inside (key: tid): its entry stamp. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} ls_tok_open SEC(".maps");
+
+/* Where a tokenize call's event is built (a step event: too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ls_step_event);
+} ls_tok_scratch SEC(".maps");
+
+__u64 ls_steps_lost = 0; /* steps (and tokenize calls) the ring had no room for */
 
 struct ls_seq_scan {
 	struct ls_step_event *st;
@@ -125,21 +145,78 @@ int ls_llama_decode(struct pt_regs *ctx)
 	return 0;
 }
 
+/* One record into ls_steps: no wake-up until a quarter full (the reader drains on its timer). */
+static __always_inline void ls_step_send(struct ls_step_event *st)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&ls_steps, BPF_RB_AVAIL_DATA) >= 256 * 1024)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&ls_steps, st, sizeof(*st), flags))
+		__sync_fetch_and_add(&ls_steps_lost, 1);
+}
+
 SEC("uretprobe")
 int ls_llama_decode_ret(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct ls_step_event *st = bpf_map_lookup_elem(&ls_step_open, &tid);
-	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (!st)
 		return 0;
 	st->end_ns = bpf_ktime_get_ns();
 	st->ret = (__s32)PT_REGS_RC(ctx);
-	if (bpf_ringbuf_query(&ls_steps, BPF_RB_AVAIL_DATA) >= 256 * 1024)
-		flags = BPF_RB_FORCE_WAKEUP; /* a quarter full: the reader drains, else on its timer */
-	if (bpf_ringbuf_output(&ls_steps, st, sizeof(*st), flags))
-		__sync_fetch_and_add(&ls_steps_lost, 1);
+	ls_step_send(st);
 	bpf_map_delete_elem(&ls_step_open, &tid);
 	return 0;
+}
+
+/* Entry of a frontend mark (llama_tokenize or post_tasks: one program, both functions). */
+SEC("uprobe")
+int ls_frontend_enter(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now;
+
+	if (!ls_server_watched())
+		return 0;
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&ls_tok_open, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int ls_frontend_return(struct pt_regs *ctx, __u32 flag)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, zero = 0;
+	__u64 *start = bpf_map_lookup_elem(&ls_tok_open, &tid);
+	struct ls_step_event *st;
+
+	if (!start)
+		return 0;
+	st = bpf_map_lookup_elem(&ls_tok_scratch, &zero);
+	if (st) {
+		__builtin_memset(st, 0, sizeof(*st));
+		st->start_ns = *start;
+		st->end_ns = bpf_ktime_get_ns();
+		st->tgid = id >> 32;
+		st->tid = tid;
+		st->flags = flag;
+		st->ret = (__s32)PT_REGS_RC(ctx);
+		ls_step_send(st);
+	}
+	bpf_map_delete_elem(&ls_tok_open, &tid);
+	return 0;
+}
+
+SEC("uretprobe")
+int ls_llama_tokenize_ret(struct pt_regs *ctx)
+{
+	return ls_frontend_return(ctx, LS_STEP_TOKENIZE);
+}
+
+SEC("uretprobe")
+int ls_post_tasks_ret(struct pt_regs *ctx)
+{
+	return ls_frontend_return(ctx, LS_STEP_POSTED);
 }

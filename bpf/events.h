@@ -23,7 +23,9 @@
  *                send in this sendmsg, aux = size_goal. Fires per skb filled: maybe several/send
  *   SEND_END     sock_send_length, ret > 0: seq = write_seq after, len = bytes sent
  *   ARRIVED      sk_data_ready: seq = rcv_nxt (bytes before it are in the kernel), aux = copied_seq
- *   READ         sock_recv_length, ret > 0, not MSG_PEEK: seq = copied_seq after, len = ret
+ *   READ         sock_recv_length, ret > 0, not MSG_PEEK: seq = copied_seq after, len = ret,
+ *                aux = the reading thread's id (tid): on a server, the thread that handles the
+ *                request (attribution joins its llama_tokenize calls by it)
  *   RTT          tcp_probe when srtt changed: aux = srtt in us, seq = snd_una
  *   RETRANSMIT   tcp_retransmit_skb: seq = snd_una, aux = err
  *   TLS_START    first SSL_connect entry of a handshake (emitted with TLS_END, ts = entry)
@@ -117,6 +119,12 @@ enum {
 	LS_STEP_SEQ_UNREAD = 1u << 2,/* a seq id pointer could not be read (no seq ids, or paged out) */
 	LS_STEP_NO_ENTRY = 1u << 3,  /* the batch itself could not be read at entry */
 	LS_STEP_POS_UNREAD = 1u << 4,/* no positions (batch.pos NULL, or unreadable): seq_pos not set */
+	/* Not steps: a call of the server's HTTP thread on its way to hand a request to the engine
+	 * (a frontend mark): start_ns / end_ns, tgid, tid, ret = its return (low 32 bits); every
+	 * other field 0. */
+	LS_STEP_TOKENIZE = 1u << 5,  /* llama_tokenize (the token count, or minus the room it needed) */
+	LS_STEP_POSTED = 1u << 6,    /* llama-server's server_response_reader::post_tasks: the request's
+				      * tasks posted to the engine's queue */
 };
 
 struct ls_step_event {

@@ -84,7 +84,7 @@ int BPF_PROG(ls_read, struct sock *sk, int ret, int flags)
 		return 0;
 	e->seq = BPF_CORE_READ(tp, copied_seq);
 	e->len = (__u32)ret;
-	e->aux = (__u32)flags;
+	e->aux = (__u32)bpf_get_current_pid_tgid(); /* the reader: a server's request handler thread */
 	ls_submit(e);
 	return 0;
 }

@@ -20,7 +20,11 @@
 #    request within those, and queue > one step exactly for the requests that had no slot when
 #    they arrived (>= 2 requests sent before it still streaming, from the client's own stamps);
 #    above that, preemption around the engine's steps is in its account: reported, not asserted;
-#  - the uprobes' cost per step: BPF run time (kernel.bpf_stats_enabled, bpftool) per call.
+#  - every request's frontend (its server read -> its HTTP thread's post_tasks, uprobes) found
+#    on the thread that read it: frontend + queue = the kernel's read -> its first step to the
+#    ns, frontend in its TTFT whole; chat requests (text) tokenized on that thread before it;
+#  - the uprobes' cost per step and per request's frontend marks: BPF run time
+#    (kernel.bpf_stats_enabled, bpftool) per call.
 # Catches: n_tokens or seq ids read at the wrong offset of struct llama_batch (no sessions, or
 # prompt tokens that do not fit), start and end swapped or taken from the wrong probe, a session
 # split wrongly (decode steps counted as prefill), sessions joined to the wrong requests (a
@@ -51,6 +55,7 @@ FAILED=
 run() { # run NAME CONCURRENCY PROMPTS [--joins-only] [bench args...]
 	local check=()
 	[ "${4:-}" = --joins-only ] && { check=(--joins-only); set -- "$1" "$2" "$3" "${@:5}"; }
+	case " ${*:4} " in *" openai-chat "*) check+=(--text) ;; esac # text prompts: each tokenized
 	local t0 p0 pressure
 	poll_progs "$1"
 	t0=$(date +%s%N) p0=$(cpu_some)
@@ -59,7 +64,7 @@ run() { # run NAME CONCURRENCY PROMPTS [--joins-only] [bench args...]
 		--probes on --server-pid "$SRV" "${@:4}"
 	stop_poll "$1"
 	pressure=$(( ($(cpu_some) - p0) * 100000 / (($(date +%s%N) - t0) / 1000 + 1) ))
-	sed -n '/Where the latency went/,/^requests:/p' "$TMP/$1.out" | grep -E "^(TTFT|  queue|  prefill|  decode|  server|engine steps|  joined)"
+	sed -n '/Where the latency went/,/^requests:/p' "$TMP/$1.out" | grep -E "^(TTFT|  frontend|  queue|  prefill|  decode|  server|engine steps|  joined)"
 	"$PY" "$ROOT/tests/engines/engine_steps_check.py" "$TMP" "$1" --slots 2 --concurrency "$2" \
 		--cpu-pressure "$((pressure / 1000)).$((pressure % 1000 / 100))" "${check[@]}" || FAILED="$FAILED $1"
 }
@@ -71,4 +76,8 @@ run burst 16 16
 # The server caches the burst's prompts (the same seed): most of these compute a few tokens.
 run mixed 16 16 --joins-only --random-range-ratio 0.5
 run paced 2 8
+# Chat: text the server renders with its template and tokenizes (llama_tokenize on the HTTP
+# thread, before post_tasks; the runs above send token ids: no tokenize); latscope's own /tokenize
+# calls that built the prompts go to no request.
+run chat 2 8 --joins-only --backend openai-chat
 [ -z "$FAILED" ] || fail "$FAILED: the uprobe steps disagree with the engine's own account (above)"

@@ -14,7 +14,9 @@ ap.add_argument("--cpu-pressure", type=float, default=0.0,
                 help="the run's CPU pressure (/proc/pressure/cpu some, %%): see FREE and QUIET below")
 ap.add_argument("--joins-only", action="store_true",
                 help="prompts of a few tokens (cached prefixes): the tolerances are reported, not asserted")
+ap.add_argument("--text", action="store_true", help="text prompts (chat): the server tokenizes each")
 args = ap.parse_args()
+text = args.text
 base = f"{args.dir}/{args.name}"
 
 recs = {}
@@ -82,6 +84,9 @@ pre_err, dec_err, rows, n_unc, waited_n, n_pre_ok, n_dec_ok, n_moved = [], [], [
 # shown, two or more fail. A wrong offset, join or split moves every request, not one.
 free_out = []
 queued_n = 0
+frontends = []
+def a_read(i):
+    return attr[i]["kernel"]["server_read_ns"]
 for i, r in sorted(recs.items()):
     e = attr.get(i, {}).get("engine")
     if not e:
@@ -142,7 +147,22 @@ for i, r in sorted(recs.items()):
              f"{ahead[i]} requests were ahead of it on {args.slots} slots")
     if args.concurrency <= args.slots and waited:
         miss(f"request {i}: {ahead[i]} requests ahead at concurrency {args.concurrency}")
-    rows.append((i, e["seq"], e["queue_ns"] / 1e6, p / 1e6, q / 1e6, d / 1e6, g / 1e6, ahead[i]))
+    # The frontend (the server's read -> its HTTP thread's hand-off, post_tasks) is the front of
+    # the old queue: the two add up to the kernel's read -> the first step, to the ns; it is in
+    # the TTFT window whole; it is never longer than the time to the first step. Every request
+    # has one (llama-server posts each request's tasks; the prompts are token ids: no tokenize).
+    f = e.get("frontend_ns", 0)
+    to_step = e["first_step_ns"] - a_read(i)
+    frontends.append(f)
+    if "no_frontend" in e["flags"] or not f or e.get("posted") != 1:
+        miss(f"request {i}: no frontend found ({e['flags']}, posted {e.get('posted')})")
+    elif text and not e.get("tokenize_calls"):
+        miss(f"request {i}: a text prompt, but no llama_tokenize call joined to it")
+    elif abs(f + e["queue_ns"] - to_step) > 1000 or f > to_step:
+        miss(f"request {i}: frontend {f} + queue {e['queue_ns']} ns, the kernel's read -> first step {to_step}")
+    elif attr[i]["ttft"].get("frontend_ns") != f:
+        miss(f"request {i}: TTFT's frontend {attr[i]['ttft'].get('frontend_ns')} ns, the request's {f}")
+    rows.append((i, e["seq"], f / 1e6, e["queue_ns"] / 1e6, p / 1e6, q / 1e6, d / 1e6, g / 1e6, ahead[i]))
 
 # As many queued (longer than a step before their first step) as had no slot when they came.
 if quiet and queued_n != waited_n:
@@ -150,30 +170,47 @@ if quiet and queued_n != waited_n:
 eh = head.get("engine_steps", {})
 if eh.get("joined") != sum(1 for a in attr.values() if a.get("engine")) or eh.get("source") != "uprobe":
     miss(f"the attribution file's header says {eh}")
+if eh.get("frontend_found") != sum(1 for a in attr.values() if a.get("engine", {}).get("frontend_ns")) or \
+        eh.get("post_calls", 0) < len(recs):
+    miss(f"the attribution file's header counts frontends {eh.get('frontend_found')} and post_tasks calls "
+         f"{eh.get('post_calls')} for {len(recs)} requests")
 if len(attr) < len(recs) or not recs:
     miss(f"{len(recs)} ok requests, {len(attr)} attribution lines")
 
 # The uprobes' own cost: BPF run time per call of the entry and return programs, at the last
 # sample bpftool took during the run.
-cost = {}
-for line in open(f"{base}.progs"):
-    line = line.strip()
-    if not line:
-        continue
-    for p in json.loads(line):
-        if p.get("name", "").startswith("ls_llama_decode") and p.get("run_cnt"):
-            key = (p["id"], p["name"])
-            if p["run_cnt"] >= cost.get(key, (0, 0))[0]:
-                cost[key] = (p["run_cnt"], p["run_time_ns"])
+def prog_cost(prefixes):
+    cost = {}
+    for line in open(f"{base}.progs"):
+        line = line.strip()
+        if not line:
+            continue
+        for p in json.loads(line):
+            if p.get("name", "").startswith(prefixes) and p.get("run_cnt"):
+                key = (p["id"], p["name"])
+                if p["run_cnt"] >= cost.get(key, (0, 0))[0]:
+                    cost[key] = (p["run_cnt"], p["run_time_ns"])
+    return cost
+cost = prog_cost(("ls_llama_decode",))
 calls = sum(c for c, _ in cost.values())
 run_ns = sum(t for _, t in cost.values())
 steps = max((c for c, _ in cost.values()), default=0)
+# The frontend marks: one shared entry program (llama_tokenize and post_tasks), a return each
+# (bpftool truncates names to 15 characters).
+fcost = prog_cost(("ls_frontend_ent", "ls_post_tasks_r", "ls_llama_tokeni"))
+fcalls = sum(c for c, _ in fcost.values())
+fns = sum(t for _, t in fcost.values())
 
 print(f"{args.name}: {len(rows)} requests on {args.slots} slots at concurrency {args.concurrency}, "
       f"{waited_n} waited for a slot, {n_unc} joined uncertainly")
-print("  id seq  queue_ms prefill_ms prompt_ms  decode/tok engine/tok ahead")
+print("  id seq frontend_ms  queue_ms prefill_ms prompt_ms  decode/tok engine/tok ahead")
 for row in rows:
-    print("  %2d %3d %9.3f %10.3f %9.3f %11.3f %10.3f %5d" % row)
+    print("  %2d %3d %11.3f %9.3f %10.3f %9.3f %11.3f %10.3f %5d" % row)
+if frontends:
+    fs = sorted(frontends)
+    tok = sum(a.get("engine", {}).get("tokenize_calls", 0) for a in attr.values())
+    print(f"  {tok} llama_tokenize calls on the requests' threads; frontend (read -> post_tasks): P50 {fs[len(fs) // 2] / 1e6:.3f} ms, P99 "
+          f"{fs[min(len(fs) - 1, int(0.99 * len(fs)))] / 1e6:.3f} ms, max {fs[-1] / 1e6:.3f} ms")
 pre_err.sort()
 dec_err.sort()
 if pre_err:
@@ -200,6 +237,12 @@ if steps:
           f"{run_ns / calls:.0f} ns per call; the trap itself is not in it)")
 else:
     miss("bpftool saw no run of the llama_decode programs")
+if fcalls:
+    print(f"  frontend uprobes' cost in BPF: {fns / max(1, len(recs)):.0f} ns per request ({fcalls} program runs, "
+          f"{2 * fns / fcalls:.0f} ns per call, entry + return: " +
+          ", ".join(f"{n} {c} runs {t / c:.0f} ns" for (_, n), (c, t) in sorted(fcost.items(), key=lambda x: x[0][1])) + ")")
+else:
+    miss("bpftool saw no run of the frontend programs (post_tasks, llama_tokenize)")
 for b in bad[:10]:
     print("  MISS:", b)
 sys.exit(1 if bad else 0)

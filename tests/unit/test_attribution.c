@@ -86,17 +86,26 @@ static void scenario_client(struct ls_evstore *st)
 	CEV(LS_EV_READ, 5320, 5345, 5);
 }
 
-static void scenario_server(struct ls_evstore *st)
+/* The server's side, its request read by thread tid of process tgid (0: unknown). */
+static void scenario_server_on(struct ls_evstore *st, uint32_t tgid, uint32_t tid)
 {
+	struct ls_event rd = t_ev(S_COOKIE, LS_ROLE_SERVER, LS_EV_READ, 1950, 1200 + g_seq0, 200, tid);
+
+	rd.tgid = tgid;
 	SEV(LS_EV_ESTABLISHED, 1760, 0, 0);
 	SEV(LS_EV_ARRIVED, 1905, 1200, 0);
-	SEV(LS_EV_READ, 1950, 1200, 200);
+	t_ev_add(st, rd);
 	SEV(LS_EV_SEND_START, 2000, 5000, 100);
 	SEV(LS_EV_SEND_START, 3000, 5100, 60);
 	SEV(LS_EV_SEND_START, 4000, 5160, 60);
 	SEV(LS_EV_SEND_START, 5000, 5220, 60);
 	SEV(LS_EV_SEND_START, 5100, 5280, 60);
 	SEV(LS_EV_SEND_START, 5300, 5340, 5);
+}
+
+static void scenario_server(struct ls_evstore *st)
+{
+	scenario_server_on(st, 0, 0);
 }
 
 static void assert_sums(const struct ls_attribution *a)
@@ -409,7 +418,7 @@ Test(attribution, uprobe_steps_split_server_into_queue_prefill_decode)
 	cr_assert(a->have_engine);
 	cr_assert_eq(a->engine.sessions, 1);
 	cr_assert_eq(a->engine.mapped, 1);
-	cr_assert_eq(q->engine.flags, LS_ENG_MAPPED, "flags %#x", q->engine.flags);
+	cr_assert_eq(q->engine.flags, LS_ENG_MAPPED | LS_ENG_NO_FRONTEND, "flags %#x", q->engine.flags);
 	cr_assert_eq(q->engine.seq, 3);
 	cr_assert_eq(q->engine.prompt_tokens, 32);
 	cr_assert_eq(q->engine.decode_steps, 2);
@@ -441,12 +450,65 @@ Test(attribution, uprobe_steps_split_server_into_queue_prefill_decode)
 	unlink(path);
 	cr_assert_not_null(back);
 	cr_assert(back->have_engine);
-	cr_assert_eq(back->req[0].engine.flags, LS_ENG_MAPPED);
+	cr_assert_eq(back->req[0].engine.flags, LS_ENG_MAPPED | LS_ENG_NO_FRONTEND);
 	cr_assert_eq(back->req[0].engine.seq, 3);
 	cr_assert_eq(back->req[0].engine.decode_ns, 2100 * US);
 	cr_assert_eq(P(back->req[0].ttft, PREFILL), 600);
 	ls_attribution_free(back);
 	cJSON_free(line);
+	cJSON_Delete(j);
+	ls_attribution_free(a);
+	ls_evstore_free(st);
+	ls_request_free(&r);
+}
+
+/* The same run with the server's read of the request by thread 21 of process 7 (the READ
+ * event's aux), and llama_tokenize calls: thread 21 tokenizes it twice (1990-2010, the buffer too
+ * small; 2020-2060), thread 22 another request's prompt (2100-2150), the engine's thread 7 a stop
+ * word (2150-2160), thread 21 a /tokenize request before the read (1800-1900). TTFT's server
+ * time 1950 -> 3000: frontend 1950 -> 2060 = 110, queue 2060 -> 2200 = 140, prefill 600, server
+ * 200. Catches: the read's thread not carried from the kernel's event to the join, frontend not
+ * taken out of queue, the parts no longer summing. */
+Test(attribution, uprobe_tokenize_splits_frontend_out_of_queue)
+{
+	struct ls_run run;
+	struct ls_request r = { 0 };
+	struct ls_evstore *st = ls_evstore_new();
+	struct ls_step_event up[8] = { upstep(4100, 4900, 3, 1), upstep(2200, 2800, 3, 32), upstep(3100, 3900, 3, 1) };
+	const uint64_t calls[5][3] = { { 21, 1990, 2010 }, { 21, 2020, 2060 }, { 22, 2100, 2150 }, { 7, 2150, 2160 },
+				       { 21, 1800, 1900 } };
+	for (int k = 0; k < 5; k++)
+		up[3 + k] = (struct ls_step_event){ .start_ns = calls[k][1] * US, .end_ns = calls[k][2] * US, .tgid = 7,
+						    .tid = (uint32_t)calls[k][0], .flags = LS_STEP_TOKENIZE, .ret = 32 };
+	scenario_run(&run, &r);
+	r.engine_prompt_n = 32;
+	r.engine_predicted_n = 3;
+	scenario_client(st);
+	scenario_server_on(st, 7, 21);
+	struct ls_attr_steps steps = { .uprobe = up, .n_uprobe = 8 };
+	const struct ls_evstore *stores[1] = { st };
+	struct ls_attribution *a = ls_attribute_steps(&run, stores, 1, NULL, &steps, t_honest_rules(), NULL);
+	cr_assert_not_null(a);
+	const struct ls_req_attr *q = &a->req[0];
+	cr_assert_eq(a->engine.uprobe_steps, 3);
+	cr_assert_eq(a->engine.tokenize_calls, 5);
+	cr_assert_eq(a->engine.marks_joined, 2);
+	cr_assert_eq(a->engine.frontend, 1);
+	cr_assert_eq(q->server_read_tid, 21);
+	cr_assert_eq(q->engine.flags, LS_ENG_MAPPED, "flags %#x", q->engine.flags);
+	cr_assert_eq(q->engine.tokenize_calls, 2);
+	cr_assert_eq(q->engine.frontend_ns, 110 * US);
+	cr_assert_eq(q->engine.queue_ns, 140 * US);
+	cr_assert_eq(P(q->ttft, FRONTEND), 110);
+	cr_assert_eq(P(q->ttft, QUEUE), 140);
+	cr_assert_eq(P(q->ttft, PREFILL), 600);
+	cr_assert_eq(P(q->ttft, SERVER), 200);
+	cr_assert_eq(P(q->e2el, FRONTEND), 110);
+	cr_assert_eq(P(q->gaps[0], FRONTEND), 0);
+	assert_sums(a);
+	cJSON *j = ls_attribution_request_json(a, 0);
+	cr_assert_eq(t_json_get(j, "engine.frontend_ns")->valuedouble, 110.0 * US);
+	cr_assert_eq(t_json_get(j, "ttft.frontend_ns")->valuedouble, 110.0 * US);
 	cJSON_Delete(j);
 	ls_attribution_free(a);
 	ls_evstore_free(st);

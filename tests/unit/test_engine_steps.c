@@ -1,6 +1,7 @@
 /* test_engine_steps.c — engine steps as one record (CUPTI's and the uprobes'), a slot's sessions
  * cut from synthetic llama_decode steps, their join to requests (by time and the engine's token
- * counts), the uncertain cases, and the split of an interval into queue / prefill / decode.
+ * counts), the uncertain cases, the split of an interval into frontend / queue / prefill /
+ * decode, and the join of llama_tokenize calls to requests (the frontend's end).
  * Each case's expected sessions and joins are worked out by hand from the step lists. */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -121,13 +122,14 @@ Test(engine_steps, join_by_time_and_counts)
 	cr_assert_eq(m.sess[m.req_sess[2]].first_start_ns, 20 * MS);
 	/* C's server time from its arrival to its first token: queue 1..20, prefill 20..30, and
 	 * 0.1 ms of its next (decode) step, which runs while the first token is written. */
-	uint64_t q, p, d;
-	ls_engine_split(&m, m.req_sess[2], 1 * MS, 30 * MS + 100000, &q, &p, &d);
+	uint64_t f, q, p, d;
+	ls_engine_split(&m, m.req_sess[2], 0, 1 * MS, 30 * MS + 100000, &f, &q, &p, &d);
+	cr_assert_eq(f, 0); /* no frontend known: all of it is queue */
 	cr_assert_eq(q, 19 * MS);
 	cr_assert_eq(p, 10 * MS);
 	cr_assert_eq(d, 100000);
 	/* A's E2EL server time 0..17: prefill 10, decode 10-14, 14-16 and 16-17 = 7. */
-	ls_engine_split(&m, m.req_sess[0], 0, 17 * MS, &q, &p, &d);
+	ls_engine_split(&m, m.req_sess[0], 0, 0, 17 * MS, &f, &q, &p, &d);
 	cr_assert_eq(q, 0);
 	cr_assert_eq(p, 10 * MS);
 	cr_assert_eq(d, 7 * MS);
@@ -253,8 +255,8 @@ Test(engine_steps, counts_cut_a_reused_prefix)
 	cr_assert_eq(b->prefill_end_ns, 16 * MS);
 	cr_assert_eq(b->n_decode_steps, 2);
 	cr_assert_eq(b->decode_steps_ns, 4 * MS);
-	uint64_t q, p, d;
-	ls_engine_split(&m, m.req_sess[1], 5 * MS, 16 * MS, &q, &p, &d);
+	uint64_t f, q, p, d;
+	ls_engine_split(&m, m.req_sess[1], 0, 5 * MS, 16 * MS, &f, &q, &p, &d);
 	cr_assert_eq(q, 9 * MS);
 	cr_assert_eq(p, 2 * MS);
 	cr_assert_eq(d, 0);
@@ -359,6 +361,124 @@ Test(engine_steps, twins_stay_uncertain_when_a_first_token_is_late)
 	cr_assert_eq(m.n_mapped, 2);
 	cr_assert_eq(m.n_uncertain, 2);
 	cr_assert_eq(m.n_twins, 2);
+	ls_engine_map_free(&m);
+	ls_engine_steps_free(&s);
+}
+
+/* ---- the frontend: marks (llama_tokenize, post_tasks) joined by the thread that read the request ---- */
+
+#define US 1000ull
+
+/* A frontend mark (what: LS_STEP_TOKENIZE or LS_STEP_POSTED) of pid 1 on thread tid at [start, end] us. */
+static struct ls_step_event mark(uint32_t what, uint32_t tid, uint64_t start_us, uint64_t end_us, int32_t ret)
+{
+	struct ls_step_event e = { .start_ns = start_us * US, .end_ns = end_us * US, .tgid = 1, .tid = tid,
+				   .flags = what, .ret = ret };
+	return e;
+}
+
+#define TOK(tid, a, b, ret) mark(LS_STEP_TOKENIZE, tid, a, b, ret)
+#define POST(tid, a, b) mark(LS_STEP_POSTED, tid, a, b, 0)
+
+/* Requests: r0 read on thread 5 at 1000 us (first step 3000), r1 on thread 6 at 1200 (first step
+ * 2000), r2 on thread 7 at 1300 (no mark: unknown), r3 with no thread known, r4 on thread 5 at
+ * 5000 (the thread's next request, its first step 9000). Marks: thread 5 tokenizes r0 twice (the
+ * first buffer too small: -40, then 36 tokens) and posts it at 1550-1560; thread 6 tokenizes r1
+ * once and posts it at 1900-2100, returning after r1's first step began (the engine took it
+ * meanwhile); the engine's thread 9 tokenizes a stop word in between; thread 5 had tokenized a
+ * /tokenize request before r0's read; thread 6 tokenizes at 2100-2200, after r1's first step
+ * (not r1's); thread 5 tokenizes r4 (no post seen). By hand: r0 ends at 1560 (2 + 1 marks), r1
+ * at 2000 (its first step: 1 + 1), r2 and r3 none, r4 at 5200. Catches: marks of another thread
+ * taken, a mark from before the read taken, the first of several taken for the last, a mark
+ * past the first step taken, a frontend that ends after its first step. */
+Test(engine_steps, frontend_joins_the_reading_threads_last_mark)
+{
+	struct ls_step_event ev[] = {
+		TOK(5, 1100, 1300, -40), TOK(5, 1350, 1500, 36), POST(5, 1550, 1560), TOK(6, 1250, 1400, 36),
+		TOK(9, 1450, 1460, 1), TOK(5, 500, 900, 12), POST(6, 1900, 2100), TOK(6, 2100, 2200, 36),
+		TOK(5, 5100, 5200, 20),
+	};
+	struct ls_fe_req req[5] = {
+		{ .read_ns = 1000 * US, .pid = 1, .tid = 5, .limit_ns = 3000 * US },
+		{ .read_ns = 1200 * US, .pid = 1, .tid = 6, .limit_ns = 2000 * US },
+		{ .read_ns = 1300 * US, .pid = 1, .tid = 7, .limit_ns = 4000 * US },
+		{ .read_ns = 1300 * US, .pid = 1, .tid = 0, .limit_ns = 4000 * US },
+		{ .read_ns = 5000 * US, .pid = 1, .tid = 5, .limit_ns = 9000 * US },
+	};
+	struct ls_fe_join out[5];
+	struct ls_engine_steps s;
+	size_t joined;
+	load(&s, ev, sizeof(ev) / sizeof(ev[0]));
+	cr_assert_eq(s.n, 0, "frontend marks are no steps");
+	cr_assert_eq(s.n_calls, 9);
+	cr_assert_eq(ls_engine_frontend(s.calls, s.n_calls, req, 5, out, &joined), 0);
+	cr_assert_eq(out[0].end_ns, 1560 * US);
+	cr_assert_eq(out[0].tokenize, 2);
+	cr_assert_eq(out[0].posted, 1);
+	cr_assert_eq(out[1].end_ns, 2000 * US);
+	cr_assert_eq(out[1].tokenize, 1);
+	cr_assert_eq(out[1].posted, 1);
+	cr_assert_eq(out[2].end_ns, 0);
+	cr_assert_eq(out[3].end_ns, 0);
+	cr_assert_eq(out[4].end_ns, 5200 * US);
+	cr_assert_eq(out[4].posted, 0);
+	cr_assert_eq(joined, 6);
+	ls_engine_steps_free(&s);
+}
+
+/* A request that waited long for its first step (12000) on thread 5, and the thread's next
+ * request read at 4000 (the HTTP thread went on to another connection): the later calls are the
+ * next request's, not the first's. A process apart (pid 2) with the same thread id is another
+ * thread. Catches: a window not closed at the thread's next read; threads of two processes
+ * taken as one. */
+Test(engine_steps, frontend_window_ends_at_the_threads_next_read)
+{
+	struct ls_step_event ev[] = { TOK(5, 1100, 1200, 30), TOK(5, 4100, 4300, 30), TOK(5, 1300, 1350, 30) };
+	ev[2].tgid = 2;
+	struct ls_fe_req req[2] = {
+		{ .read_ns = 1000 * US, .pid = 1, .tid = 5, .limit_ns = 12000 * US },
+		{ .read_ns = 4000 * US, .pid = 1, .tid = 5, .limit_ns = 13000 * US },
+	};
+	struct ls_fe_join out[2];
+	struct ls_engine_steps s;
+	size_t joined;
+	load(&s, ev, 3);
+	cr_assert_eq(ls_engine_frontend(s.calls, s.n_calls, req, 2, out, &joined), 0);
+	cr_assert_eq(out[0].end_ns, 1200 * US);
+	cr_assert_eq(out[0].tokenize, 1);
+	cr_assert_eq(out[1].end_ns, 4300 * US);
+	cr_assert_eq(joined, 2);
+	ls_engine_steps_free(&s);
+}
+
+/* The split with a frontend: a session whose first step starts at 20 ms (prompt 20-30, one
+ * decode 30-32), its frontend ending at 4 ms. Server time 1 -> 30.1: frontend 3, queue 16,
+ * prefill 10, decode 0.1. A window from 5 ms (after the frontend's end) to 31 has no frontend:
+ * queue 15, prefill 10, decode 1; one that ends before it (1 -> 3) is frontend alone. Catches: frontend taken out of prefill or server
+ * rather than queue; frontend counted past the window's end. */
+Test(engine_steps, split_frontend_out_of_queue)
+{
+	struct ls_step_event ev[] = { S1(20, 30, 0, 32), S1(30, 32, 0, 1) };
+	struct ls_map_req req[1] = { { .arrived_ns = 0, .first_token_ns = 30 * MS + 100000, .prompt_n = 32,
+				       .predicted_n = 2 } };
+	struct ls_engine_steps s;
+	struct ls_engine_map m;
+	uint64_t f, q, p, d;
+	load(&s, ev, 2);
+	cr_assert_eq(ls_engine_map_build(s.steps, s.n, req, 1, &m), 0);
+	cr_assert_eq(m.n_mapped, 1);
+	ls_engine_split(&m, m.req_sess[0], 4 * MS, 1 * MS, 30 * MS + 100000, &f, &q, &p, &d);
+	cr_assert_eq(f, 3 * MS);
+	cr_assert_eq(q, 16 * MS);
+	cr_assert_eq(p, 10 * MS);
+	cr_assert_eq(d, 100000);
+	ls_engine_split(&m, m.req_sess[0], 4 * MS, 5 * MS, 31 * MS, &f, &q, &p, &d);
+	cr_assert_eq(f, 0);
+	cr_assert_eq(q, 15 * MS);
+	cr_assert_eq(f + q + p + d, 26 * MS);
+	ls_engine_split(&m, m.req_sess[0], 4 * MS, 1 * MS, 3 * MS, &f, &q, &p, &d);
+	cr_assert_eq(f, 2 * MS);
+	cr_assert_eq(q + p + d, 0);
 	ls_engine_map_free(&m);
 	ls_engine_steps_free(&s);
 }

@@ -96,6 +96,7 @@ struct chain {
 	const struct gpu_union *gpu;
 	const struct ls_engine_map *eng; /* the request's engine session splits its server time */
 	size_t sess;
+	uint64_t frontend_end;           /* its HTTP thread's hand-off (0 unknown) */
 	int disorder;
 };
 
@@ -111,28 +112,32 @@ static void chain_init(struct chain *c, uint64_t start, uint64_t end, struct ls_
 	c->gpu = gpu && gpu->n ? gpu : NULL;
 	c->eng = NULL;
 	c->sess = SIZE_MAX;
+	c->frontend_end = 0;
 	c->disorder = 0;
 }
 
-/* Server time of this window is split by the request's engine session (SIZE_MAX: none). */
-static void chain_engine(struct chain *c, const struct ls_engine_map *eng, size_t sess)
+/* Server time of this window is split by the request's engine session (SIZE_MAX: none) and its
+ * frontend's end. */
+static void chain_engine(struct chain *c, const struct ls_engine_map *eng, size_t sess, uint64_t frontend_end)
 {
 	c->eng = sess != SIZE_MAX ? eng : NULL;
 	c->sess = sess;
+	c->frontend_end = frontend_end;
 }
 
-/* [cursor, t] of server time: queue before the request's first engine step, prefill and decode
- * inside its steps, the rest server (parsing, sampling, other requests' steps after its start,
- * writing): the four add up to the interval. */
+/* [cursor, t] of server time: before the request's first engine step, frontend up to its HTTP
+ * thread's hand-off and queue after it; prefill and decode inside its steps; the rest server
+ * (sampling, other requests' steps after its start, writing): the five add up to the interval. */
 static void server_split(struct chain *c, uint64_t t)
 {
-	uint64_t queue, prefill, decode;
+	uint64_t frontend, queue, prefill, decode;
 
-	ls_engine_split(c->eng, c->sess, c->cursor, t, &queue, &prefill, &decode);
+	ls_engine_split(c->eng, c->sess, c->frontend_end, c->cursor, t, &frontend, &queue, &prefill, &decode);
+	c->out->ns[LS_PART_FRONTEND] += frontend;
 	c->out->ns[LS_PART_QUEUE] += queue;
 	c->out->ns[LS_PART_PREFILL] += prefill;
 	c->out->ns[LS_PART_DECODE] += decode;
-	c->out->ns[LS_PART_SERVER] += t - c->cursor - queue - prefill - decode;
+	c->out->ns[LS_PART_SERVER] += t - c->cursor - frontend - queue - prefill - decode;
 }
 
 static enum ls_part merged(unsigned mask)
@@ -307,7 +312,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 	}
 	a->ttft_ns = v.first_ns - origin;
 	chain_init(&c, origin, v.first_ns, &a->ttft, &x->gpu);
-	chain_engine(&c, &x->map, x->sess);
+	chain_engine(&c, &x->map, x->sess, a->engine.frontend_end_ns);
 	chain_request(&c, r, a);
 	chain_frame(&c, &a->frames[first], r->frames[first].arrived_ns);
 	chain_finish(&c);
@@ -328,7 +333,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 		a->gap_ns[a->n_gaps] = to - from;
 		a->gap_frame[a->n_gaps] = i;
 		chain_init(&c, from, to, &a->gaps[a->n_gaps], &x->gpu);
-		chain_engine(&c, &x->map, x->sess);
+		chain_engine(&c, &x->map, x->sess, a->engine.frontend_end_ns);
 		chain_frame(&c, &a->frames[i], to);
 		chain_finish(&c);
 		disorder |= c.disorder;
@@ -337,7 +342,7 @@ static int attribute_one(struct ctx *x, const struct ls_request *r, struct ls_re
 
 	a->e2el_ns = v.end_ns - origin;
 	chain_init(&c, origin, v.end_ns, &a->e2el, &x->gpu);
-	chain_engine(&c, &x->map, x->sess);
+	chain_engine(&c, &x->map, x->sess, a->engine.frontend_end_ns);
 	chain_request(&c, r, a);
 	for (uint32_t i = (uint32_t)first; i < r->n_frames && r->frames[i].arrived_ns <= v.end_ns; i++) {
 		chain_sequence(&c);
@@ -488,7 +493,7 @@ struct ls_attribution *ls_attribute_steps(const struct ls_run *run, const struct
 			goto fail;
 	}
 	if ((err = match_all(&x, run, a, ix, n_stores, part, tails)) ||
-	    (err = ls_attr_engine_map(run, a, x.steps.steps, x.steps.n, steps ? steps->uprobe_lost : 0, &x.map)))
+	    (err = ls_attr_engine_map(run, a, &x.steps, steps ? steps->uprobe_lost : 0, &x.map)))
 		goto fail;
 	err = -ENOMEM;
 	for (size_t i = 0; i < run->n_requests; i++) {
@@ -536,6 +541,7 @@ static const char *const part_names[LS_PART__COUNT] = {
 	[LS_PART_CLIENT] = "client",
 	[LS_PART_NETWORK] = "network",
 	[LS_PART_SERVER] = "server",
+	[LS_PART_FRONTEND] = "frontend",
 	[LS_PART_QUEUE] = "queue",
 	[LS_PART_GPU] = "gpu",
 	[LS_PART_PREFILL] = "prefill",

@@ -20,8 +20,12 @@ enum ls_part {
 	LS_PART_CLIENT,         /* slot wait, dispatch, curl noticing, bytes waiting in the kernel */
 	LS_PART_NETWORK,        /* connect, TLS handshake, request and frames in flight */
 	LS_PART_SERVER,         /* server read the request -> wrote the frame (no GPU steps given) */
+	LS_PART_FRONTEND,       /* with engine steps mapped to the request: its server read -> the
+				 * HTTP thread's hand-off to the engine (uprobes: post_tasks, else its
+				 * last llama_tokenize) */
 	LS_PART_QUEUE,          /* server time outside GPU steps (GPU steps given); with engine steps
-				 * mapped to the request: server time before its first step */
+				 * mapped to the request: server time before its first step (after
+				 * the frontend when one was found) */
 	LS_PART_GPU,            /* server time inside GPU steps */
 	LS_PART_PREFILL,        /* server time inside the engine steps that computed its prompt (uprobe) */
 	LS_PART_DECODE,         /* server time inside the engine steps that decoded its tokens (uprobe) */
@@ -73,6 +77,7 @@ enum {
 	LS_ENG_SEQS_MISSED = 1u << 3,  /* a step of its session could not list every sequence */
 	LS_ENG_TWIN = 1u << 4,         /* uncertain between twin sessions (same steps): parts unaffected */
 	LS_ENG_SPLIT = 1u << 5,        /* its session was cut from a longer run by the engine's counts */
+	LS_ENG_NO_FRONTEND = 1u << 6,  /* no frontend mark in its window: frontend stays in queue */
 };
 
 struct ls_req_engine {
@@ -80,7 +85,11 @@ struct ls_req_engine {
 	int32_t  seq;               /* llama-server: the slot */
 	uint32_t prompt_tokens, prefill_steps, decode_steps;
 	uint64_t first_step_ns;     /* its first step started */
-	uint64_t queue_ns;          /* the server read it -> its first step (0: started before the read) */
+	uint64_t frontend_end_ns;   /* its HTTP thread's hand-off: its last frontend mark (0: none found) */
+	uint64_t frontend_ns;       /* the server read it -> frontend_end_ns (0: none found) */
+	uint32_t tokenize_calls;    /* llama_tokenize calls joined to it */
+	uint32_t posted;            /* post_tasks calls joined to it (llama-server: 1) */
+	uint64_t queue_ns;          /* the frontend's end (else the server's read) -> its first step */
 	uint64_t prefill_ns;        /* its first step's start -> its prompt's last step's end */
 	uint64_t decode_ns;         /* its prompt's end -> its last step's end (llama.cpp's predicted_ms span) */
 	uint64_t prefill_steps_ns;  /* inside its prompt steps */
@@ -102,6 +111,7 @@ struct ls_req_attr {
 	uint32_t request_end_seq;
 	uint64_t server_arrived_ns; /* server kernel had the whole request */
 	uint64_t server_read_ns;    /* server read the whole request */
+	uint32_t server_tgid, server_read_tid; /* the server process, and the thread of that read */
 	uint64_t curl_connect_time_ns; /* curl's CONNECT_TIME (record: connect - started), 0 unknown */
 	uint32_t srtt_us;           /* last smoothed RTT of the client socket, 0 unknown */
 	uint32_t retransmits;
@@ -133,6 +143,9 @@ struct ls_attr_engine {
 	size_t   uprobe_steps, seq_steps; /* llama_decode steps; those that listed their sequences */
 	size_t   sessions, mapped, uncertain, twins, split, counts_differ, unjoined;
 	uint64_t lost;              /* steps the kernel could not send */
+	size_t   tokenize_calls, post_calls; /* frontend marks seen: llama_tokenize, post_tasks calls */
+	size_t   marks_joined;      /* of them, in a request's window */
+	size_t   frontend, no_frontend; /* joined requests with a frontend found; without one */
 	uint64_t prefill_step_p50_ns, decode_step_p50_ns; /* the uprobe steps by kind (sessions') */
 };
 
@@ -143,7 +156,8 @@ struct ls_attribution {
 	int      have_client;       /* client-side events existed */
 	int      have_server;       /* some request paired with a server socket */
 	int      have_gpu;          /* GPU steps split server into queue + gpu */
-	int      have_engine;       /* engine steps (uprobe) split server into queue + prefill + decode */
+	int      have_engine;       /* engine steps (uprobe) split server into (frontend +) queue +
+				     * prefill + decode */
 	struct ls_attr_engine engine;
 	uint64_t lost_events;       /* ring buffer overflow, all kinds */
 	size_t   n_lost_requests;   /* requests marked LS_ATTR_LOST_EVENTS */
@@ -177,9 +191,10 @@ struct ls_attr_steps {
 	uint64_t                    uprobe_lost;
 };
 /* ls_attribute_parts with engine steps: each request joined to a session of uprobe steps
- * (engine_steps.h) has its server time split into queue (before its first step), prefill and
- * decode (inside its steps), the rest staying server; requests not joined use the GPU steps'
- * queue + gpu split when given. steps may be NULL. */
+ * (engine_steps.h) has its server time split into frontend (its read -> its HTTP thread's
+ * hand-off to the engine, when a mark was found), queue (-> its first step), prefill and decode
+ * (inside its steps), the rest staying server; requests not joined use the GPU steps' queue +
+ * gpu split when given. steps may be NULL. */
 struct ls_attribution *ls_attribute_steps(const struct ls_run *run, const struct ls_evstore *const *stores,
 					  size_t n_stores, const uint32_t *part, const struct ls_attr_steps *steps,
 					  const struct ls_read_rules *rules, const char *why);

@@ -49,7 +49,7 @@ static void fill_request(const struct ls_engine_session *s, const struct ls_requ
 	e->prefill_steps = s->n_prefill_steps;
 	e->decode_steps = s->n_decode_steps;
 	e->first_step_ns = s->first_start_ns;
-	e->queue_ns = read && s->first_start_ns > read ? s->first_start_ns - read : 0;
+	e->queue_ns = read && s->first_start_ns > read ? s->first_start_ns - read : 0; /* frontend's: below */
 	e->prefill_ns = s->prefill_end_ns - s->first_start_ns;
 	e->decode_ns = s->last_end_ns - s->prefill_end_ns;
 	e->prefill_steps_ns = s->prefill_steps_ns;
@@ -85,17 +85,62 @@ static uint64_t step_p50(const struct ls_engine_map *m, int kind)
 	return p50;
 }
 
-int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const struct ls_engine_step *steps,
-		       size_t n_steps, uint64_t lost, struct ls_engine_map *map)
+/* Each joined request's frontend: its HTTP thread's frontend marks (llama_tokenize, post_tasks)
+ * between its server read and its first step (ls_engine_frontend), taken out of its queue. 0 or
+ * -ENOMEM. */
+static int frontend_all(const struct ls_run *run, struct ls_attribution *a, const struct ls_engine_steps *steps,
+			const struct ls_engine_map *map)
+{
+	struct ls_fe_req *q = calloc(run->n_requests + 1, sizeof(*q));
+	struct ls_fe_join *out = calloc(run->n_requests + 1, sizeof(*out));
+	int err = -ENOMEM;
+
+	if (q && out) {
+		for (size_t i = 0; i < run->n_requests; i++) {
+			const struct ls_req_attr *ra = &a->req[i];
+			q[i].read_ns = ra->server_read_ns;
+			q[i].pid = ra->server_tgid;
+			q[i].tid = ra->server_read_tid;
+			q[i].limit_ns = map->req_sess[i] != SIZE_MAX ? map->sess[map->req_sess[i]].first_start_ns : 0;
+		}
+		err = ls_engine_frontend(steps->calls, steps->n_calls, q, run->n_requests, out, &a->engine.marks_joined);
+	}
+	for (size_t i = 0; !err && i < run->n_requests; i++) {
+		struct ls_req_engine *e = &a->req[i].engine;
+		if (!(e->flags & LS_ENG_MAPPED))
+			continue;
+		e->tokenize_calls = out[i].tokenize;
+		e->posted = out[i].posted;
+		if (!out[i].end_ns) {
+			e->flags |= LS_ENG_NO_FRONTEND;
+			a->engine.no_frontend++;
+			continue;
+		}
+		e->frontend_end_ns = out[i].end_ns;
+		e->frontend_ns = out[i].end_ns - q[i].read_ns;
+		e->queue_ns = e->first_step_ns - out[i].end_ns;
+		a->engine.frontend++;
+	}
+	free(q);
+	free(out);
+	return err;
+}
+
+int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const struct ls_engine_steps *steps,
+		       uint64_t lost, struct ls_engine_map *map)
 {
 	struct ls_attr_engine *sum = &a->engine;
 	struct ls_map_req *q;
 
 	memset(map, 0, sizeof(*map));
-	sum->steps = n_steps;
+	sum->steps = steps->n;
 	sum->lost = lost;
-	for (size_t i = 0; i < n_steps; i++)
-		sum->uprobe_steps += steps[i].source == LS_STEP_SRC_UPROBE;
+	for (size_t i = 0; i < steps->n_calls; i++) {
+		sum->tokenize_calls += steps->calls[i].what == LS_STEP_TOKENIZE;
+		sum->post_calls += steps->calls[i].what == LS_STEP_POSTED;
+	}
+	for (size_t i = 0; i < steps->n; i++)
+		sum->uprobe_steps += steps->steps[i].source == LS_STEP_SRC_UPROBE;
 	if (!sum->uprobe_steps)
 		return 0;
 	q = calloc(run->n_requests + 1, sizeof(*q));
@@ -103,7 +148,7 @@ int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const
 		return -ENOMEM;
 	for (size_t i = 0; i < run->n_requests; i++)
 		map_req(&run->requests[i], &a->req[i], &a->rules, &q[i]);
-	int err = ls_engine_map_build(steps, n_steps, q, run->n_requests, map);
+	int err = ls_engine_map_build(steps->steps, steps->n, q, run->n_requests, map);
 	free(q);
 	if (err)
 		return err;
@@ -121,5 +166,5 @@ int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const
 	sum->prefill_step_p50_ns = step_p50(map, 0);
 	sum->decode_step_p50_ns = step_p50(map, 1);
 	a->have_engine = map->n_mapped > 0;
-	return 0;
+	return frontend_all(run, a, steps, map);
 }

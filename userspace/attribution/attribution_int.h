@@ -31,12 +31,13 @@ int ls_attr_match(const struct ls_attr_index *x, const struct ls_request *r, str
  * from the client socket cs and the paired server socket (a->server_cookie). */
 void ls_attr_handshake(const struct ls_attr_index *x, const struct ls_sock_events *cs, struct ls_req_attr *a);
 
-/* The uprobe steps' sessions joined to the requests (attribution_engine.c): fills map (the
- * caller frees it), each a->req[i].engine and a->engine / a->have_engine. Needs the requests'
- * kernel stamps (ls_attr_match) first. steps sorted by start. 0 or -ENOMEM. */
-struct ls_engine_step;
+/* The uprobe steps' sessions joined to the requests (attribution_engine.c), and the requests'
+ * llama_tokenize calls (their frontend): fills map (the caller frees it), each a->req[i].engine
+ * and a->engine / a->have_engine. Needs the requests' kernel stamps (ls_attr_match) first. steps
+ * sorted (ls_engine_steps_sort). 0 or -ENOMEM. */
+struct ls_engine_steps;
 struct ls_engine_map;
-int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const struct ls_engine_step *steps,
-		       size_t n_steps, uint64_t lost, struct ls_engine_map *map);
+int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const struct ls_engine_steps *steps,
+		       uint64_t lost, struct ls_engine_map *map);
 
 #endif

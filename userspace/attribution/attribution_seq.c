@@ -294,6 +294,8 @@ static struct span match_server(const struct ls_attr_index *x, const struct ls_s
 				a->server_arrived_ns = e->ts_ns;
 			if (e->kind == LS_EV_READ && seq_ge(e->seq, a->request_end_seq)) {
 				a->server_read_ns = e->ts_ns;
+				a->server_tgid = e->tgid;
+				a->server_read_tid = e->aux; /* the handler thread (bpf/events.h) */
 				srv.ev += i;
 				srv.n -= i;
 				break;

@@ -39,13 +39,39 @@ static void merge_runs(struct ls_engine_step *st, const struct ls_step_event *e)
 	}
 }
 
+/* A frontend mark into s->calls. 0 or -ENOMEM. */
+static int add_call(struct ls_engine_steps *s, const struct ls_step_event *e)
+{
+	if (s->n_calls == s->cap_calls) {
+		size_t cap = s->cap_calls ? 2 * s->cap_calls : 256;
+		struct ls_fe_call *g = realloc(s->calls, cap * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		s->calls = g;
+		s->cap_calls = cap;
+	}
+	struct ls_fe_call *c = &s->calls[s->n_calls++];
+	c->start_ns = e->start_ns;
+	c->end_ns = e->end_ns > e->start_ns ? e->end_ns : e->start_ns;
+	c->pid = e->tgid;
+	c->tid = e->tid;
+	c->what = e->flags & (LS_STEP_TOKENIZE | LS_STEP_POSTED);
+	c->ret = e->ret;
+	return 0;
+}
+
 int ls_engine_steps_add_uprobe(struct ls_engine_steps *s, const struct ls_step_event *ev, size_t n)
 {
 	if (grow(s, n))
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		struct ls_engine_step *st = &s->steps[s->n++];
 		const struct ls_step_event *e = &ev[i];
+		if (e->flags & (LS_STEP_TOKENIZE | LS_STEP_POSTED)) {
+			if (add_call(s, e))
+				return -ENOMEM;
+			continue;
+		}
+		struct ls_engine_step *st = &s->steps[s->n++];
 		memset(st, 0, sizeof(*st));
 		st->start_ns = e->start_ns;
 		st->end_ns = e->end_ns > e->start_ns ? e->end_ns : e->start_ns;
@@ -96,14 +122,27 @@ static int by_start(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+static int call_by_thread(const void *a, const void *b)
+{
+	const struct ls_fe_call *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
 void ls_engine_steps_sort(struct ls_engine_steps *s)
 {
 	if (s->n > 1)
 		qsort(s->steps, s->n, sizeof(*s->steps), by_start);
+	if (s->n_calls > 1)
+		qsort(s->calls, s->n_calls, sizeof(*s->calls), call_by_thread);
 }
 
 void ls_engine_steps_free(struct ls_engine_steps *s)
 {
+	free(s->calls);
 	free(s->steps);
 	memset(s, 0, sizeof(*s));
 }
@@ -528,17 +567,92 @@ static uint64_t overlap(const struct ls_engine_map *m, size_t k0, size_t k1, uin
 	return sum;
 }
 
-void ls_engine_split(const struct ls_engine_map *m, size_t s, uint64_t from, uint64_t to, uint64_t *queue,
-		     uint64_t *prefill, uint64_t *decode)
+void ls_engine_split(const struct ls_engine_map *m, size_t s, uint64_t frontend_end, uint64_t from, uint64_t to,
+		     uint64_t *frontend, uint64_t *queue, uint64_t *prefill, uint64_t *decode)
 {
 	const struct ls_engine_session *ss = &m->sess[s];
 	size_t pre_end = ss->first + ss->n_prefill_steps;
 
-	*queue = *prefill = *decode = 0;
+	*frontend = *queue = *prefill = *decode = 0;
 	if (to <= from)
 		return;
-	if (from < ss->first_start_ns)
-		*queue = (to < ss->first_start_ns ? to : ss->first_start_ns) - from;
+	if (from < ss->first_start_ns) {
+		uint64_t before = to < ss->first_start_ns ? to : ss->first_start_ns;
+		if (frontend_end > from)
+			*frontend = (frontend_end < before ? frontend_end : before) - from;
+		*queue = before - from - *frontend;
+	}
 	*prefill = overlap(m, ss->first, pre_end, from, to);
 	*decode = overlap(m, pre_end, ss->first + ss->n, from, to);
+}
+
+/* ---- the frontend ---- */
+
+static int req_by_thread(const void *a, const void *b, void *arg)
+{
+	const struct ls_fe_req *r = arg, *x = &r[*(const size_t *)a], *y = &r[*(const size_t *)b];
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->read_ns < y->read_ns ? -1 : x->read_ns > y->read_ns;
+}
+
+/* The first call of (pid, tid) that started at or after t (n_calls: none). */
+static size_t first_call(const struct ls_fe_call *c, size_t n, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct ls_fe_call *m = &c[mid];
+		int before = m->pid != pid ? m->pid < pid : m->tid != tid ? m->tid < tid : m->start_ns < t;
+		if (before)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Request r's marks: on its thread, started at or after its read and before hi; the last
+ * return, at most hi. */
+static void frontend_one(const struct ls_fe_call *calls, size_t n_calls, const struct ls_fe_req *r, uint64_t hi,
+			 struct ls_fe_join *out, size_t *joined)
+{
+	for (size_t k = first_call(calls, n_calls, r->pid, r->tid, r->read_ns);
+	     k < n_calls && calls[k].pid == r->pid && calls[k].tid == r->tid && calls[k].start_ns < hi; k++) {
+		uint64_t end = calls[k].end_ns < hi ? calls[k].end_ns : hi;
+		out->tokenize += calls[k].what == LS_STEP_TOKENIZE;
+		out->posted += calls[k].what == LS_STEP_POSTED;
+		(*joined)++;
+		if (end > out->end_ns)
+			out->end_ns = end;
+	}
+}
+
+int ls_engine_frontend(const struct ls_fe_call *calls, size_t n_calls, const struct ls_fe_req *req, size_t n_req,
+		       struct ls_fe_join *out, size_t *joined)
+{
+	size_t *order = malloc((n_req + 1) * sizeof(*order)), n = 0;
+
+	*joined = 0;
+	if (!order)
+		return -ENOMEM;
+	memset(out, 0, n_req * sizeof(*out));
+	for (size_t i = 0; i < n_req; i++)
+		if (req[i].tid && req[i].read_ns)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(*order), req_by_thread, (void *)req);
+	for (size_t k = 0; k < n; k++) {
+		const struct ls_fe_req *r = &req[order[k]];
+		uint64_t hi = r->limit_ns;
+		if (k + 1 < n && req[order[k + 1]].pid == r->pid && req[order[k + 1]].tid == r->tid &&
+		    req[order[k + 1]].read_ns < hi)
+			hi = req[order[k + 1]].read_ns; /* the thread's next request: its calls are that one's */
+		if (hi > r->read_ns)
+			frontend_one(calls, n_calls, r, hi, &out[order[k]], joined);
+	}
+	free(order);
+	return 0;
 }

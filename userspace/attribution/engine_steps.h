@@ -33,12 +33,25 @@ struct ls_engine_step {
 	int32_t  seq_pos[LS_STEP_SEQS]; /* first position of each in the batch; -1 unknown */
 };
 
+/* One frontend mark of a server (uprobe): a call of llama_tokenize or of llama-server's post_tasks,
+ * its process, thread, entry and return. */
+struct ls_fe_call {
+	uint64_t start_ns, end_ns;
+	uint32_t pid, tid;
+	uint32_t what;                 /* LS_STEP_TOKENIZE or LS_STEP_POSTED */
+	int32_t  ret;                  /* llama_tokenize: tokens, or minus the room it needed */
+};
+
 struct ls_engine_steps {
 	struct ls_engine_step *steps;  /* sorted by start_ns after ls_engine_steps_sort */
 	size_t n, cap;
+	struct ls_fe_call *calls;      /* frontend marks, sorted by (pid, tid, start_ns) after ls_engine_steps_sort */
+	size_t n_calls, cap_calls;
 };
 
-/* Appends steps of each source (any order). 0 or -ENOMEM. */
+/* Appends steps of each source (any order); uprobe frontend marks (LS_STEP_TOKENIZE, LS_STEP_POSTED)
+ * go to calls.
+ * 0 or -ENOMEM. */
 int  ls_engine_steps_add_uprobe(struct ls_engine_steps *s, const struct ls_step_event *ev, size_t n);
 int  ls_engine_steps_add_gpu(struct ls_engine_steps *s, const struct ls_gpu_step *g, size_t n);
 void ls_engine_steps_sort(struct ls_engine_steps *s);
@@ -100,9 +113,39 @@ int  ls_engine_map_build(const struct ls_engine_step *steps, size_t n_steps, con
 			 size_t n_req, struct ls_engine_map *m);
 void ls_engine_map_free(struct ls_engine_map *m);
 
-/* Of [from, to]: the part before session s's first step (queue), inside its prefill steps and
- * inside its decode steps. The rest of the interval is neither. */
-void ls_engine_split(const struct ls_engine_map *m, size_t s, uint64_t from, uint64_t to, uint64_t *queue,
-		     uint64_t *prefill, uint64_t *decode);
+/* Of [from, to]: the part before session s's first step, split at frontend_end (0: unknown)
+ * into frontend (before it) and queue (after it), the part inside its prefill steps and inside
+ * its decode steps. The rest of the interval is none of them. frontend_end is at most the
+ * session's first step's start (ls_engine_frontend's windows end there). */
+void ls_engine_split(const struct ls_engine_map *m, size_t s, uint64_t frontend_end, uint64_t from, uint64_t to,
+		     uint64_t *frontend, uint64_t *queue, uint64_t *prefill, uint64_t *decode);
+
+/* ---- the frontend: the server's HTTP thread, from its read of a request to its hand-off ---- */
+
+/* A request as the frontend join sees it (0: unknown). */
+struct ls_fe_req {
+	uint64_t read_ns;  /* the server read the whole request */
+	uint32_t pid, tid; /* the server process and the thread that read it */
+	uint64_t limit_ns; /* its first engine step started: the engine had it by then */
+};
+
+struct ls_fe_join {
+	uint64_t end_ns;   /* the frontend's end, 0 none found */
+	uint32_t tokenize; /* llama_tokenize calls in its window */
+	uint32_t posted;   /* post_tasks calls in its window */
+};
+
+/* llama-server's HTTP thread reads a request, tokenizes its prompt when it is text (llama_tokenize,
+ * once or twice: common_tokenize calls again when the first buffer was too small; more for stop
+ * words, grammar triggers; none for a prompt of token ids) and posts its tasks to the engine's
+ * queue (post_tasks), on that thread. Each request's window on the thread that read it: from its
+ * read to the earlier of its first step's start and the next read of another request on that
+ * thread (marks from before its read, or on other threads, are not its). Its frontend ends at the
+ * last return of a mark that started inside the window, or at the window's end when that mark
+ * returned after it (the engine took the tasks while post_tasks returned). Requests with no tid,
+ * no read or no limit get none. calls sorted (ls_engine_steps_sort); out: one per request;
+ * *joined: the marks that fell in some window. 0 or -ENOMEM. */
+int ls_engine_frontend(const struct ls_fe_call *calls, size_t n_calls, const struct ls_fe_req *req, size_t n_req,
+		       struct ls_fe_join *out, size_t *joined);
 
 #endif

@@ -238,6 +238,7 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 		if (eng) { /* what the requests' "engine" sessions came from, and how sure their joins are */
 			cJSON_AddStringToObject(eng, "source", "uprobe");
 			cJSON_AddStringToObject(eng, "hook", "llama_decode");
+			cJSON_AddStringToObject(eng, "frontend_hooks", "server_response_reader::post_tasks, llama_tokenize");
 			cJSON_AddStringToObject(eng, "join", "by time and the engine's token counts (docs/engine.md)");
 			const struct { const char *key; double v; } n[] = {
 				{ "steps", (double)e->uprobe_steps }, { "steps_with_seqs", (double)e->seq_steps },
@@ -247,6 +248,9 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 				{ "sessions_unjoined", (double)e->unjoined }, { "lost", (double)e->lost },
 				{ "prefill_step_p50_ns", (double)e->prefill_step_p50_ns },
 				{ "decode_step_p50_ns", (double)e->decode_step_p50_ns },
+				{ "tokenize_calls", (double)e->tokenize_calls }, { "post_calls", (double)e->post_calls },
+				{ "frontend_calls_joined", (double)e->marks_joined },
+				{ "frontend_found", (double)e->frontend }, { "frontend_unknown", (double)e->no_frontend },
 			};
 			for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
 				cJSON_AddNumberToObject(eng, n[k].key, n[k].v);

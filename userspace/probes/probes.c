@@ -752,7 +752,7 @@ static int attach_engine(struct ls_probes *p, const struct ls_probes_opts *opts,
 		return err;
 	}
 	for (size_t i = 0; i < p->n_server_pids; i++)
-		if (ls_engine_probe_attach(&p->engine, p->skel, p->server_pids[i], miss, sizeof(miss)))
+		if (ls_engine_probe_attach(&p->engine, p->skel, p->server_pids[i], miss, sizeof(miss)) || miss[0])
 			note(p, "%s", miss);
 	return 0;
 }

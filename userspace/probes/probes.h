@@ -67,7 +67,8 @@ const struct ls_evstore *ls_probes_events(const struct ls_probes *p);
 /* What the probes could not cover, one line per item ("" when complete). */
 const char *ls_probes_notes(const struct ls_probes *p);
 /* Engine steps (bpf/engine.bpf.c): every llama_decode call of a watched server drained so far
- * (call ls_probes_drain first), each thread's in time order, stamps in this process's clock.
+ * (call ls_probes_drain first), and its frontend marks (llama_tokenize, post_tasks: flagged), each
+ * thread's in time order, stamps in this process's clock.
  * info: how many server pids had llama_decode probed, where, and steps lost. */
 struct ls_probes_engine_info {
 	size_t   n_attached;

@@ -1,6 +1,7 @@
 /* probes_engine.h — engine steps from uprobes (bpf/engine.bpf.c): llama.cpp's llama_decode in
  * each watched server, found in the libllama.so it maps (or its executable), attached per pid;
- * the ls_steps ring drained into an array of struct ls_step_event in this process's clock.
+ * the ls_steps ring drained into an array of struct ls_step_event in this process's clock (its
+ * frontend marks among them, flagged LS_STEP_TOKENIZE / LS_STEP_POSTED).
  * Internal to probes/: probes.c opens it with the skeleton and its ring buffer reader. */
 #ifndef LATSCOPE_PROBES_ENGINE_H
 #define LATSCOPE_PROBES_ENGINE_H
@@ -10,7 +11,7 @@
 #include <sys/types.h>
 #include "events.h"
 
-#define LS_ENGINE_MAX_LINKS 64 /* two per server pid */
+#define LS_ENGINE_MAX_LINKS 64 /* six per server pid: llama_decode's pair, llama_tokenize's, post_tasks' */
 
 struct ring_buffer;
 struct latscope_bpf;
@@ -23,6 +24,8 @@ struct ls_engine_probe {
 	struct bpf_link *links[LS_ENGINE_MAX_LINKS];
 	size_t n_links;
 	size_t n_attached;           /* server pids with llama_decode probed */
+	size_t n_tokenize_attached;  /* of them, with llama_tokenize probed too */
+	size_t n_post_attached;      /* of them, with llama-server's post_tasks probed too */
 	char where[512];             /* the last file probed, for the report */
 };
 
@@ -30,7 +33,10 @@ struct ls_engine_probe {
 int ls_engine_probe_ring(struct ls_engine_probe *e, struct latscope_bpf *skel, struct ring_buffer *rb,
 			 int64_t timens_offset_ns);
 /* Attaches the uprobe and uretprobe on llama_decode for pid: the libllama.so it maps, else its
- * executable. 0 or -errno, with what is missing in why ("" on success). */
+ * executable; then the frontend marks: a pair on llama_tokenize in the same file, one on
+ * llama-server's server_response_reader::post_tasks (libllama-server-impl.so, else the
+ * executable). 0 or -errno, with what is missing in why ("" when all were probed; on success,
+ * a note of a frontend mark that was not). */
 int ls_engine_probe_attach(struct ls_engine_probe *e, struct latscope_bpf *skel, pid_t pid, char *why,
 			   size_t why_len);
 /* Steps the kernel could not send (its ring full). */

@@ -68,7 +68,8 @@ static int frames_of(const cJSON *frames, struct ls_req_attr *r)
 	return 0;
 }
 
-static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split" };
+static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split",
+						  "no_frontend" };
 
 /* "engine": the request's session of uprobe steps, when one was joined to it. */
 static void engine_of(const cJSON *e, struct ls_req_attr *r)
@@ -87,6 +88,9 @@ static void engine_of(const cJSON *e, struct ls_req_attr *r)
 	g->prefill_steps = (uint32_t)u64_of(e, "prefill_steps");
 	g->decode_steps = (uint32_t)u64_of(e, "decode_steps");
 	g->first_step_ns = u64_of(e, "first_step_ns");
+	g->frontend_ns = u64_of(e, "frontend_ns");
+	g->tokenize_calls = (uint32_t)u64_of(e, "tokenize_calls");
+	g->posted = (uint32_t)u64_of(e, "posted");
 	g->queue_ns = u64_of(e, "queue_ns");
 	g->prefill_ns = u64_of(e, "prefill_ns");
 	g->decode_ns = u64_of(e, "decode_ns");
@@ -157,6 +161,8 @@ static void summarise(struct ls_attribution *a)
 			a->engine.twins += (r->engine.flags & LS_ENG_TWIN) != 0;
 			a->engine.split += (r->engine.flags & LS_ENG_SPLIT) != 0;
 			a->engine.counts_differ += (r->engine.flags & LS_ENG_COUNTS_DIFFER) != 0;
+			a->engine.no_frontend += (r->engine.flags & LS_ENG_NO_FRONTEND) != 0;
+			a->engine.frontend += !(r->engine.flags & LS_ENG_NO_FRONTEND);
 		}
 	}
 }

@@ -168,6 +168,8 @@ static const char *part_label(const struct ls_attribution *a, int part)
 {
 	if (part == LS_PART__COUNT)
 		return "total";
+	if (part == LS_PART_FRONTEND)
+		return "frontend (uprobe)";
 	if (a->have_engine && part == LS_PART_QUEUE)
 		return a->have_gpu ? "queue (uprobe/CUPTI)" : "queue (uprobe)";
 	if (part == LS_PART_PREFILL)
@@ -198,6 +200,11 @@ static void print_engine(FILE *out, const struct ls_attribution *a)
 	if (e->lost)
 		fprintf(out, "; %llu steps lost (ring full)", (unsigned long long)e->lost);
 	fprintf(out, "\n");
+	if (e->mapped)
+		fprintf(out, "  frontend (uprobes on the request's HTTP thread: its read -> its hand-off, post_tasks, "
+			"else its last llama_tokenize): %zu requests; %zu unknown (no call in its window: that time "
+			"stays in queue); %zu post_tasks and %zu llama_tokenize calls seen, %zu in a request's "
+			"window\n", e->frontend, e->no_frontend, e->post_calls, e->tokenize_calls, e->marks_joined);
 }
 
 static void print_window(FILE *out, const struct ls_attribution *a, enum ls_attr_win w)
@@ -486,7 +493,8 @@ static void handshake_json(cJSON *o, const struct ls_req_attr *r)
 	}
 }
 
-static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split" };
+static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split",
+						  "no_frontend" };
 
 /* "engine": the request's session of uprobe steps (only when one was joined to it). */
 static void engine_json(cJSON *o, const struct ls_req_attr *r)
@@ -506,6 +514,9 @@ static void engine_json(cJSON *o, const struct ls_req_attr *r)
 	add_int(j, "prefill_steps", e->prefill_steps);
 	add_int(j, "decode_steps", e->decode_steps);
 	add_int(j, "first_step_ns", e->first_step_ns);
+	add_int(j, "frontend_ns", e->frontend_ns);
+	add_int(j, "tokenize_calls", e->tokenize_calls);
+	add_int(j, "posted", e->posted);
 	add_int(j, "queue_ns", e->queue_ns);
 	add_int(j, "prefill_ns", e->prefill_ns);
 	add_int(j, "decode_ns", e->decode_ns);
