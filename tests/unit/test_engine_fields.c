@@ -6,6 +6,7 @@
  * a /perf_metrics entry joined to the wrong request or kept when its times run backwards. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "driver/backend.h"
@@ -137,16 +138,89 @@ Test(engine_fields, trtllm_perf_metrics_join_by_arrival)
 		"\"first_scheduled_time\":100.001,\"first_token_time\":100.021,\"last_token_time\":100.101}}},"
 		"{\"request_id\":8,\"perf_metrics\":{\"timing_metrics\":{\"server_arrival_time\":100.0003,"
 		"\"first_scheduled_time\":100.002,\"first_token_time\":100.001,\"last_token_time\":100.2}}}]";
-	uint32_t n_bad;
-	cr_assert_eq(ls_engine_perf_metrics_join(body, strlen(body), r, 2, &n_bad), 2);
-	cr_expect_eq(n_bad, 1, "request 8's first token before its scheduling");
+	struct ls_perf_join st;
+	cr_assert_eq(ls_engine_perf_metrics_join(body, strlen(body), r, 2, &st), 0);
+	cr_expect_eq(st.entries, 3);
+	cr_expect_eq(st.joined, 2);
+	cr_expect_eq(st.unjoined, 1, "request 8 arrived while request 0, its only window, was taken");
+	cr_expect_eq(st.bad_values, 1, "request 8's first token before its scheduling");
 	cr_expect_eq(r[0].engine_source, LS_ENGINE_TRTLLM);
 	cr_expect(r[0].engine_queue_ns > 799000 && r[0].engine_queue_ns < 801000, "%lu", (unsigned long)r[0].engine_queue_ns);
 	cr_expect(r[0].engine_prompt_ns > 19999000 && r[0].engine_prompt_ns < 20001000);
 	cr_expect(r[1].engine_queue_ns > 9799000 && r[1].engine_queue_ns < 9801000, "%lu", (unsigned long)r[1].engine_queue_ns);
 	cr_expect(r[1].engine_predicted_ns > 99999000 && r[1].engine_predicted_ns < 100001000);
 	cr_expect_eq(r[1].engine_predicted_n, 8);
-	cr_expect_eq(ls_engine_perf_metrics_join("{}", 2, r, 2, &n_bad), -EBADMSG);
+	cr_expect_eq(ls_engine_perf_metrics_join("{}", 2, r, 2, &st), -EBADMSG);
+	for (int i = 0; i < 2; i++)
+		ls_request_free(&r[i]);
+}
+
+/* Four requests sent 10 us apart, read by the server after the last send (arrivals 50-80 us):
+ * "nearest send" would give the first arrival to the last request; each must get its own. */
+Test(engine_fields, trtllm_perf_metrics_burst_keeps_send_order)
+{
+	struct ls_request r[4] = { 0 };
+	for (int i = 0; i < 4; i++) {
+		ls_request_reset(&r[i], (uint64_t)i);
+		r[i].sent_ns = 200000000000ull + (uint64_t)i * 10000ull;
+		r[i].headers_ns = 200000000000ull + 1000000ull;
+		r[i].finished_ns = 200000000000ull + 900000000ull;
+		r[i].usage_completion_tokens = 4;
+	}
+	char body[2048];
+	size_t o = 0;
+	o += (size_t)snprintf(body + o, sizeof(body) - o, "[");
+	for (int i = 3; i >= 0; i--) /* finish order: the last sent ends first */
+		o += (size_t)snprintf(body + o, sizeof(body) - o,
+				      "%s{\"request_id\":%d,\"perf_metrics\":{\"timing_metrics\":{\"server_arrival_time\":%.9f,"
+				      "\"arrival_time\":%.9f,\"first_scheduled_time\":%.9f,\"first_token_time\":%.9f,"
+				      "\"server_first_token_time\":null,\"last_token_time\":%.9f}}}",
+				      i == 3 ? "" : ",", i, 200.000050 + i * 10e-6, 200.000051 + i * 10e-6,
+				      200.001 + i * 1e-3, 200.010 + i * 1e-3, 200.100 + i * 1e-3);
+	snprintf(body + o, sizeof(body) - o, "]");
+	struct ls_perf_join st;
+	cr_assert_eq(ls_engine_perf_metrics_join(body, strlen(body), r, 4, &st), 0);
+	cr_expect_eq(st.joined, 4);
+	for (int i = 0; i < 4; i++) {
+		double q = (double)r[i].engine_queue_ns / 1e3; /* scheduled - arrival, us */
+		double want = (1000.0 + i * 1000.0) - (50.0 + i * 10.0);
+		cr_expect(q > want - 1 && q < want + 1, "request %d: queue %.1f us, want %.1f", i, q, want);
+		cr_expect_eq(r[i].engine_known, LS_ENGINE_QUEUE | LS_ENGINE_PREFILL | LS_ENGINE_DECODE | LS_ENGINE_E2E);
+		cr_expect_eq(r[i].engine_predicted_n, 3);
+		ls_request_free(&r[i]);
+	}
+}
+
+/* Python's NaN in a stamp (null once read), a string, an arrival that cannot be read: counted,
+ * the request keeps its place, its readable parts and none of the malformed ones. */
+Test(engine_fields, trtllm_perf_metrics_malformed_values)
+{
+	struct ls_request r[2] = { 0 };
+	for (int i = 0; i < 2; i++) {
+		ls_request_reset(&r[i], (uint64_t)i);
+		r[i].sent_ns = 300000000000ull + (uint64_t)i * 100000000ull;
+		r[i].headers_ns = r[i].sent_ns + 2000000;
+		r[i].finished_ns = r[i].sent_ns + 50000000;
+		r[i].usage_completion_tokens = 3;
+	}
+	const char *body =
+		"[{\"perf_metrics\":{\"timing_metrics\":{\"server_arrival_time\":300.0001,\"first_scheduled_time\":NaN,"
+		"\"first_token_time\":\"300.01\",\"last_token_time\":300.02}}},"
+		"{\"perf_metrics\":{\"timing_metrics\":{\"server_arrival_time\":-1,\"arrival_time\":Infinity,"
+		"\"first_scheduled_time\":300.1002,\"first_token_time\":300.11,\"last_token_time\":300.12}}},"
+		"{\"perf_metrics\":{\"timing_metrics\":{\"server_arrival_time\":300.1001,\"first_scheduled_time\":300.1002,"
+		"\"first_token_time\":300.11,\"last_token_time\":300.13}}}]";
+	struct ls_perf_join st;
+	cr_assert_eq(ls_engine_perf_metrics_join(body, strlen(body), r, 2, &st), 0);
+	cr_expect_eq(st.entries, 3);
+	cr_expect_eq(st.unreadable, 1, "the second entry has no arrival");
+	cr_expect_eq(st.joined, 2);
+	cr_expect_eq(st.bad_values, 4, "NaN, a string, -1, Infinity");
+	cr_expect_eq(r[0].engine_source, LS_ENGINE_TRTLLM);
+	cr_expect_eq(r[0].engine_bad, 2);
+	cr_expect_eq(r[0].engine_known, LS_ENGINE_E2E, "only arrival -> last token is whole");
+	cr_expect_eq(r[1].engine_bad, 0);
+	cr_expect(r[1].engine_e2e_ns > 29899000 && r[1].engine_e2e_ns < 29901000);
 	for (int i = 0; i < 2; i++)
 		ls_request_free(&r[i]);
 }

@@ -56,10 +56,19 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
  * one header line (with its CRLF) into req->engine_*. Other lines are ignored. */
 void ls_backend_engine_header(struct ls_request *req, const char *line, size_t len);
 /* TensorRT-LLM's GET /perf_metrics body joined to reqs by its server arrival time (the server's
- * steady clock: CLOCK_MONOTONIC, the same host): each entry to the request it arrived after the
- * send of (within 1 ms before it) and before its first response byte, nearest. How many joined,
- * or -EBADMSG when the body is no JSON list; *n_bad entries whose times were malformed. */
+ * steady clock: CLOCK_MONOTONIC, the same host): entries in arrival order, each to the
+ * earliest-sent request not yet joined that was open when it arrived (sent - 1 ms <= arrival <=
+ * its response head) and had not ended before the engine's last token (backend_engine.c says
+ * why). A joined request gets source LS_ENGINE_TRTLLM, its parts, and its entry's malformed
+ * values in engine_bad. 0, -EBADMSG when the body is no JSON list, or -ENOMEM; *st counts. */
+struct ls_perf_join {
+	size_t   entries;     /* items in the list */
+	size_t   joined;      /* entries joined to a request */
+	size_t   unjoined;    /* entries with an arrival that no request of reqs was open for */
+	size_t   unreadable;  /* entries with no timing_metrics or no readable arrival */
+	uint32_t bad_values;  /* malformed values in all entries (NaN, a string, <= 0, out of order) */
+};
 int ls_engine_perf_metrics_join(const char *body, size_t len, struct ls_request *reqs, size_t n,
-				uint32_t *n_bad);
+				struct ls_perf_join *st);
 
 #endif

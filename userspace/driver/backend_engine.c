@@ -308,86 +308,213 @@ void ls_backend_engine_header(struct ls_request *req, const char *line, size_t l
  * {"server_arrival_time", "arrival_time", "first_scheduled_time", "first_token_time",
  * "server_first_token_time", "last_token_time"}, "kv_cache_metrics": {...}}}, times in seconds
  * of the server's steady clock (CLOCK_MONOTONIC on Linux: latscope's clock on the same host).
- * Its request_id is the executor's own number, not the X-Request-Id latscope sent, so each entry
- * joins the request whose send it follows most closely (arrival within [sent - 1 ms, first
- * response byte]). ---- */
+ * Its request_id is the executor's own number, not the X-Request-Id latscope sent, so entries
+ * join requests by time: taken in arrival order, each joins the earliest-sent request not yet
+ * joined that was open when it arrived (sent - 1 ms <= arrival <= its response head) and had
+ * not ended before the engine's last token. The server sees requests in the order they were
+ * sent, so this keeps a burst sent within microseconds in order, where "nearest send" would
+ * not (a later send lies nearer a late arrival). ---- */
+
+#define PERF_SLACK_S 1e-3 /* latscope's send stamp may follow the server's arrival stamp */
 
 struct perf_entry {
-	double arrival, scheduled, first_token, last_token;
-	int used;
+	double arrival;
+	double t[3];   /* first_scheduled_time, first_token_time, last_token_time */
+	uint32_t have; /* bit k: t[k] read */
+	uint32_t bad;  /* malformed values in the entry */
 };
 
-static int perf_entry_read(const cJSON *item, struct perf_entry *e, uint32_t *bad)
+/* One of the engine's stamps, which TensorRT-LLM always writes as a number: absent is "not
+ * given"; null (a NaN or Infinity made null), a string, a stamp <= 0 or >= 1e12 are malformed. */
+static int perf_stamp(const cJSON *t, const char *name, double *out, uint32_t *bad)
 {
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, name);
+	if (!v)
+		return 0;
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > 0.0 && v->valuedouble < 1e12)) {
+		(*bad)++;
+		return 0;
+	}
+	*out = v->valuedouble;
+	return 1;
+}
+
+/* An entry's stamps. 1 when it has an arrival to join by (server_arrival_time, the HTTP
+ * server's; else the executor's arrival_time: server_arrival_time alone may be null, when the
+ * route had no request object), 0 when it cannot join. Stamps that run backwards are counted and none is kept. */
+static int perf_entry_read(const cJSON *item, struct perf_entry *e)
+{
+	static const char *const names[3] = { "first_scheduled_time", "first_token_time", "last_token_time" };
+	memset(e, 0, sizeof(*e));
 	const cJSON *pm = cJSON_GetObjectItemCaseSensitive(item, "perf_metrics");
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(pm, "timing_metrics");
 	if (!cJSON_IsObject(t))
 		return 0;
-	const char *names[4] = { "server_arrival_time", "first_scheduled_time", "first_token_time", "last_token_time" };
-	double *slots[4] = { &e->arrival, &e->scheduled, &e->first_token, &e->last_token };
-	for (int k = 0; k < 4; k++)
-		if (!stamp_s(t, names[k], slots[k], bad) && !(k == 0 && stamp_s(t, "arrival_time", slots[k], bad)))
-			return 0;
-	if (!(e->arrival <= e->scheduled && e->scheduled <= e->first_token && e->first_token <= e->last_token)) {
-		(*bad)++;
-		return 0;
+	int arrived = stamp_s(t, "server_arrival_time", &e->arrival, &e->bad) ||
+		      perf_stamp(t, "arrival_time", &e->arrival, &e->bad);
+	double prev = arrived ? e->arrival : 0;
+	for (int k = 0; k < 3; k++) {
+		if (!perf_stamp(t, names[k], &e->t[k], &e->bad))
+			continue;
+		e->have |= 1u << k;
+		if (e->t[k] < prev || (arrived && e->t[k] - e->arrival > ENGINE_MAX_S))
+			e->have = UINT32_MAX; /* marks the order broken */
+		prev = e->t[k];
 	}
-	e->used = 0;
-	return 1;
+	if (e->have == UINT32_MAX) {
+		e->bad++;
+		e->have = 0;
+	}
+	return arrived;
 }
 
-/* The request an entry joins: arrival within [sent - 1 ms, its first response byte], nearest. */
-static struct ls_request *perf_match(const struct perf_entry *e, struct ls_request *reqs, size_t n)
+static void perf_commit(const struct perf_entry *e, struct ls_request *r)
 {
-	struct ls_request *best = NULL;
-	double best_gap = 0;
-	for (size_t i = 0; i < n; i++) {
+	struct account a = account_init(e->bad);
+	const double *t = e->t;
+	if (e->have & 1u) {
+		a.queue_ns = ls_d2u64((t[0] - e->arrival) * 1e9);
+		a.known |= LS_ENGINE_QUEUE;
+	}
+	if ((e->have & 3u) == 3u) {
+		a.prefill_ns = ls_d2u64((t[1] - t[0]) * 1e9);
+		a.known |= LS_ENGINE_PREFILL;
+	}
+	if ((e->have & 6u) == 6u && r->usage_completion_tokens >= 1) { /* from the first token on */
+		a.decode_ns = ls_d2u64((t[2] - t[1]) * 1e9);
+		a.decode_n = r->usage_completion_tokens - 1;
+		a.known |= LS_ENGINE_DECODE;
+	}
+	if (e->have & 4u) {
+		a.e2e_ns = ls_d2u64((t[2] - e->arrival) * 1e9);
+		a.known |= LS_ENGINE_E2E;
+	}
+	commit(r, LS_ENGINE_TRTLLM, &a);
+}
+
+/* A request as the join sees it: its send, the end of its window (response head, else its
+ * last byte), its last byte; all seconds. */
+struct perf_req {
+	double sent, until, finished;
+	struct ls_request *r;
+	int taken;
+};
+
+static int cmp_entry(const void *a, const void *b)
+{
+	double x = ((const struct perf_entry *)a)->arrival, y = ((const struct perf_entry *)b)->arrival;
+	return (x > y) - (x < y);
+}
+
+static int cmp_req(const void *a, const void *b)
+{
+	double x = ((const struct perf_req *)a)->sent, y = ((const struct perf_req *)b)->sent;
+	return (x > y) - (x < y);
+}
+
+/* reqs with a send and an answer, in send order; *widest: the longest window. */
+static struct perf_req *perf_reqs(struct ls_request *reqs, size_t n, size_t *m, double *widest)
+{
+	struct perf_req *pr = malloc((n ? n : 1) * sizeof(*pr));
+	*m = 0;
+	*widest = 0;
+	for (size_t i = 0; pr && i < n; i++) {
 		struct ls_request *r = &reqs[i];
 		uint64_t until = r->headers_ns ? r->headers_ns : r->finished_ns;
-		if (!r->sent_ns || r->engine_source == LS_ENGINE_TRTLLM)
+		if (!r->sent_ns || !until || !r->finished_ns)
+			continue; /* never answered: nothing the server could time */
+		pr[*m] = (struct perf_req){ .sent = (double)r->sent_ns / 1e9, .until = (double)until / 1e9,
+					    .finished = (double)r->finished_ns / 1e9, .r = r };
+		if (pr[*m].until - pr[*m].sent > *widest)
+			*widest = pr[*m].until - pr[*m].sent;
+		(*m)++;
+	}
+	if (pr)
+		qsort(pr, *m, sizeof(*pr), cmp_req);
+	return pr;
+}
+
+/* The request e joins (see above), or NULL. */
+static struct perf_req *perf_match(const struct perf_entry *e, struct perf_req *pr, size_t m, double widest)
+{
+	size_t lo = 0, hi = m;
+	while (lo < hi) { /* the first sent at or after arrival - widest - slack */
+		size_t mid = lo + (hi - lo) / 2;
+		if (pr[mid].sent < e->arrival - widest - PERF_SLACK_S)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t j = lo; j < m && pr[j].sent - PERF_SLACK_S <= e->arrival; j++) {
+		struct perf_req *c = &pr[j];
+		if (c->taken || e->arrival > c->until)
 			continue;
-		double gap = e->arrival - (double)r->sent_ns / 1e9;
-		if (gap < -1e-3 || (until && e->arrival > (double)until / 1e9))
-			continue;
-		if (!best || fabs(gap) < best_gap) {
-			best = r;
-			best_gap = fabs(gap);
+		if ((e->have & 4u) && e->t[2] > c->finished + PERF_SLACK_S)
+			continue; /* it ended before the engine's last token */
+		return c;
+	}
+	return NULL;
+}
+
+/* The list's entries that carry an arrival, in arrival order (the others counted in st). */
+static struct perf_entry *perf_entries(const cJSON *root, size_t *n, struct ls_perf_join *st)
+{
+	size_t cap = (size_t)cJSON_GetArraySize(root);
+	struct perf_entry *es = malloc((cap ? cap : 1) * sizeof(*es));
+	*n = 0;
+	const cJSON *item;
+	cJSON_ArrayForEach(item, root) {
+		if (!es)
+			break;
+		st->entries++;
+		if (perf_entry_read(item, &es[*n])) {
+			(*n)++;
+		} else {
+			st->bad_values += es[*n].bad;
+			st->unreadable++;
 		}
 	}
-	return best;
+	if (es)
+		qsort(es, *n, sizeof(*es), cmp_entry);
+	return es;
 }
 
 int ls_engine_perf_metrics_join(const char *body, size_t len, struct ls_request *reqs, size_t n,
-				uint32_t *n_bad)
+				struct ls_perf_join *st)
 {
-	cJSON *root = cJSON_ParseWithLength(body, len);
-	*n_bad = 0;
+	memset(st, 0, sizeof(*st));
+	size_t fixed_len;
+	uint32_t non_finite; /* each becomes null: a malformed stamp where the engine always writes one */
+	char *fixed = ls_backend_non_finite_to_null(body, len, &fixed_len, &non_finite);
+	if (!fixed)
+		return -ENOMEM;
+	cJSON *root = cJSON_ParseWithLength(fixed, fixed_len);
+	free(fixed);
 	if (!cJSON_IsArray(root)) {
 		cJSON_Delete(root);
 		return -EBADMSG;
 	}
-	int joined = 0;
-	const cJSON *item;
-	cJSON_ArrayForEach(item, root) {
-		struct perf_entry e;
-		if (!perf_entry_read(item, &e, n_bad))
-			continue;
-		struct ls_request *r = perf_match(&e, reqs, n);
-		if (!r)
-			continue;
-		struct account a = account_init(0);
-		a.queue_ns = ls_d2u64((e.scheduled - e.arrival) * 1e9);
-		a.prefill_ns = ls_d2u64((e.first_token - e.scheduled) * 1e9);
-		a.decode_ns = ls_d2u64((e.last_token - e.first_token) * 1e9);
-		a.e2e_ns = ls_d2u64((e.last_token - e.arrival) * 1e9);
-		a.known = LS_ENGINE_QUEUE | LS_ENGINE_PREFILL | LS_ENGINE_E2E;
-		if (r->usage_completion_tokens >= 1) {
-			a.decode_n = r->usage_completion_tokens - 1;
-			a.known |= LS_ENGINE_DECODE;
-		}
-		commit(r, LS_ENGINE_TRTLLM, &a);
-		joined++;
-	}
+	size_t n_entries, m;
+	double widest;
+	struct perf_entry *es = perf_entries(root, &n_entries, st);
 	cJSON_Delete(root);
-	return joined;
+	struct perf_req *pr = es ? perf_reqs(reqs, n, &m, &widest) : NULL;
+	if (!pr) {
+		free(es);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < n_entries; k++) {
+		struct perf_req *c = perf_match(&es[k], pr, m, widest);
+		st->bad_values += es[k].bad;
+		if (!c) {
+			st->unjoined++;
+			continue;
+		}
+		c->taken = 1;
+		perf_commit(&es[k], c->r);
+		st->joined++;
+	}
+	free(pr);
+	free(es);
+	return 0;
 }
