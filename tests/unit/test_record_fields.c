@@ -98,6 +98,52 @@ Test(record_fields, every_request_and_frame_field_through_the_file)
 	ls_request_free(&r);
 }
 
+/* The engine's account joined after a request's line (TensorRT-LLM's /perf_metrics): its late
+ * fields come on a later "latscope_engine" line and the reader puts them into that request, every
+ * late field by name, no other field touched; a late line for a request not in the file changes
+ * nothing. */
+Test(record_fields, late_fields_on_a_later_line_join_their_request)
+{
+	struct ls_request r[2], joined;
+	memset(r, 0, sizeof(r));
+	for (int k = 0; k < 2; k++) {
+		ls_request_reset(&r[k], (uint64_t)k + 3);
+		r[k].sent_ns = BASE + 1000 + (uint64_t)k;
+	}
+	memset(&joined, 0, sizeof(joined));
+	fill(ls_request_fields, ls_n_request_fields, &joined);
+	size_t n_late = 0;
+	for (size_t i = 0; i < ls_n_request_fields; i++) {
+		cr_expect(!ls_request_fields[i].late || ls_request_fields[i].kind != LS_FK_STAMP,
+			  "%s: a late field is written with no base: no stamp", ls_request_fields[i].name);
+		n_late += ls_request_fields[i].late;
+	}
+	cr_assert_gt(n_late, 0);
+	joined.id = 4; /* the second request */
+	joined.warmup = 0;
+	struct ls_request want = r[1], stray = joined;
+	ls_request_late_copy(&want, &joined);
+	stray.id = 99;
+	const char *path = tmp_path();
+	struct ls_record_meta meta = { .base_ns = BASE };
+	struct ls_record_writer *w = ls_record_open(path, &meta);
+	cr_assert_not_null(w);
+	cr_assert_eq(ls_record_write(w, &r[1]), 0);
+	cr_assert_eq(ls_record_write(w, &r[0]), 0);
+	cr_assert_eq(ls_record_write_late(w, &joined), 0);
+	cr_assert_eq(ls_record_write_late(w, &stray), 0);
+	struct ls_run run = { .requests = r, .n_requests = 2 };
+	cr_assert_eq(ls_record_close(w, &run), 0);
+
+	struct ls_run back;
+	cr_assert_eq(ls_record_load(path, &back, NULL), 0);
+	unlink(path);
+	cr_assert_eq(back.n_requests, 2, "a late line is no request");
+	expect_same(ls_request_fields, ls_n_request_fields, &r[0], &back.requests[0], "request without a late line");
+	expect_same(ls_request_fields, ls_n_request_fields, &want, &back.requests[1], "request with a late line");
+	ls_run_free(&back);
+}
+
 static uint64_t plus_5s(void *ctx, uint64_t t)
 {
 	(void)ctx;

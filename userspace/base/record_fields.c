@@ -41,16 +41,16 @@ const struct ls_field ls_request_fields[] = {
 	REQ(usage_completion_tokens, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
 	REQ(body_bytes, LS_FK_U64),
 	REQ(text_bytes, LS_FK_U64),
-	REQ(engine_prompt_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
-	REQ(engine_prompt_ns, LS_FK_U64),
-	REQ(engine_predicted_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
-	REQ(engine_predicted_ns, LS_FK_U64),
-	REQ(engine_cache_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1),
-	REQ(engine_source, LS_FK_INT, .lo = 0, .hi = LS_ENGINE__COUNT - 1),
-	REQ(engine_known, LS_FK_U32, .hi = UINT32_MAX),
-	REQ(engine_queue_ns, LS_FK_U64),
-	REQ(engine_e2e_ns, LS_FK_U64),
-	REQ(engine_bad, LS_FK_U32, .hi = UINT32_MAX),
+	REQ(engine_prompt_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1, .late = 1),
+	REQ(engine_prompt_ns, LS_FK_U64, .late = 1),
+	REQ(engine_predicted_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1, .late = 1),
+	REQ(engine_predicted_ns, LS_FK_U64, .late = 1),
+	REQ(engine_cache_n, LS_FK_I32, .lo = -1, .hi = INT32_MAX, .dflt = -1, .late = 1),
+	REQ(engine_source, LS_FK_INT, .lo = 0, .hi = LS_ENGINE__COUNT - 1, .late = 1),
+	REQ(engine_known, LS_FK_U32, .hi = UINT32_MAX, .late = 1),
+	REQ(engine_queue_ns, LS_FK_U64, .late = 1),
+	REQ(engine_e2e_ns, LS_FK_U64, .late = 1),
+	REQ(engine_bad, LS_FK_U32, .hi = UINT32_MAX, .late = 1),
 };
 const size_t ls_n_request_fields = sizeof(ls_request_fields) / sizeof(ls_request_fields[0]);
 
@@ -254,6 +254,23 @@ int ls_fields_put(struct ls_strbuf *b, const struct ls_field *t, size_t n, const
 	return 0;
 }
 
+int ls_request_late_put(struct ls_strbuf *b, const struct ls_request *r)
+{
+	if (ls_strbuf_reserve(b, ls_fields_max_chars(ls_request_fields, ls_n_request_fields)))
+		return -ENOMEM;
+	for (size_t i = 0; i < ls_n_request_fields; i++) {
+		const struct ls_field *f = &ls_request_fields[i];
+		if (!f->late)
+			continue;
+		sb_raw(b, ",\"", 2);
+		sb_raw(b, f->name, strlen(f->name));
+		sb_raw(b, "\":", 2);
+		if (put_value(b, f, r, 0))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int ls_frame_put(struct ls_strbuf *b, const struct ls_frame *f, uint64_t base)
 {
 	if (ls_strbuf_reserve(b, 2 + ls_n_frame_fields * (NUM_CHARS + 1)))
@@ -327,6 +344,22 @@ void ls_fields_get(const void *o, const struct ls_field *t, size_t n, void *obj,
 	for (size_t i = 0; i < n; i++)
 		if (!t[i].derived)
 			get_value(cJSON_GetObjectItemCaseSensitive(o, t[i].name), &t[i], obj, base);
+}
+
+void ls_request_late_get(const void *o, struct ls_request *r)
+{
+	for (size_t i = 0; i < ls_n_request_fields; i++)
+		if (ls_request_fields[i].late)
+			get_value(cJSON_GetObjectItemCaseSensitive(o, ls_request_fields[i].name), &ls_request_fields[i], r, 0);
+}
+
+void ls_request_late_copy(struct ls_request *dst, const struct ls_request *src)
+{
+	for (size_t i = 0; i < ls_n_request_fields; i++) {
+		const struct ls_field *f = &ls_request_fields[i];
+		if (f->late)
+			memcpy((char *)dst + f->offset, (const char *)src + f->offset, f->size);
+	}
 }
 
 int ls_frame_get(const void *arr, struct ls_frame *f, uint64_t base)

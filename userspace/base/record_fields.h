@@ -39,6 +39,8 @@ struct ls_field {
 	uint8_t     kind;        /* enum ls_field_kind */
 	uint8_t     merge;       /* enum ls_field_merge (run fields) */
 	uint8_t     derived;     /* written, not read back: the reader recounts it */
+	uint8_t     late;        /* may also come on a later line of its request: the engine's account
+				  * joined after the request's line was written (ls_request_late_put) */
 	uint16_t    offset, size;
 	int64_t     lo, hi;      /* the reader clamps integers to [lo, hi] (hostile files) */
 	double      dflt;        /* the reader's value when the key is absent */
@@ -80,6 +82,12 @@ size_t ls_fields_max_chars(const struct ls_field *t, size_t n);
 void ls_fields_get(const void *o, const struct ls_field *t, size_t n, void *obj, uint64_t base);
 /* A frame from its JSON array (a cJSON *). 0, or -EINVAL when it is not ls_n_frame_fields numbers. */
 int ls_frame_get(const void *arr, struct ls_frame *f, uint64_t base);
+
+/* A request's late fields alone (,"name":value each), and read back from the JSON object o into
+ * r, and copied from src to dst: the record file's "latscope_engine" line. -ENOMEM or 0. */
+int ls_request_late_put(struct ls_strbuf *b, const struct ls_request *r);
+void ls_request_late_get(const void *o, struct ls_request *r);
+void ls_request_late_copy(struct ls_request *dst, const struct ls_request *src);
 
 /* The JSON array of the frame fields' names (the record header's "frame_fields"). */
 int ls_frame_field_names(struct ls_strbuf *b);

@@ -202,6 +202,18 @@ int ls_record_write(struct ls_record_writer *w, const struct ls_request *r)
 	return emit(w, b, rc ? -ENOMEM : 0);
 }
 
+int ls_record_write_late(struct ls_record_writer *w, const struct ls_request *r)
+{
+	if (!w)
+		return -EINVAL;
+	struct ls_strbuf *b = &w->line;
+	b->len = 0;
+	int rc = ls_strbuf_printf(b, "{\"latscope_engine\":1,\"id\":%" PRIu64 ",\"warmup\":%d", r->id, r->warmup != 0);
+	rc |= ls_request_late_put(b, r);
+	rc |= ls_strbuf_puts(b, "}");
+	return emit(w, b, rc ? -ENOMEM : 0);
+}
+
 void ls_record_set_clock(struct ls_record_writer *w, const struct ls_clock_fit *fit)
 {
 	if (w && fit)
@@ -342,6 +354,8 @@ struct loader {
 	int                   have_header;
 	struct ls_record_meta m;           /* m.complete: the run_end line was read */
 	struct ls_run        *run;
+	struct ls_request    *late;        /* "latscope_engine" lines, applied once every request is read */
+	size_t                n_late, late_cap;
 };
 
 /* "clock" / "clock_after": 1 with the sample, 0 when the key is not there. */
@@ -444,6 +458,42 @@ static void read_run_end(struct loader *ld, const cJSON *o)
 	c->have_after = read_clock(o, "clock_after", &c->offset_after_ns, &c->unc_after_ns, &c->after_at_ns);
 }
 
+/* A "latscope_engine" line: the engine's account of a request written before it was joined. */
+static int add_late(struct loader *ld, const cJSON *o)
+{
+	if (ld->n_late == ld->late_cap) {
+		size_t ncap = ld->late_cap ? ld->late_cap * 2 : 64;
+		struct ls_request *grown = realloc(ld->late, ncap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		ld->late = grown;
+		ld->late_cap = ncap;
+	}
+	struct ls_request *r = &ld->late[ld->n_late++];
+	memset(r, 0, sizeof(*r));
+	r->id = ls_d2u64(num_of(o, "id", 0));
+	r->warmup = num_of(o, "warmup", 0) != 0;
+	ls_request_late_get(o, r);
+	return 0;
+}
+
+/* Each late line into its request (run order, sorted); one that names none is counted. */
+static void apply_late(struct loader *ld)
+{
+	size_t orphans = 0;
+	for (size_t i = 0; i < ld->n_late; i++) {
+		struct ls_request *r = ld->run->n_requests
+			? bsearch(&ld->late[i], ld->run->requests, ld->run->n_requests, sizeof(*r), cmp_run_order) : NULL;
+		if (r)
+			ls_request_late_copy(r, &ld->late[i]);
+		else
+			orphans++;
+	}
+	if (orphans)
+		fprintf(stderr, "latscope: %s: %zu engine account lines name no request in the file; ignored\n",
+			ld->path, orphans);
+}
+
 static int add_request(struct loader *ld, const cJSON *o)
 {
 	struct ls_run *run = ld->run;
@@ -492,6 +542,8 @@ static int load_line(struct loader *ld, char *line, size_t len)
 		err = read_header(ld, o);
 	else if (cJSON_GetObjectItemCaseSensitive(o, "latscope_run_end"))
 		read_run_end(ld, o);
+	else if (cJSON_GetObjectItemCaseSensitive(o, "latscope_engine"))
+		err = add_late(ld, o);
 	else
 		err = add_request(ld, o);
 	cJSON_Delete(o);
@@ -560,6 +612,7 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 		err = -EINVAL;
 	}
 	if (err) {
+		free(ld.late);
 		ls_run_free(run);
 		ls_record_meta_free(&ld.m);
 		return err;
@@ -570,6 +623,8 @@ int ls_record_load(const char *path, struct ls_run *run, struct ls_record_meta *
 		bound_killed_run(run);
 	if (run->n_requests)
 		qsort(run->requests, run->n_requests, sizeof(*run->requests), cmp_run_order);
+	apply_late(&ld);
+	free(ld.late);
 	run->target_rate = ld.m.target_rate;
 	run->max_concurrency = ld.m.max_concurrency;
 	snprintf(run->run_tag, sizeof(run->run_tag), "%s", ld.m.run_tag);

@@ -1,7 +1,9 @@
 /* record_file.h — the per-request JSONL file (--record FILE) and its reader (latscope report).
  * Line 1 is a header {"latscope_record": 1, "base_ns": "<CLOCK_MONOTONIC ns>", ...}; then one
  * line per finished request, written whole with one write(2) as it finishes (an interrupted
- * run keeps every finished request); a last {"latscope_run_end": 1, ...} line when the run
+ * run keeps every finished request); a {"latscope_engine": 1, "id", "warmup", engine_* ...} line
+ * per request whose engine's account was joined after its line (TensorRT-LLM's /perf_metrics,
+ * read after the run): the reader puts those fields into that request; a last {"latscope_run_end": 1, ...} line when the run
  * ended normally or by signal, with every field of struct ls_run (base/record_fields.h) and the
  * server's speculative-decoding counters. Stamps are ns after base_ns (0 = did not happen), so
  * they stay exact as JSON doubles. Frames are arrays in the order the header's "frame_fields"
@@ -64,6 +66,9 @@ struct ls_record_writer;
 struct ls_record_writer *ls_record_open(const char *path, const struct ls_record_meta *meta);
 /* One line for req. 0 or -errno (message once; later calls keep trying). */
 int ls_record_write(struct ls_record_writer *w, const struct ls_request *req);
+/* A "latscope_engine" line for req: its late fields (base/record_fields.h), the engine's account
+ * joined after req's own line was written. 0 or -errno. */
+int ls_record_write_late(struct ls_record_writer *w, const struct ls_request *req);
 /* Writes the run_end line (when run != NULL) and closes. 0 or -errno. */
 int ls_record_close(struct ls_record_writer *w, const struct ls_run *run);
 
