@@ -31,6 +31,7 @@
 #include "cmd/bench_peer.h"
 #include "cmd/bench_probe_req.h"
 #include "cmd/bench_turns.h"
+#include "cmd/bench_perf.h"
 #include "base/auth.h"
 #include "base/rng.h"
 
@@ -337,6 +338,10 @@ static int gather(struct bench *b, int rc)
 		b->record = g.merged_record;
 	if (rc >= 0)
 		ls_spec_snapshot(b->base, &b->server.http, &b->spec_after);
+	/* --perf-metrics: every request has ended (trtllm-serve appends an entry before its stream's
+	 * last chunk), so the list holds the run's; the accounts go into the records and the file */
+	if (rc >= 0 && b->cfg.perf_metrics && ls_bench_mpi_rank() <= 0)
+		ls_bench_perf_metrics(b->base, &b->server.http, &b->run, b->record);
 	ls_spec_delta(&b->spec_before, &b->spec_after, &b->spec);
 	return rc;
 }

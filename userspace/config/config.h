@@ -59,6 +59,7 @@ struct ls_config {
 	uint32_t spin_us;           /* the loop spins this long before sleeping */
 	uint32_t preconnect;        /* connections opened before the clock starts (0 = none) */
 	uint32_t server_metrics_ms; /* poll the server's /metrics this often during the run (0 = off) */
+	int      perf_metrics;      /* after the run, join TensorRT-LLM's GET /perf_metrics to the requests */
 	/* results */
 	unsigned percentile_metrics; /* LS_PM_* */
 	struct ls_goodput goodput;

@@ -33,6 +33,7 @@ enum opt_id {
 	O_TIMED_TRACE_LABEL_OUT, O_TIMED_TRACE_LABEL_HASH, O_SELF_TIMED, O_NO_SELF_TIMED,
 	O_PRECONNECT,
 	O_SERVER_METRICS_MS,
+	O_PERF_METRICS,
 };
 
 /* The table of every option (base/opts.h's struct ls_opt, id = enum opt_id). */

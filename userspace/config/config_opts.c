@@ -139,6 +139,11 @@ const struct ls_opt ls_config_opts[] = {
 	  "poll the server's Prometheus /metrics every MS during the run, on a thread of its own: running "
 	  "and waiting requests, KV-cache use (vLLM, SGLang, llama.cpp, TGI names) as a time series in the "
 	  "report, result JSON, record and --html timeline [0: off]", NULL },
+	{ "perf-metrics", O_PERF_METRICS, LS_ARG_NONE, NULL,
+	  "after the run, GET the server's /perf_metrics (trtllm-serve with return_perf_metrics: true and "
+	  "perf_metrics_max_requests at least the run's requests) and join each entry's timing_metrics to "
+	  "its request by arrival time: the engine's queue, prefill, decode and e2e in the report, result "
+	  "JSON and record; one 5 s try, a failure is a note [off]", NULL },
 	{ "test-loop-delay-us", O_TEST_LOOP_DELAY_US, LS_ARG_ONE, "US",
 	  "test only: add US of loop overhead per dispatch (arrival drift experiment) [0]", NULL },
 	{ "percentile-metrics", O_PERCENTILE_METRICS, LS_ARG_ONE, "LIST",
@@ -252,6 +257,7 @@ static int *switch_field(struct ls_config *c, enum opt_id id)
 	case O_DISABLE_TQDM: return &c->disable_tqdm;
 	case O_SKIP_INITIAL_TEST: return &c->skip_initial_test;
 	case O_BUSY_POLL: return &c->busy_poll;
+	case O_PERF_METRICS: return &c->perf_metrics;
 	case O_SAVE_RESULT: return &c->save_result;
 	default: return NULL;
 	}

@@ -232,8 +232,10 @@ static void engine_account(FILE *out, const struct ls_metrics *m)
 		engine_names(fields, sizeof(fields), m->engine_sources, ls_engine_fields_name);
 		engine_names(engines, sizeof(engines), m->engine_sources, ls_engine_source_name);
 		snprintf(label, sizeof(label), "Engine's own account (%s):", fields);
-		snprintf(n, sizeof(n), "%zu requests, %s, %llu prompt tokens (%llu from its cache)", m->engine_n, engines,
-			 (unsigned long long)m->engine_prompt_tokens, (unsigned long long)m->engine_cached_tokens);
+		int len = snprintf(n, sizeof(n), "%zu requests, %s", m->engine_n, engines);
+		if (m->engine_prompt_tokens || m->engine_cached_tokens) /* TensorRT-LLM gives no count */
+			snprintf(n + len, sizeof(n) - (size_t)len, ", %llu prompt tokens (%llu from its cache)",
+				 (unsigned long long)m->engine_prompt_tokens, (unsigned long long)m->engine_cached_tokens);
 		line_s(out, label, n);
 		engine_part(out, "Engine queue (ms):", &m->engine_queue);
 		engine_part(out, "Engine prompt compute (ms):", &m->engine_prompt);

@@ -12,8 +12,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
 	struct ls_http_resp *r = ctx;
 	size_t len = size * n;
-	if (r->len + len > BODY_CAP)
+	if (r->len + len > r->max_body) {
+		r->too_big = 1;
 		return 0; /* curl reports a write error */
+	}
 	char *grown = realloc(r->body, r->len + len + 1);
 	if (!grown)
 		return 0;
@@ -84,6 +86,7 @@ int ls_http_easy_prepare(CURL *easy, const char *url, int has_body, const struct
 int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o, struct ls_http_resp *resp)
 {
 	memset(resp, 0, sizeof(*resp));
+	resp->max_body = o && o->max_body ? o->max_body : BODY_CAP;
 	CURL *easy = curl_easy_init();
 	if (!easy) {
 		snprintf(resp->error, sizeof(resp->error), "curl_easy_init failed");

@@ -15,6 +15,8 @@ struct ls_http_opts {
 	char *const *headers;    /* --header lines ("Name: value") sent too; one named Authorization
 				  * replaces the API key's */
 	size_t      n_headers;
+	size_t      max_body;    /* a longer answer fails the call (CURLE_WRITE_ERROR, too_big set);
+				  * 0 = 64 MiB */
 };
 
 struct ls_http_resp {
@@ -24,6 +26,8 @@ struct ls_http_resp {
 	char   error[256];       /* libcurl's message when status is 0 */
 	int    curl_code;        /* CURLcode of the call (0 = an HTTP response came) */
 	char   content_type[96]; /* the response's Content-Type, "" when none */
+	int    too_big;          /* the body passed max_body: the call was cut */
+	size_t max_body;         /* the call's cap (set by ls_http_call) */
 };
 
 /* 1 when retrying the call cannot help: a malformed URL, an unsupported scheme, a TLS
@@ -34,7 +38,7 @@ const char *ls_http_fix(const struct ls_http_resp *resp);
 
 /* GET url (body == NULL) or POST body as application/json, with the Authorization header of
  * base/auth.h. 0 when an HTTP response came (any status), -1 otherwise (resp->error says why).
- * Bodies are capped at 64 MiB. */
+ * Bodies are capped at o->max_body (64 MiB when 0). */
 int ls_http_call(const char *url, const char *body, const struct ls_http_opts *o, struct ls_http_resp *resp);
 void ls_http_resp_free(struct ls_http_resp *resp);
 /* What ls_http_call sets on its handle: url, timeouts, no proxy, TLS, the request headers

@@ -77,10 +77,10 @@ int sim_fault_on_accept(struct sim_server *srv, const struct sim_conn *c);
 int sim_fault_before_head(struct sim_server *srv, struct sim_conn *c, struct sim_req *r);
 
 /* ---- the engine's own per-request fields (sim_engine_fields.c: --engine-fields) ---- */
-enum sim_engine_fields { SIM_EF_NONE = 0, SIM_EF_LLAMACPP, SIM_EF_SGLANG, SIM_EF_VLLM, SIM_EF__COUNT };
+enum sim_engine_fields { SIM_EF_NONE = 0, SIM_EF_LLAMACPP, SIM_EF_SGLANG, SIM_EF_VLLM, SIM_EF_TRTLLM, SIM_EF__COUNT };
 enum sim_ef_bad { SIM_EF_BAD_NONE = 0, SIM_EF_BAD_STRING, SIM_EF_BAD_NEGATIVE, SIM_EF_BAD_NAN, SIM_EF_BAD_HUGE,
 		  SIM_EF_BAD__COUNT };
-/* "none", "llama.cpp", "sglang", "vllm" into *out; -1 for another word. */
+/* "none", "llama.cpp", "sglang", "vllm", "trtllm" into *out; -1 for another word. */
 int sim_engine_fields_parse(const char *v, int *out);
 const char *sim_engine_fields_bad_name(int kind); /* "none", "string", "negative", "nan", "huge" */
 
@@ -115,6 +115,8 @@ struct sim_config {
 	double      api_frame_us;      /* API server CPU per frame it writes (busy), 0 = none */
 	int         engine_fields;     /* enum sim_engine_fields: whose per-request account the frames carry */
 	double      engine_fields_bad; /* share of requests whose account values are malformed */
+	int         perf_metrics_max;  /* trtllm: GET /perf_metrics keeps the last this many requests */
+	int         perf_metrics_fault; /* enum sim_metrics_fault, for GET /perf_metrics */
 	/* GET /metrics (sim_info.c): whose gauge names, a fault of its own, the KV size it reports */
 	unsigned    metrics_names;     /* bitmask of 1 << enum sim_metrics_names */
 	int         metrics_fault;     /* enum sim_metrics_fault */
@@ -342,6 +344,13 @@ int sim_engine_fields_bad_pick(const struct sim_config *cfg, uint64_t seq);
 int sim_engine_fields_llamacpp(struct ls_strbuf *b, const struct sim_req *r);
 int sim_engine_fields_sglang(struct ls_strbuf *b, const struct sim_req *r, int final);
 int sim_engine_fields_vllm(struct ls_strbuf *b, const struct sim_req *r);
+struct sim_server;
+struct sim_perf_list;
+/* trtllm: r's entry into the list (a finished request with a token; its oldest entry dropped when
+ * full), and the list as TensorRT-LLM's GET /perf_metrics writes it, emptied. 0 or -ENOMEM. */
+int sim_perf_add(struct sim_server *srv, const struct sim_req *r);
+int sim_perf_drain(struct sim_server *srv, struct ls_strbuf *b);
+void sim_perf_free(struct sim_perf_list *l);
 
 /* ---- TLS (sim_tls.c) ---- */
 SSL_CTX *sim_tls_ctx(const struct sim_config *cfg);
@@ -359,6 +368,18 @@ void sim_gpu_close(struct sim_gpu *g);
 int  sim_gpu_default_path(char *out, size_t len);
 
 /* ---- server (sim_server.c) ---- */
+/* --engine-fields trtllm: what GET /perf_metrics gives, a ring of the last perf_metrics_max
+ * finished requests (TensorRT-LLM's deque(maxlen=perf_metrics_max_requests)), drained per read. */
+struct sim_perf_entry {
+	uint64_t seq, received_ns, scheduled_ns, first_token_ns, last_token_ns;
+	int      bad;          /* enum sim_ef_bad */
+};
+struct sim_perf_list {
+	struct sim_perf_entry *e;
+	size_t   cap, head, n;
+	uint64_t dropped;      /* pushed out by newer ones before a read */
+};
+
 struct sim_server {
 	const struct sim_config *cfg;
 	int              epfd, listen_fd, timer_fd, signal_fd;
@@ -374,6 +395,7 @@ struct sim_server {
 	uint64_t         next_req_seq;
 	uint64_t         accepted_total, requests_total, faults_total[SIM_FAULT__COUNT];
 	uint64_t         finished_total[2]; /* length, stop */
+	struct sim_perf_list perf;      /* --engine-fields trtllm */
 	int              stop;
 	uint64_t         start_ns;
 };

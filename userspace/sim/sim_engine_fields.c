@@ -2,9 +2,12 @@
  * one engine's shape from the sim's own steps (the truth file has the same steps, so a reader
  * of these fields can be checked against it): llama.cpp's "timings" on the last token frame,
  * SGLang's meta_info timings (the finishing frame has them all), vLLM's "metrics" on the usage
- * frame. --engine-fields-bad P: that share of requests (seeded by their number) get every time
+ * frame, TensorRT-LLM's GET /perf_metrics list (seconds of CLOCK_MONOTONIC, its steady clock,
+ * filled as requests finish, drained per read). --engine-fields-bad P: that share of requests (seeded by their number) get every time
  * value malformed, one kind per request: a string, a negative, NaN (as Python's json writes it)
  * or a huge number. docs/sim.md has each value's definition. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "base/clock.h"
@@ -12,6 +15,7 @@
 
 static const char *const formats[SIM_EF__COUNT] = {
 	[SIM_EF_NONE] = "none", [SIM_EF_LLAMACPP] = "llama.cpp", [SIM_EF_SGLANG] = "sglang", [SIM_EF_VLLM] = "vllm",
+	[SIM_EF_TRTLLM] = "trtllm",
 };
 static const char *const bad_kinds[SIM_EF_BAD__COUNT] = {
 	[SIM_EF_BAD_NONE] = "none", [SIM_EF_BAD_STRING] = "string", [SIM_EF_BAD_NEGATIVE] = "negative",
@@ -135,4 +139,63 @@ int sim_engine_fields_vllm(struct ls_strbuf *b, const struct sim_req *r)
 		rc |= ls_strbuf_puts(b, ",\"mean_itl_ms\":null");
 	uint64_t gen_ns = a.prefill_ns + a.decode_ns;
 	return rc | ls_strbuf_printf(b, ",\"tokens_per_second\":%.3f}", gen_ns ? r->generated / ((double)gen_ns / 1e9) : 0.0);
+}
+
+int sim_perf_add(struct sim_server *srv, const struct sim_req *r)
+{
+	struct sim_perf_list *l = &srv->perf;
+	struct sim_account a;
+	if (!sim_engine_account(r, &a))
+		return 0;
+	if (!l->e) {
+		l->cap = srv->cfg->perf_metrics_max > 0 ? (size_t)srv->cfg->perf_metrics_max : 1;
+		if (!(l->e = calloc(l->cap, sizeof(*l->e))))
+			return -ENOMEM;
+	}
+	if (l->n == l->cap) { /* a deque with maxlen: the oldest goes */
+		l->head = (l->head + 1) % l->cap;
+		l->n--;
+		l->dropped++;
+	}
+	l->e[(l->head + l->n++) % l->cap] = (struct sim_perf_entry){
+		.seq = r->seq, .received_ns = r->received_ns, .scheduled_ns = r->received_ns + a.queue_ns,
+		.first_token_ns = a.first_token_ns, .last_token_ns = a.last_token_ns, .bad = r->engine_bad,
+	};
+	return 0;
+}
+
+/* One entry in get_perf_metrics' shape; the HTTP server's arrival and the executor's are the
+ * same instant here (the sim has no frontend), and --engine-fields-bad spoils the engine's three
+ * stamps, leaving the arrivals to join by. */
+static int perf_entry(struct ls_strbuf *b, const struct sim_perf_entry *e)
+{
+	double arrival = (double)e->received_ns / 1e9;
+	int rc = ls_strbuf_printf(b, "{\"request_id\":%llu,\"perf_metrics\":{\"first_iter\":0,\"last_iter\":0,"
+				  "\"timing_metrics\":{\"server_arrival_time\":%.9f,\"arrival_time\":%.9f,"
+				  "\"first_scheduled_time\":", (unsigned long long)e->seq, arrival, arrival);
+	rc |= value(b, e->bad, e->scheduled_ns, 1e9);
+	rc |= ls_strbuf_puts(b, ",\"first_token_time\":");
+	rc |= value(b, e->bad, e->first_token_ns, 1e9);
+	rc |= ls_strbuf_printf(b, ",\"server_first_token_time\":%.9f,\"last_token_time\":", (double)e->first_token_ns / 1e9);
+	rc |= value(b, e->bad, e->last_token_ns, 1e9);
+	return rc | ls_strbuf_puts(b, "},\"kv_cache_metrics\":{\"num_total_allocated_blocks\":0,"
+				     "\"num_new_allocated_blocks\":0,\"num_reused_blocks\":0,\"num_missed_blocks\":0}}}");
+}
+
+int sim_perf_drain(struct sim_server *srv, struct ls_strbuf *b)
+{
+	struct sim_perf_list *l = &srv->perf;
+	int rc = ls_strbuf_puts(b, "[");
+	for (size_t i = 0; i < l->n && !rc; i++)
+		rc = (i && ls_strbuf_puts(b, ",")) || perf_entry(b, &l->e[(l->head + i) % l->cap]) ? -ENOMEM : 0;
+	rc |= ls_strbuf_puts(b, "]");
+	if (!rc)
+		l->head = l->n = 0;
+	return rc ? -ENOMEM : 0;
+}
+
+void sim_perf_free(struct sim_perf_list *l)
+{
+	free(l->e);
+	memset(l, 0, sizeof(*l));
 }

@@ -1,6 +1,7 @@
 /* sim/sim_info.c — the small endpoints: GET /health, /v1/models, /metrics (Prometheus text:
  * vLLM's counters, and the running / waiting / KV-use gauges under the names of each engine
- * --metrics-names asks for, from the engine's own lists; or a --metrics-fault), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache,
+ * --metrics-names asks for, from the engine's own lists; or a --metrics-fault), /perf_metrics
+ * (--engine-fields trtllm: TensorRT-LLM's list, drained per read; or a --perf-metrics-fault), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache,
  * /start_profile and /stop_profile (200, nothing else). */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -120,16 +121,15 @@ static int engine_gauges(struct ls_strbuf *b, const struct sim_server *srv)
 	return rc;
 }
 
-/* --metrics-fault: no answer while the engine has work (the client's timeout ends the wait; an
- * idle engine answers, so the counters read before and after a run still come), 10 MB of
- * comment lines, or 4 KB of seeded bytes that are no Prometheus text. 1 when the fault took the
- * request, 0 otherwise. */
-static int metrics_fault(struct sim_conn *c, int keep_alive)
+/* --metrics-fault, --perf-metrics-fault: no answer (for /metrics only while the engine has work:
+ * the client's timeout ends the wait; an idle engine answers, so the counters read before and
+ * after a run still come), 10 MB of comment lines, or 4 KB of seeded bytes that are no
+ * Prometheus text and no JSON. 1 when the fault took the request, 0 otherwise. */
+static int fault_answer(struct sim_conn *c, int fault, int hang_always, const char *ctype, int keep_alive)
 {
 	const struct sim_server *srv = c->srv;
-	int fault = srv->cfg->metrics_fault;
 	if (fault == SIM_MFAULT_HANG)
-		return srv->engine.running.count || srv->engine.waiting.count;
+		return hang_always || srv->engine.running.count || srv->engine.waiting.count;
 	if (fault != SIM_MFAULT_HUGE && fault != SIM_MFAULT_GARBAGE)
 		return 0;
 	static char *huge; /* built once: the fault is the answer's size, not the sim's time making it */
@@ -153,10 +153,23 @@ static int metrics_fault(struct sim_conn *c, int keep_alive)
 			body[i] = (char)(x >> 56);
 		}
 	}
-	send_body(c, 200, "text/plain; version=0.0.4", body, len, keep_alive);
+	send_body(c, 200, ctype, body, len, keep_alive);
 	if (body != huge)
 		free(body);
 	return 1;
+}
+
+/* GET /perf_metrics (--engine-fields trtllm): the finished requests' timing_metrics, emptied. */
+static void perf_metrics(struct sim_conn *c, int keep_alive)
+{
+	if (fault_answer(c, c->srv->cfg->perf_metrics_fault, 1, "application/json", keep_alive))
+		return;
+	struct ls_strbuf b = { 0 };
+	if (sim_perf_drain(c->srv, &b))
+		sim_api_send_error(c, 503, "ServiceUnavailable", "out of memory", 0);
+	else
+		send_body(c, 200, "application/json", b.data, b.len, keep_alive);
+	ls_strbuf_free(&b);
 }
 
 static void metrics(struct sim_conn *c, int keep_alive)
@@ -166,7 +179,7 @@ static void metrics(struct sim_conn *c, int keep_alive)
 	const char *m = srv->cfg->model;
 	struct ls_strbuf b = { 0 };
 	int rc = 0;
-	if (metrics_fault(c, keep_alive))
+	if (fault_answer(c, srv->cfg->metrics_fault, 0, "text/plain; version=0.0.4", keep_alive))
 		return;
 #define GAUGE(name, help, val) \
 	rc |= ls_strbuf_printf(&b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name "{model_name=\"%s\"} %llu\n", \
@@ -331,6 +344,8 @@ int sim_info_dispatch(struct sim_conn *c, const struct sim_http_req *h, const ch
 		models(c, keep_alive);
 	else if (get && sim_http_path_is(h, "/metrics"))
 		metrics(c, keep_alive);
+	else if (get && sim_http_path_is(h, "/perf_metrics") && c->srv->cfg->engine_fields == SIM_EF_TRTLLM)
+		perf_metrics(c, keep_alive);
 	else if (get && (sim_http_path_is(h, "/server_info") || sim_http_path_is(h, "/get_server_info")))
 		server_info(c, keep_alive);
 	else if (post && sim_http_path_is(h, "/tokenize"))

@@ -13,7 +13,7 @@ enum {
 	O_SEED, O_QUIET, O_STEP_MS, O_DECODE_US, O_PREFILL_US, O_MAX_BATCH, O_MAX_BATCH_TOKENS,
 	O_PREFIX_CACHE, O_PREFIX_BLOCK, O_ACCEPT_LEN, O_NUM_SPEC, O_ACCEPT_DIST, O_EMPTY_EVERY, O_EMPTY_FIRST,
 	O_API_FRAME_US, O_ENGINE_FIELDS, O_ENGINE_FIELDS_BAD, O_FAIL_RATE, O_FAIL_KIND, O_TLS, O_TLS_CERT, O_TLS_KEY, O_TLS_MAX, O_GPU, O_GPU_LIB,
-	O_GPU_DEVICE, O_METRICS_NAMES, O_METRICS_FAULT, O_KV_TOKENS, O_HELP,
+	O_GPU_DEVICE, O_METRICS_NAMES, O_METRICS_FAULT, O_KV_TOKENS, O_PERF_MAX, O_PERF_FAULT, O_HELP,
 };
 
 static const struct ls_opt opts[] = {
@@ -61,10 +61,18 @@ static const struct ls_opt opts[] = {
 	{ "engine-fields", O_ENGINE_FIELDS, LS_ARG_ONE, "FORMAT",
 	  "the engine's own per-request account in its frames, from the sim's steps:\n"
 	  "llama.cpp (\"timings\" on the last frame), sglang (meta_info timings),\n"
-	  "vllm (\"metrics\" on the usage frame) or none (default none)", NULL },
+	  "vllm (\"metrics\" on the usage frame), trtllm (GET /perf_metrics: each\n"
+	  "finished request's timing_metrics, emptied by each read) or none\n"
+	  "(default none)", NULL },
 	{ "engine-fields-bad", O_ENGINE_FIELDS_BAD, LS_ARG_ONE, "P",
 	  "share of requests whose account values are malformed: a string, a\n"
 	  "negative, NaN or a huge number, seeded per request (default 0)", NULL },
+	{ "perf-metrics-max-requests", O_PERF_MAX, LS_ARG_ONE, "N",
+	  "trtllm: GET /perf_metrics keeps the last N finished requests, older\n"
+	  "ones are dropped, as TensorRT-LLM's perf_metrics_max_requests (default 1000)", NULL },
+	{ "perf-metrics-fault", O_PERF_FAULT, LS_ARG_ONE, "KIND",
+	  "GET /perf_metrics misbehaves: hang (never answers), huge (a 10 MB\n"
+	  "answer), garbage (200 with bytes that are not JSON) (default none)", NULL },
 	{ "metrics-names", O_METRICS_NAMES, LS_ARG_ONE, "LIST",
 	  "GET /metrics gives running, waiting and KV-use gauges under the names of\n"
 	  "vllm, sglang, llama.cpp, tgi (comma list, or all) (default vllm)", "GET /metrics" },
@@ -173,7 +181,7 @@ static const char *apply_engine(struct sim_config *cfg, const struct ls_opt *o, 
 	case O_EMPTY_FIRST:
 		return set_switch(v, &cfg->empty_first_frame);
 	case O_ENGINE_FIELDS:
-		return sim_engine_fields_parse(v, &cfg->engine_fields) ? "must be llama.cpp, sglang, vllm or none" : NULL;
+		return sim_engine_fields_parse(v, &cfg->engine_fields) ? "must be llama.cpp, sglang, vllm, trtllm or none" : NULL;
 	case O_ENGINE_FIELDS_BAD:
 		return ls_opt_parse_double(v, 0, 1, &cfg->engine_fields_bad) ? "must be a share 0..1" : NULL;
 	case O_API_FRAME_US:
@@ -227,6 +235,10 @@ static const char *apply(void *ctx, const struct ls_opt *o, const char *v)
 		return sim_metrics_parse_fault(v, &cfg->metrics_fault) ? "must be none, hang, huge or garbage" : NULL;
 	case O_KV_TOKENS:
 		return set_int(v, 1, 1 << 30, &cfg->kv_tokens) ? "must be an integer 1..1073741824" : NULL;
+	case O_PERF_MAX:
+		return set_int(v, 1, 1 << 24, &cfg->perf_metrics_max) ? "must be an integer 1..16777216" : NULL;
+	case O_PERF_FAULT:
+		return sim_metrics_parse_fault(v, &cfg->perf_metrics_fault) ? "must be none, hang, huge or garbage" : NULL;
 	}
 	return apply_engine(cfg, o, v);
 }
@@ -271,7 +283,7 @@ static int parse_flags(int argc, char **argv, struct sim_config *cfg)
 		.max_batch = 256, .max_batch_tokens = 8192, .prefix_block = 16, .accept_len = 1,
 		.num_spec_tokens = -1, .fail_kinds = 0, .max_header_bytes = 16384,
 		.max_body_bytes = 16u << 20, .max_conns = -1, .metrics_names = 1u << SIM_MNAMES_VLLM,
-		.kv_tokens = 65536,
+		.kv_tokens = 65536, .perf_metrics_max = 1000,
 	};
 	if (sim_fault_parse_kinds("mixed", &cfg->fail_kinds))
 		return 2;

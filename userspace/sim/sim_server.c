@@ -173,6 +173,7 @@ static void teardown(struct sim_server *srv)
 	sim_conn_close_all(srv);
 	sim_engine_fini(srv);
 	sim_truth_close(&srv->truth);
+	sim_perf_free(&srv->perf);
 	sim_gpu_close(&srv->gpu);
 	if (srv->ssl_ctx)
 		SSL_CTX_free(srv->ssl_ctx);

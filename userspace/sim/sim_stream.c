@@ -253,6 +253,9 @@ static void finish(struct sim_server *srv, struct sim_req *r, int failed, const 
 	sim_engine_detach(srv, r);
 	if (!failed && r->generated >= r->target_tokens)
 		srv->finished_total[!strcmp(reason, "stop")]++;
+	/* trtllm-serve appends its entry before the stream's last chunk: in the list by its end */
+	if (!failed && srv->cfg->engine_fields == SIM_EF_TRTLLM && sim_perf_add(srv, r))
+		fprintf(stderr, "latscope sim: out of memory for /perf_metrics; request %s left out\n", r->id);
 	sim_truth_write(&srv->truth, r, ls_now_ns(), failed, reason);
 	if (c && c->req == r)
 		c->req = NULL;
