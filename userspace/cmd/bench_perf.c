@@ -7,7 +7,7 @@
 #include "cmd/bench_perf.h"
 #include "driver/backend.h"
 
-#define PERF_TIMEOUT_S 5.0            /* trtllm-serve serialises its list in a few ms per thousand */
+#define PERF_TIMEOUT_S 5.0            /* one try: a hung server costs the run's end 5 s */
 #define PERF_BYTES_PER_REQUEST 4096u  /* an entry is ~600 bytes (its kv_cache_metrics included) */
 #define PERF_MIN_CAP (1u << 20)
 #define PERF_MAX_CAP (64u << 20)

@@ -68,8 +68,9 @@ static const struct ls_opt opts[] = {
 	  "share of requests whose account values are malformed: a string, a\n"
 	  "negative, NaN or a huge number, seeded per request (default 0)", NULL },
 	{ "perf-metrics-max-requests", O_PERF_MAX, LS_ARG_ONE, "N",
-	  "trtllm: GET /perf_metrics keeps the last N finished requests, older\n"
-	  "ones are dropped, as TensorRT-LLM's perf_metrics_max_requests (default 1000)", NULL },
+	  "trtllm: GET /perf_metrics keeps the last N finished requests, the\n"
+	  "older ones dropped, as TensorRT-LLM's perf_metrics_max_requests\n"
+	  "(default 1000)", NULL },
 	{ "perf-metrics-fault", O_PERF_FAULT, LS_ARG_ONE, "KIND",
 	  "GET /perf_metrics misbehaves: hang (never answers), huge (a 10 MB\n"
 	  "answer), garbage (200 with bytes that are not JSON) (default none)", NULL },
