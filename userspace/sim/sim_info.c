@@ -1,8 +1,9 @@
 /* sim/sim_info.c — the small endpoints: GET /health, /v1/models, /metrics (Prometheus text:
  * vLLM's counters, and the running / waiting / KV-use gauges under the names of each engine
  * --metrics-names asks for, from the engine's own lists; or a --metrics-fault), /perf_metrics
- * (--engine-fields trtllm: TensorRT-LLM's list, drained per read; or a --perf-metrics-fault), /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache,
- * /start_profile and /stop_profile (200, nothing else). */
+ * (--engine-fields trtllm: TensorRT-LLM's list, drained per read; or a --perf-metrics-fault),
+ * /server_info (SGLang shape), POST /tokenize, /detokenize, /flush_cache, /start_profile and
+ * /stop_profile (200, nothing else). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
