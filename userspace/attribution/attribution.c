@@ -508,6 +508,9 @@ struct ls_attribution *ls_attribute_steps(const struct ls_run *run, const struct
 		if (ra->flags & LS_ATTR_LOST_EVENTS)
 			a->n_lost_requests++;
 	}
+	if ((err = ls_attr_engine_account(run, a)))
+		goto fail;
+	err = -ENOMEM;
 	a->lost_events = lost_of(stores, n_stores, LS_EV__COUNT);
 	explain(a, stores, n_stores, have_events, why);
 	ctx_free(&x, ix, n_stores);

@@ -149,6 +149,24 @@ struct ls_attr_engine {
 	uint64_t prefill_step_p50_ns, decode_step_p50_ns; /* the uprobe steps by kind (sessions') */
 };
 
+/* The engine's own account (its fields: queue, prefill; record.h engine_*) against the server's
+ * kernel stamps, over the requests that have both: the server read the request -> wrote its
+ * first token holds the engine's queue + prefill, and the rest is server time the engine does
+ * not count (its frontend, writing, and the wait for a slot when it gives no queue). With
+ * uprobe steps joined too, its prefill against theirs. */
+#define LS_ATTR_ACCOUNT_SLACK_NS 500000ull /* an account this much longer than the interval is not the kernel's */
+struct ls_attr_engine_account {
+	size_t   n;                 /* requests with both */
+	int      has_queue;         /* every one's account gave a queue */
+	double   inside_p50_ms;     /* its queue + prefill */
+	double   server_p50_ms;     /* the server's read -> first-token write */
+	double   not_counted_p50_ms, not_counted_p99_ms; /* per request: server interval - account (>= 0) */
+	size_t   over;              /* accounts longer than the interval by more than the slack */
+	double   worst_over_ms;
+	size_t   n_steps;           /* of them, joined to uprobe steps too */
+	double   prefill_minus_steps_p50_ms; /* engine prefill - the steps' prefill, per request */
+};
+
 struct ls_attribution {
 	struct ls_req_attr *req;    /* one per run record, same order */
 	size_t   n;
@@ -159,6 +177,7 @@ struct ls_attribution {
 	int      have_engine;       /* engine steps (uprobe) split server into (frontend +) queue +
 				     * prefill + decode */
 	struct ls_attr_engine engine;
+	struct ls_attr_engine_account account;
 	uint64_t lost_events;       /* ring buffer overflow, all kinds */
 	size_t   n_lost_requests;   /* requests marked LS_ATTR_LOST_EVENTS */
 	char     why[512];          /* why parts are missing ("" when complete) */

@@ -9,7 +9,7 @@
 #include "base/stats.h"
 
 /* The first token's frame under the rules, or -1. */
-static int first_token_frame(const struct ls_request *r, const struct ls_read_rules *rules)
+int ls_attr_first_token_frame(const struct ls_request *r, const struct ls_read_rules *rules)
 {
 	for (uint32_t i = 0; i < r->n_frames; i++)
 		if (ls_frame_is_token(&r->frames[i], rules->ttft_gate))
@@ -22,7 +22,7 @@ static int first_token_frame(const struct ls_request *r, const struct ls_read_ru
 static void map_req(const struct ls_request *r, const struct ls_req_attr *ra, const struct ls_read_rules *rules,
 		    struct ls_map_req *q)
 {
-	int f = first_token_frame(r, rules);
+	int f = ls_attr_first_token_frame(r, rules);
 
 	memset(q, 0, sizeof(*q));
 	q->arrived_ns = ra->server_arrived_ns ? ra->server_arrived_ns :

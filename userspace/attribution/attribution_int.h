@@ -37,6 +37,11 @@ void ls_attr_handshake(const struct ls_attr_index *x, const struct ls_sock_event
  * sorted (ls_engine_steps_sort). 0 or -ENOMEM. */
 struct ls_engine_steps;
 struct ls_engine_map;
+/* The first token's frame of r under the rules (which frame counts as the first token), or -1. */
+int ls_attr_first_token_frame(const struct ls_request *r, const struct ls_read_rules *rules);
+/* The engine's own account of each request against the server's kernel stamps, into a->account
+ * (attribution_account.c). 0 or -ENOMEM. */
+int ls_attr_engine_account(const struct ls_run *run, struct ls_attribution *a);
 int ls_attr_engine_map(const struct ls_run *run, struct ls_attribution *a, const struct ls_engine_steps *steps,
 		       uint64_t lost, struct ls_engine_map *map);
 

@@ -212,6 +212,48 @@ static void ints_to_raw(cJSON *item)
 	}
 }
 
+/* The attribution header's engine objects: the uprobe steps behind the split, and the engine's
+ * own account against the server's kernel stamps. */
+static void add_engine_header(cJSON *h, const struct ls_attribution *a)
+{
+	const struct ls_attr_engine *e = &a->engine;
+	cJSON *eng = e->uprobe_steps ? cJSON_AddObjectToObject(h, "engine_steps") : NULL;
+	if (eng) { /* what the requests' "engine" sessions came from, and how sure their joins are */
+		cJSON_AddStringToObject(eng, "source", "uprobe");
+		cJSON_AddStringToObject(eng, "hook", "llama_decode");
+		cJSON_AddStringToObject(eng, "frontend_hooks", "server_response_reader::post_tasks, llama_tokenize");
+		cJSON_AddStringToObject(eng, "join", "by time and the engine's token counts (docs/engine.md)");
+		const struct { const char *key; double v; } n[] = {
+			{ "steps", (double)e->uprobe_steps }, { "steps_with_seqs", (double)e->seq_steps },
+			{ "sessions", (double)e->sessions }, { "joined", (double)e->mapped },
+			{ "uncertain", (double)e->uncertain }, { "uncertain_twins", (double)e->twins },
+			{ "by_time_alone", (double)e->counts_differ }, { "split_by_counts", (double)e->split },
+			{ "sessions_unjoined", (double)e->unjoined }, { "lost", (double)e->lost },
+			{ "prefill_step_p50_ns", (double)e->prefill_step_p50_ns },
+			{ "decode_step_p50_ns", (double)e->decode_step_p50_ns },
+			{ "tokenize_calls", (double)e->tokenize_calls }, { "post_calls", (double)e->post_calls },
+			{ "frontend_calls_joined", (double)e->marks_joined },
+			{ "frontend_found", (double)e->frontend }, { "frontend_unknown", (double)e->no_frontend },
+		};
+		for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
+			cJSON_AddNumberToObject(eng, n[k].key, n[k].v);
+	}
+	const struct ls_attr_engine_account *o = &a->account;
+	cJSON *acc = o->n ? cJSON_AddObjectToObject(h, "engine_vs_kernel") : NULL;
+	if (acc) { /* the engine's own fields against the server's read -> first-token write */
+		const struct { const char *key; double v; } n[] = {
+			{ "requests", (double)o->n }, { "has_queue", o->has_queue },
+			{ "inside_p50_ms", o->inside_p50_ms }, { "server_p50_ms", o->server_p50_ms },
+			{ "not_counted_p50_ms", o->not_counted_p50_ms }, { "not_counted_p99_ms", o->not_counted_p99_ms },
+			{ "over", (double)o->over }, { "worst_over_ms", o->worst_over_ms },
+			{ "steps_requests", (double)o->n_steps },
+			{ "prefill_minus_steps_p50_ms", o->prefill_minus_steps_p50_ms },
+		};
+		for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
+			cJSON_AddNumberToObject(acc, n[k].key, n[k].v);
+	}
+}
+
 /* One header line, then one line per request (ls_attribution_request_json): the parts of its
  * TTFT, each inter-token gap and E2EL in ns, its flags and the kernel's stamps. */
 static int write_jsonl(const char *path, const char *record_path, const struct ls_run *run,
@@ -233,28 +275,7 @@ static int write_jsonl(const char *path, const char *record_path, const struct l
 		cJSON_AddStringToObject(h, "units", "parts and totals in ns; kernel stamps CLOCK_MONOTONIC ns");
 		cJSON_AddStringToObject(h, "why", a->why);
 		cJSON_AddNumberToObject(h, "lost_events", (double)a->lost_events);
-		const struct ls_attr_engine *e = &a->engine;
-		cJSON *eng = e->uprobe_steps ? cJSON_AddObjectToObject(h, "engine_steps") : NULL;
-		if (eng) { /* what the requests' "engine" sessions came from, and how sure their joins are */
-			cJSON_AddStringToObject(eng, "source", "uprobe");
-			cJSON_AddStringToObject(eng, "hook", "llama_decode");
-			cJSON_AddStringToObject(eng, "frontend_hooks", "server_response_reader::post_tasks, llama_tokenize");
-			cJSON_AddStringToObject(eng, "join", "by time and the engine's token counts (docs/engine.md)");
-			const struct { const char *key; double v; } n[] = {
-				{ "steps", (double)e->uprobe_steps }, { "steps_with_seqs", (double)e->seq_steps },
-				{ "sessions", (double)e->sessions }, { "joined", (double)e->mapped },
-				{ "uncertain", (double)e->uncertain }, { "uncertain_twins", (double)e->twins },
-				{ "by_time_alone", (double)e->counts_differ }, { "split_by_counts", (double)e->split },
-				{ "sessions_unjoined", (double)e->unjoined }, { "lost", (double)e->lost },
-				{ "prefill_step_p50_ns", (double)e->prefill_step_p50_ns },
-				{ "decode_step_p50_ns", (double)e->decode_step_p50_ns },
-				{ "tokenize_calls", (double)e->tokenize_calls }, { "post_calls", (double)e->post_calls },
-				{ "frontend_calls_joined", (double)e->marks_joined },
-				{ "frontend_found", (double)e->frontend }, { "frontend_unknown", (double)e->no_frontend },
-			};
-			for (size_t k = 0; k < sizeof(n) / sizeof(n[0]); k++)
-				cJSON_AddNumberToObject(eng, n[k].key, n[k].v);
-		}
+		add_engine_header(h, a);
 		cJSON *by_kind = cJSON_AddObjectToObject(h, "lost_by_kind");
 		for (unsigned kind = 0; by_kind && kind < LS_EV__COUNT; kind++) {
 			uint64_t lost = 0;

@@ -207,6 +207,27 @@ static void print_engine(FILE *out, const struct ls_attribution *a)
 			"window\n", e->frontend, e->no_frontend, e->post_calls, e->tokenize_calls, e->marks_joined);
 }
 
+/* The engine's own account against the server's kernel stamps (attribution_account.c). */
+static void print_account(FILE *out, const struct ls_attribution *a)
+{
+	const struct ls_attr_engine_account *o = &a->account;
+
+	if (!o->n)
+		return;
+	fprintf(out, "engine's own account vs the server's kernel stamps (%zu requests): its %s P50 %.3f ms of the "
+		"server's read -> first-token write P50 %.3f ms; server time it does not count P50 %.3f ms, P99 %.3f ms "
+		"(its frontend, writing%s)", o->n, o->has_queue ? "queue+prefill" : "prefill", o->inside_p50_ms,
+		o->server_p50_ms, o->not_counted_p50_ms, o->not_counted_p99_ms,
+		o->has_queue ? "" : ", the wait for a slot: it gives no queue");
+	if (o->n_steps)
+		fprintf(out, "; its prefill - the uprobe steps' P50 %+.3f ms (%zu requests)", o->prefill_minus_steps_p50_ms,
+			o->n_steps);
+	if (o->over)
+		fprintf(out, "; %zu accounts longer than the server's interval (by up to %.3f ms): its clock, or what "
+			"its fields measure, is not the kernel's", o->over, o->worst_over_ms);
+	fprintf(out, "\n");
+}
+
 static void print_window(FILE *out, const struct ls_attribution *a, enum ls_attr_win w)
 {
 	struct ls_attr_window s;
@@ -312,6 +333,7 @@ void ls_attribution_print(FILE *out, const struct ls_attribution *a)
 	for (int w = 0; w < LS_ATTR_WIN__COUNT; w++)
 		print_window(out, a, (enum ls_attr_win)w);
 	print_engine(out, a);
+	print_account(out, a);
 	print_connect(out, a, buf);
 	ls_handshake_print(out, a);
 	fprintf(out, "requests: %zu; reused connection %zu; no server events %zu; lost events %zu; "
