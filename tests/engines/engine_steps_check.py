@@ -3,7 +3,9 @@
 (uprobes on llama_decode) of run NAME (DIR/NAME.jsonl, its .attribution.jsonl, NAME.progs from
 bpftool) against the engine's own timings of each request and the client's own stamps.
 Exit 1 on a miss; prints the figures either way (tests/engines/engine_steps.sh)."""
-import argparse, json, re, sys
+import argparse, json, os, re, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from numpy_pct import pct  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("dir")
@@ -176,6 +178,33 @@ if eh.get("frontend_found") != sum(1 for a in attr.values() if a.get("engine", {
          f"{eh.get('post_calls')} for {len(recs)} requests")
 if len(attr) < len(recs) or not recs:
     miss(f"{len(recs)} ok requests, {len(attr)} attribution lines")
+
+# The engine's own account (timings.prompt_ms; llama.cpp gives no queue) against the server's
+# kernel stamps: per request, the server's parts of its TTFT window (its read -> the first
+# token's write) less prompt_ms is what the engine does not count; the header's P50 is that of
+# these, every request is compared, none has a prompt_ms longer than the interval, and the
+# frontend is inside what it does not count.
+SERVER_PARTS = ("server_ns", "frontend_ns", "queue_ns", "prefill_ns", "decode_ns", "gpu_ns")
+ek = head.get("engine_vs_kernel")
+gaps = []
+for i, r in recs.items():
+    a = attr.get(i, {})
+    if "ttft" in a:
+        srv = sum(a["ttft"].get(k, 0) for k in SERVER_PARTS)
+        gaps.append(max(srv - r["engine_prompt_ns"], 0) / 1e6)
+if not ek:
+    miss("no engine_vs_kernel in the attribution file's header")
+else:
+    want = pct(gaps, 50)
+    print(f"  engine's account vs the kernel: {ek['requests']} requests, not counted P50 {ek['not_counted_p50_ms']:.3f} "
+          f"ms (from the parts {want:.3f}), P99 {ek['not_counted_p99_ms']:.3f} ms, frontend P50 "
+          f"{pct(frontends, 50) / 1e6:.3f} ms, accounts longer than the interval {ek['over']}")
+    if ek["requests"] != len(recs) or ek["has_queue"] or ek["over"]:
+        miss(f"engine_vs_kernel {ek} for {len(recs)} requests (llama.cpp gives no queue; prompt_ms fits the interval)")
+    if abs(ek["not_counted_p50_ms"] - want) > 0.01:
+        miss(f"engine_vs_kernel not counted P50 {ek['not_counted_p50_ms']:.3f} ms, the parts say {want:.3f}")
+    if frontends and ek["not_counted_p50_ms"] + 0.05 < pct(frontends, 50) / 1e6:
+        miss("what the engine does not count is less than the frontend")
 
 # The uprobes' own cost: BPF run time per call of the entry and return programs, at the last
 # sample bpftool took during the run.
