@@ -566,3 +566,22 @@ uint64_t ls_parts_sum(const struct ls_parts *p)
 		sum += p->ns[i];
 	return sum;
 }
+
+/* The names of the LS_ATTR_* and LS_ENG_* bits, in bit order, as the attribution file writes
+ * and reads them. */
+static const char *const attr_flag_names[] = {
+	"no_events", "no_server", "lost_events", "disorder", "reused", "no_tls_events", "warmup", "not_ok",
+};
+static const char *const eng_flag_names[] = {
+	"mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split", "no_frontend",
+};
+
+const char *ls_attr_flag_name(unsigned bit)
+{
+	return bit < sizeof(attr_flag_names) / sizeof(attr_flag_names[0]) ? attr_flag_names[bit] : NULL;
+}
+
+const char *ls_eng_flag_name(unsigned bit)
+{
+	return bit < sizeof(eng_flag_names) / sizeof(eng_flag_names[0]) ? eng_flag_names[bit] : NULL;
+}

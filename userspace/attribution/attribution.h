@@ -220,6 +220,10 @@ struct ls_attribution *ls_attribute_steps(const struct ls_run *run, const struct
 void ls_attribution_free(struct ls_attribution *a);
 
 const char *ls_part_name(enum ls_part part); /* "client", "network", ..., "network+server" */
+/* The name of LS_ATTR_* bit `bit` (request flags) / LS_ENG_* bit (engine session flags) in the
+ * attribution file; NULL past the last. */
+const char *ls_attr_flag_name(unsigned bit);
+const char *ls_eng_flag_name(unsigned bit);
 uint64_t ls_parts_sum(const struct ls_parts *p);
 
 

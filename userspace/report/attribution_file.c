@@ -10,10 +10,6 @@
 #include <string.h>
 #include "report/report.h"
 
-static const char *const flag_names[] = {
-	"no_events", "no_server", "lost_events", "disorder", "reused", "no_tls_events", "warmup", "not_ok",
-};
-
 static uint64_t u64_of(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -68,9 +64,6 @@ static int frames_of(const cJSON *frames, struct ls_req_attr *r)
 	return 0;
 }
 
-static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split",
-						  "no_frontend" };
-
 /* "engine": the request's session of uprobe steps, when one was joined to it. */
 static void engine_of(const cJSON *e, struct ls_req_attr *r)
 {
@@ -80,8 +73,8 @@ static void engine_of(const cJSON *e, struct ls_req_attr *r)
 	if (!cJSON_IsObject(e))
 		return;
 	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(e, "flags"))
-		for (size_t b = 0; cJSON_IsString(f) && b < sizeof(engine_flag_names) / sizeof(engine_flag_names[0]); b++)
-			if (!strcmp(f->valuestring, engine_flag_names[b]))
+		for (unsigned b = 0; cJSON_IsString(f) && ls_eng_flag_name(b); b++)
+			if (!strcmp(f->valuestring, ls_eng_flag_name(b)))
 				g->flags |= 1u << b;
 	g->seq = cJSON_IsNumber(seq) ? (int32_t)seq->valuedouble : 0;
 	g->prompt_tokens = (uint32_t)u64_of(e, "prompt_tokens");
@@ -104,8 +97,8 @@ static int request_of(const cJSON *o, struct ls_req_attr *r)
 	const cJSON *f, *k = cJSON_GetObjectItemCaseSensitive(o, "kernel");
 	r->flags = 0;
 	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(o, "flags"))
-		for (size_t b = 0; cJSON_IsString(f) && b < sizeof(flag_names) / sizeof(flag_names[0]); b++)
-			if (!strcmp(f->valuestring, flag_names[b]))
+		for (unsigned b = 0; cJSON_IsString(f) && ls_attr_flag_name(b); b++)
+			if (!strcmp(f->valuestring, ls_attr_flag_name(b)))
 				r->flags |= 1u << b;
 	r->ttft_ns = parts_of(cJSON_GetObjectItemCaseSensitive(o, "ttft"), &r->ttft);
 	r->e2el_ns = parts_of(cJSON_GetObjectItemCaseSensitive(o, "e2el"), &r->e2el);

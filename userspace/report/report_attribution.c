@@ -437,10 +437,6 @@ static cJSON *gap_json(const struct ls_parts *p, uint64_t total, uint32_t frame)
 	return cJSON_CreateRaw(text);
 }
 
-static const char *const flag_names[] = {
-	"no_events", "no_server", "lost_events", "disorder", "reused", "no_tls_events", "warmup", "not_ok",
-};
-
 static void add_stamp(cJSON *o, const char *key, uint64_t ns)
 {
 	if (ns)
@@ -515,9 +511,6 @@ static void handshake_json(cJSON *o, const struct ls_req_attr *r)
 	}
 }
 
-static const char *const engine_flag_names[] = { "mapped", "uncertain", "counts_differ", "seqs_missed", "twin", "split",
-						  "no_frontend" };
-
 /* "engine": the request's session of uprobe steps (only when one was joined to it). */
 static void engine_json(cJSON *o, const struct ls_req_attr *r)
 {
@@ -528,9 +521,9 @@ static void engine_json(cJSON *o, const struct ls_req_attr *r)
 		return;
 	cJSON_AddStringToObject(j, "source", "uprobe");
 	flags = cJSON_AddArrayToObject(j, "flags");
-	for (size_t b = 0; flags && b < sizeof(engine_flag_names) / sizeof(engine_flag_names[0]); b++)
+	for (unsigned b = 0; flags && ls_eng_flag_name(b); b++)
 		if (e->flags & (1u << b))
-			cJSON_AddItemToArray(flags, cJSON_CreateStringReference(engine_flag_names[b]));
+			cJSON_AddItemToArray(flags, cJSON_CreateStringReference(ls_eng_flag_name(b)));
 	cJSON_AddNumberToObject(j, "seq", e->seq);
 	add_int(j, "prompt_tokens", e->prompt_tokens);
 	add_int(j, "prefill_steps", e->prefill_steps);
@@ -559,9 +552,9 @@ cJSON *ls_attribution_request_json(const struct ls_attribution *a, size_t i)
 		return NULL;
 	add_int(o, "id", r->id);
 	flags = cJSON_AddArrayToObject(o, "flags");
-	for (size_t b = 0; flags && b < sizeof(flag_names) / sizeof(flag_names[0]); b++)
+	for (unsigned b = 0; flags && ls_attr_flag_name(b); b++)
 		if (r->flags & (1u << b))
-			cJSON_AddItemToArray(flags, cJSON_CreateStringReference(flag_names[b]));
+			cJSON_AddItemToArray(flags, cJSON_CreateStringReference(ls_attr_flag_name(b)));
 	if (!(r->flags & LS_ATTR_NOT_OK)) {
 		cJSON_AddItemToObjectCS(o, "ttft", parts_json(&r->ttft, r->ttft_ns));
 		cJSON_AddItemToObjectCS(o, "e2el", parts_json(&r->e2el, r->e2el_ns));
