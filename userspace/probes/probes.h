@@ -17,7 +17,7 @@
 
 #define LS_PROBES_DRAIN_PERIOD_NS 50000000ull /* timer drain when the loop is idle: 50 ms */
 #define LS_PROBES_DRAIN_SLICE 256                /* events per drain call in the loop, at first */
-#define LS_PROBES_DRAIN_SLICE_MAX 65536          /* ... and at most, while it falls behind */
+#define LS_PROBES_DRAIN_SLICE_MAX 4096           /* ... and at most, while it falls behind (~2 ms) */
 #define LS_PROBES_RING_DEFAULT (4u << 20)
 
 struct ls_probes_opts {
