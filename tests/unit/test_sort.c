@@ -79,6 +79,8 @@ Test(sort, integers_match_qsort)
 			ls_sort_u64(a, n);
 			qsort(b, n, sizeof(*b), cmp_u);
 			cr_assert(!n || !memcmp(a, b, n * sizeof(*a)), "shape %u, n %zu", shape, n);
+			free(a);
+			free(b);
 		}
 }
 
