@@ -415,9 +415,11 @@ Test(probes, mounts_tracefs_when_missing, .timeout = 60)
 	cr_assert_eq(WEXITSTATUS(status), 0, "probes did not open without tracefs mounted");
 }
 
-/* The loop drains the ring in slices of LS_PROBES_DRAIN_SLICE events (a frame waits behind one
- * slice, not a period's worth): a run without the hook leaves thousands of events in the ring;
- * each hook call takes one slice and says "more" until the ring is empty, and nothing is lost. */
+/* The loop drains the ring in slices (a frame waits behind one slice, not a period's worth): a
+ * run without the hook leaves thousands of events in the ring; the first call takes
+ * LS_PROBES_DRAIN_SLICE events and says "more", each further one twice the last (up to
+ * LS_PROBES_DRAIN_SLICE_MAX) while the ring still holds more, the last what was left; nothing
+ * is lost. */
 Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 {
 	struct t_sim sim;
@@ -430,7 +432,7 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 	struct ls_probes *p = open_probes(sim.pid, 0);
 	ls_probes_loop_hook(p, &hook);
 	t_drive(&d, "probes", sim.url, 16, 60, 16, 0, NULL);
-	uint64_t before = 0, after = 0, calls = 0, drain_ns;
+	uint64_t before = 0, after = 0, calls = 0, drain_ns, slice = LS_PROBES_DRAIN_SLICE;
 	int more = 1;
 	ls_probes_cost(p, NULL, 0, &drain_ns, &before);
 	after = before;
@@ -439,14 +441,15 @@ Test(probes, loop_drain_goes_in_slices, .timeout = 120)
 		more = hook.on_ready(hook.ctx, 0);
 		ls_probes_cost(p, NULL, 0, &drain_ns, &after);
 		calls++;
-		cr_assert_leq(after - prev, (uint64_t)LS_PROBES_DRAIN_SLICE, "one call took %llu events",
-			      (unsigned long long)(after - prev));
+		cr_assert_leq(after - prev, slice, "call %llu took %llu events, its slice is %llu", (unsigned long long)calls,
+			      (unsigned long long)(after - prev), (unsigned long long)slice);
 		if (more)
-			cr_assert_eq(after - prev, (uint64_t)LS_PROBES_DRAIN_SLICE, "\"more\" after a short slice");
+			cr_assert_eq(after - prev, slice, "\"more\" after a short slice");
+		slice = slice * 2 < LS_PROBES_DRAIN_SLICE_MAX ? slice * 2 : LS_PROBES_DRAIN_SLICE_MAX;
 	}
 	fprintf(stderr, "loop drain: %llu events in %llu calls\n", (unsigned long long)(after - before),
 		(unsigned long long)calls);
-	cr_assert_gt(calls, 4, "the run left more than a few slices (%llu events)", (unsigned long long)(after - before));
+	cr_assert_gt(calls, 2, "the run left more than a few slices (%llu events)", (unsigned long long)(after - before));
 	struct ls_attribution *a = ls_attribute(&d.run, ls_probes_events(p), NULL, 0, t_honest_rules(), NULL);
 	cr_assert_not_null(a);
 	cr_assert_eq(a->lost_events, 0);
