@@ -191,6 +191,37 @@ Test(engine_fields, trtllm_perf_metrics_burst_keeps_send_order)
 	}
 }
 
+/* The server reads a burst out of its send order: A sent first, B 10 us later; B read at 50 us
+ * and its head at the client at 100 us, A read at 300 us and its head at 400 us. B's entry must
+ * join B (the window that closes first), not A (the first sent), or A's entry finds no open
+ * window left and is lost (seen in CI under load). */
+Test(engine_fields, trtllm_perf_metrics_read_out_of_send_order)
+{
+	struct ls_request r[2] = { 0 };
+	const uint64_t t0 = 300000000000ull;
+	for (int i = 0; i < 2; i++) {
+		ls_request_reset(&r[i], (uint64_t)i);
+		r[i].sent_ns = t0 + (uint64_t)i * 10000ull;
+		r[i].headers_ns = t0 + (i ? 100000ull : 400000ull);
+		r[i].finished_ns = t0 + 900000000ull;
+		r[i].usage_completion_tokens = 4;
+	}
+	const char *body =
+		"[{\"request_id\":1,\"perf_metrics\":{\"timing_metrics\":{\"server_arrival_time\":300.000050,"
+		"\"first_scheduled_time\":300.002050,\"first_token_time\":300.010,\"last_token_time\":300.100}}},"
+		"{\"request_id\":2,\"perf_metrics\":{\"timing_metrics\":{\"server_arrival_time\":300.000300,"
+		"\"first_scheduled_time\":300.005300,\"first_token_time\":300.020,\"last_token_time\":300.200}}}]";
+	struct ls_perf_join st;
+	cr_assert_eq(ls_engine_perf_metrics_join(body, strlen(body), r, 2, &st), 0);
+	cr_expect_eq(st.joined, 2, "joined %zu, unjoined %zu", (size_t)st.joined, (size_t)st.unjoined);
+	cr_expect(r[1].engine_queue_ns > 1999000 && r[1].engine_queue_ns < 2001000, "B's queue %lu ns (its entry: 2 ms)",
+		  (unsigned long)r[1].engine_queue_ns);
+	cr_expect(r[0].engine_queue_ns > 4999000 && r[0].engine_queue_ns < 5001000, "A's queue %lu ns (its entry: 5 ms)",
+		  (unsigned long)r[0].engine_queue_ns);
+	for (int i = 0; i < 2; i++)
+		ls_request_free(&r[i]);
+}
+
 /* Python's NaN in a stamp (null once read), a string, an arrival that cannot be read: counted,
  * the request keeps its place, its readable parts and none of the malformed ones. */
 Test(engine_fields, trtllm_perf_metrics_malformed_values)

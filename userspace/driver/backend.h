@@ -56,10 +56,10 @@ int ls_backend_decode(enum ls_backend backend, const char *data, size_t len,
  * one header line (with its CRLF) into req->engine_*. Other lines are ignored. */
 void ls_backend_engine_header(struct ls_request *req, const char *line, size_t len);
 /* TensorRT-LLM's GET /perf_metrics body joined to reqs by its server arrival time (the server's
- * steady clock: CLOCK_MONOTONIC, the same host): entries in arrival order, each to the
- * earliest-sent request not yet joined that was open when it arrived (sent - 1 ms <= arrival <=
- * its response head) and had not ended before the engine's last token (backend_engine.c says
- * why). A joined request gets source LS_ENGINE_TRTLLM, its parts, and its entry's malformed
+ * steady clock: CLOCK_MONOTONIC, the same host): entries in arrival order, each to the request
+ * not yet joined that was open when it arrived (sent - 1 ms <= arrival <= its response head),
+ * had not ended before the engine's last token, and whose window closes first
+ * (backend_engine.c says why). A joined request gets source LS_ENGINE_TRTLLM, its parts, and its entry's malformed
  * values in engine_bad. 0, -EBADMSG when the body is no JSON list, or -ENOMEM; *st counts. */
 struct ls_perf_join {
 	size_t   entries;     /* items in the list */

@@ -309,11 +309,13 @@ void ls_backend_engine_header(struct ls_request *req, const char *line, size_t l
  * "server_first_token_time", "last_token_time"}, "kv_cache_metrics": {...}}}, times in seconds
  * of the server's steady clock (CLOCK_MONOTONIC on Linux: latscope's clock on the same host).
  * Its request_id is the executor's own number, not the X-Request-Id latscope sent, so entries
- * join requests by time: taken in arrival order, each joins the earliest-sent request not yet
- * joined that was open when it arrived (sent - 1 ms <= arrival <= its response head) and had
- * not ended before the engine's last token. The server sees requests in the order they were
- * sent, so this keeps a burst sent within microseconds in order, where "nearest send" would
- * not (a later send lies nearer a late arrival). ---- */
+ * join requests by time: taken in arrival order, each joins, of the requests not yet joined
+ * that were open when it arrived (sent - 1 ms <= arrival <= its response head) and had not
+ * ended before the engine's last token, the one whose window closes first. That is the most
+ * entries joined (points in intervals, matched greedily), and it holds when the server reads a
+ * burst out of its send order: "the earliest sent" gave the first read the first sent, and
+ * when the first sent was read after the other's window had closed, left it unjoined (CI, under
+ * load); "nearest send" fails the other way (a later send lies nearer a late arrival). ---- */
 
 #define PERF_SLACK_S 1e-3 /* latscope's send stamp may follow the server's arrival stamp */
 
@@ -445,15 +447,17 @@ static struct perf_req *perf_match(const struct perf_entry *e, struct perf_req *
 		else
 			hi = mid;
 	}
+	struct perf_req *best = NULL;
 	for (size_t j = lo; j < m && pr[j].sent - PERF_SLACK_S <= e->arrival; j++) {
 		struct perf_req *c = &pr[j];
 		if (c->taken || e->arrival > c->until)
 			continue;
 		if ((e->have & 4u) && e->t[2] > c->finished + PERF_SLACK_S)
 			continue; /* it ended before the engine's last token */
-		return c;
+		if (!best || c->until < best->until)
+			best = c;
 	}
-	return NULL;
+	return best;
 }
 
 /* The list's entries that carry an arrival, in arrival order (the others counted in st). */
