@@ -294,9 +294,16 @@ int t_canned_start(struct t_canned *c, const char *resp, size_t len, int hold)
 			if (fd < 0)
 				_exit(0);
 			read_request(fd);
+			const char *pause = memchr(resp, T_CANNED_PAUSE, len);
 			size_t off = 0;
 			while (off < len) {
-				ssize_t w = write(fd, resp + off, len - off);
+				size_t upto = pause && off <= (size_t)(pause - resp) ? (size_t)(pause - resp) : len;
+				if (off == upto) { /* the pause mark: not sent, the rest 50 ms later */
+					usleep(50000);
+					off++;
+					continue;
+				}
+				ssize_t w = write(fd, resp + off, upto - off);
 				if (w <= 0)
 					break;
 				off += (size_t)w;

@@ -68,6 +68,8 @@ struct t_canned {
 	int   port;
 	char  url[128];
 };
+/* A T_CANNED_PAUSE byte in resp is not sent: the bytes after it go 50 ms after those before. */
+#define T_CANNED_PAUSE '\x01'
 int t_canned_start(struct t_canned *c, const char *resp, size_t len, int hold);
 void t_canned_stop(struct t_canned *c);
 

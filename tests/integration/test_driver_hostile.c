@@ -87,6 +87,27 @@ static void expect_few_frames(const struct t_batch *b)
 		cr_assert_lt(b->recs[i].n_frames, 8, "request %zu: %u frames", i, b->recs[i].n_frames);
 }
 
+/* A response head in two reads 50 ms apart (llama-server's came so under load): libcurl's phase
+ * times are anchored at the read that brought its first byte, so the request's send stamp stays
+ * before the head began (it was 9.4 ms past the server's read when anchored at the head's end). */
+Test(driver_hostile, head_in_two_reads_keeps_the_send_stamp, .timeout = 30)
+{
+	struct buf r = { 0 };
+	puts_(&r, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\x01" "Connection: close\r\n\r\n");
+	puts_(&r, FRAME "data: [DONE]\n\n");
+	struct t_batch b;
+	against(&r, 1, 0, &b);
+	for (size_t i = 0; i < b.n; i++) {
+		const struct ls_request *q = &b.recs[i];
+		cr_assert(q->sent_ns && q->headers_ns && q->started_ns <= q->sent_ns, "request %zu: started %llu sent %llu",
+			  i, (unsigned long long)q->started_ns, (unsigned long long)q->sent_ns);
+		cr_assert_geq(q->headers_ns - q->sent_ns, 45000000ull, "request %zu: sent %.3f ms before the head's end, "
+			      "which came 50 ms after its first bytes", i, (double)(q->headers_ns - q->sent_ns) / 1e6);
+	}
+	t_batch_free(&b);
+	free(r.p);
+}
+
 Test(driver_hostile, header_flood_is_oversize, .timeout = 30)
 {
 	struct buf r = { 0 };

@@ -70,6 +70,8 @@ static size_t on_header(char *buf, size_t size, size_t n, void *userdata)
 	struct xfer *x = userdata;
 	struct ls_request *rec = x->rec;
 	size_t len = size * n;
+	if (!x->header_bytes) /* the read that brought the first byte: libcurl's STARTTRANSFER */
+		x->first_header_ns = ls_now_ns();
 	x->header_bytes += len;
 	if (x->header_bytes > LS_DRIVER_HEADER_MAX) {
 		fail(rec, LS_FAIL_OVERSIZE, "response headers over 64 KiB");
@@ -503,11 +505,13 @@ static void xfer_finish(struct drv *d, struct xfer *x, CURLcode code, uint64_t n
 		rec->new_connection = 1;
 	/* libcurl's phase times count from its own start of the transfer, which comes after
 	 * started_ns (the next socket action). Anchor them at the nearest event we stamped
-	 * ourselves: the response headers (curl's first byte), else the finish. */
+	 * ourselves in the same read as libcurl: the response's first header line (curl's first
+	 * byte), else the finish. Not the head's end: a head that came in two reads (llama-server
+	 * under load, 9.4 ms apart) moved every phase that late, sent_ns past the server's read. */
 	uint64_t curl_t0_ns = rec->started_ns, anchor_ns = now;
 	CURLINFO anchor_info = CURLINFO_TOTAL_TIME_T;
-	if (rec->headers_ns) {
-		anchor_ns = rec->headers_ns;
+	if (x->first_header_ns) {
+		anchor_ns = x->first_header_ns;
 		anchor_info = CURLINFO_STARTTRANSFER_TIME_T;
 	}
 	if (curl_easy_getinfo(e, anchor_info, &t) == CURLE_OK && t > 0 &&
@@ -601,6 +605,7 @@ int drv_xfer_start(struct drv *d, struct ls_driver_job *job, uint64_t admitted_n
 	x->job = job;
 	x->rec = rec;
 	x->header_bytes = 0;
+	x->first_header_ns = 0;
 	x->status = 0;
 	x->saw_done = 0;
 	x->saw_finish = 0;

@@ -71,6 +71,7 @@ struct xfer {
 	struct ls_decode_state dec;
 	uint64_t             now_ns;      /* the write callback's stamp for the frames it completes */
 	uint64_t             header_bytes;
+	uint64_t             first_header_ns; /* the response's first header line (its status line) came */
 	uint32_t             max_frames;
 	int                  status;      /* latest status line (1xx included) */
 	int                  saw_done;    /* [DONE] (or SGLang's final frame) arrived */
