@@ -88,7 +88,15 @@ bench_bg() { # name num-prompts rate
 		--request-rate "$3" --record R.jsonl --save-result --result-filename A.json --html A.html \
 		>bench.out 2>bench.err) &
 	bench_pid=$!
-	sleep 1.5
+	# Something happens once the run is under way: a request recorded (a fixed 1.5 s was not
+	# enough under load: the server was killed before bench's initial test request).
+	local i
+	for i in $(seq 300); do
+		[ "$(grep -c '"id"' "$tmp/$1/R.jsonl" 2>/dev/null)" -ge 1 ] && break
+		kill -0 "$bench_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 1
 }
 
 # 4. the server killed mid-run: "server gone" and its count read back.
