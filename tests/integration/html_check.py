@@ -20,6 +20,7 @@
                                             data-error; prints "HEIGHT RECTS-JSON" for the screenshot
   html_check.py pixels PNG RECTS-JSON      every chart region of the screenshot is drawn: several
                                             colours, and not all background
+  html_check.py crop PNG ROWS OUT          writes the top ROWS rows of PNG to OUT (a picture only)
 Exit 0 ok, 1 with one line per problem. Python's standard library only (zlib for the PNG)."""
 import json, os, re, struct, sys, zlib
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -395,11 +396,14 @@ def check_dom(dom):
     rects = attrs['data-rects'].replace('&quot;', '"')
     print(attrs.get('data-height', '2000'), rects.replace(' ', ''))
 
-def read_png(path):
+def read_png(path, max_rows=None):
+    """Its rows as bytes, the first max_rows only (the rest are not decoded). Filters None, Up and
+    Sub undo a whole row at once as one integer (bytewise sums without carries: Chromium's
+    screenshots are mostly Up rows); Average and Paeth go byte by byte."""
     data = open(path, 'rb').read()
     if data[:8] != b'\x89PNG\r\n\x1a\n':
         fail(['%s is not a PNG' % path])
-    pos, idat, w = 8, b'', 0
+    pos, idat, w = 8, [], 0
     while pos < len(data):
         n, kind = struct.unpack('>I4s', data[pos:pos + 8])
         chunk = data[pos + 8:pos + 8 + n]
@@ -410,28 +414,61 @@ def read_png(path):
                 fail(['%s: PNG depth %d colour type %d interlace %d not read here' % (path, depth, ctype, interlace)])
             bpp = 3 if ctype == 2 else 4
         elif kind == b'IDAT':
-            idat += chunk
-    raw, stride = zlib.decompress(idat), w * bpp
-    rows, prev = [], bytearray(stride)
-    for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-            if f == 1: line[i] = (line[i] + a) & 255
-            elif f == 2: line[i] = (line[i] + b) & 255
-            elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        prev = line
+            idat.append(chunk)
+    stride = w * bpp
+    n_rows = h if max_rows is None else min(h, max_rows)
+    raw = zlib.decompressobj().decompress(b''.join(idat), n_rows * (stride + 1))
+    if len(raw) < n_rows * (stride + 1):
+        fail(['%s: its image data ends before row %d' % (path, n_rows)])
+    lo7, hi1 = int.from_bytes(b'\x7f' * stride, 'little'), int.from_bytes(b'\x80' * stride, 'little')
+    full = (1 << (8 * stride)) - 1
+    def add(x, y):  # every byte of x plus the same byte of y, mod 256
+        return ((x & lo7) + (y & lo7)) ^ ((x ^ y) & hi1)
+    rows, prev = [], bytes(stride)
+    for y in range(n_rows):
+        f, line = raw[y * (stride + 1)], raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)]
+        if f == 0:
+            out = line
+        elif f == 1:  # a running sum per channel: log2(width) shifted adds
+            x, s = int.from_bytes(line, 'little'), 8 * bpp
+            while s < 8 * stride:
+                x = add(x, (x << s) & full)
+                s *= 2
+            out = x.to_bytes(stride, 'little')
+        elif f == 2:
+            out = add(int.from_bytes(line, 'little'), int.from_bytes(prev, 'little')).to_bytes(stride, 'little')
+        elif f in (3, 4):
+            cur = bytearray(line)
+            for i in range(bpp):  # no left neighbour: Average adds b / 2, Paeth b
+                cur[i] = (cur[i] + (prev[i] >> 1 if f == 3 else prev[i])) & 255
+            if f == 3:
+                for i in range(bpp, stride):
+                    cur[i] = (cur[i] + ((cur[i - bpp] + prev[i]) >> 1)) & 255
+            else:
+                for i in range(bpp, stride):
+                    a, b, c = cur[i - bpp], prev[i], prev[i - bpp]
+                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                    cur[i] = (cur[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+            out = bytes(cur)
+        else:
+            fail(['%s: row %d has filter type %d' % (path, y, f)])
+        rows.append(out)
+        prev = out
     return w, h, bpp, rows
 
+def crop_png(png, n_rows, out):  # the top n_rows of a screenshot, as a PNG of its own
+    w, h, bpp, rows = read_png(png, n_rows)
+    def chunk(kind, body):
+        return struct.pack('>I', len(body)) + kind + body + struct.pack('>I', zlib.crc32(kind + body))
+    ihdr = struct.pack('>IIBBBBB', w, len(rows), 8, 2 if bpp == 3 else 6, 0, 0, 0)
+    idat = zlib.compress(b''.join(b'\0' + r for r in rows), 9)
+    with open(out, 'wb') as f:
+        f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', ihdr) + chunk(b'IDAT', idat) + chunk(b'IEND', b''))
+
 def check_pixels(png, rects):
-    w, h, bpp, rows = read_png(png)
-    bad, regions = [], json.loads(rects)
+    regions = json.loads(rects)
+    w, h, bpp, rows = read_png(png, max([y + rh for _, y, _, rh in regions], default=0))
+    bad = []
     if not regions:
         bad.append('no chart regions')
     for n, (x, y, rw, rh) in enumerate(regions):
@@ -458,6 +495,8 @@ if __name__ == '__main__':
         check_dom(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == 'pixels':
         check_pixels(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 5 and sys.argv[1] == 'crop':
+        crop_png(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
         print(__doc__)
         sys.exit(2)
