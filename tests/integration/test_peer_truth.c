@@ -118,7 +118,7 @@ Test(peer_truth, every_backend_name_streams_its_format_and_matches_truth, .timeo
 		snprintf(record, sizeof(record), "%s/%s.jsonl", dir, backends[b].name);
 		const char *extra[] = { "--backend", backends[b].name, "--dataset-name", "random", "--random-input-len",
 					"24", "--random-output-len", "12", "--ignore-eos", "--num-prompts", "30",
-					"--request-rate", "40", NULL };
+					"--request-rate", "120", NULL };
 		char *err = NULL;
 		cr_assert_eq(run_bench(&sim, record, extra, &err), 0, "--backend %s", backends[b].name);
 		free(err);
