@@ -300,7 +300,7 @@ cleanup() {
 	wait 2>/dev/null
 	# Interrupted (the bound of tests/run): what the blocks not yet shown had done by then.
 	for pid in "${!block_pids[@]}"; do
-		[ -n "${block_pids[pid]}" ] && grep -v '^#counts ' "$tmp/block-${blocks[pid]}.out" 2>/dev/null
+		[ -n "${block_pids[pid]}" ] && grep -v '^#counts \|^#took ' "$tmp/block-${blocks[pid]}.out" 2>/dev/null
 	done
 	rm -rf "$tmp"
 }
@@ -528,6 +528,7 @@ run_block() { # block
 	done < <(examples)
 	stop_block_sim
 	echo "#counts $n $ok $skipped $failed"
+	echo "#took $SECONDS"
 }
 
 if [ "${1:-}" = --block ]; then # one block, in the private network namespace the parent made
@@ -548,11 +549,13 @@ fi
 for f in "${DOCS[@]}"; do [ -r "$ROOT/$f" ] || { echo "FAIL: cannot read $ROOT/$f"; exit 1; }; done
 
 # The blocks are independent (own namespace, own scratch directory), so they run JOBS at a time:
-# ~1.5 min instead of all of them one after the other (~4 min).
-firsts=()
-while IFS=$'\t' read -r b line _; do
+# ~1 min instead of all of them one after the other (~3.5 min).
+firsts=() block_ex=() # a block's examples, joined: its name in build/readme_examples.seconds
+while IFS=$'\t' read -r b line ex; do
 	if [ ${#blocks[@]} -eq 0 ] || [ "${blocks[-1]}" != "$b" ]; then
-		blocks+=("$b") firsts+=("$line")
+		blocks+=("$b") firsts+=("$line") block_ex+=("$ex")
+	else
+		block_ex[-1]+=" ; $ex"
 	fi
 done < <(examples)
 [ ${#blocks[@]} -gt 0 ] || { echo "FAIL: no examples found in ${DOCS[*]}"; exit 1; }
@@ -567,18 +570,31 @@ for ((i = 0; i < ${#CLAIMS[@]}; i += 2)); do
 	echo "FAIL: no example matches the CLAIMS entry '${CLAIMS[i]}' (${CLAIMS[i + 1]}): update it with the docs"
 	failed=$((failed + 1))
 done
-for b in "${blocks[@]}"; do
+# Longest first: the blocks the last full run (build/readme_examples.seconds, each block's seconds
+# by its examples) took longest start first, the rest after them in the documents' order. In
+# the documents' order the sweep block (~35 s) started last and ran alone: 71 s against 53.
+SECONDS_FILE=$ROOT/build/readme_examples.seconds
+order=()
+while IFS=$'\t' read -r _ i; do order+=("$i"); done < <(
+	for i in "${!blocks[@]}"; do
+		s=$(EX=${block_ex[i]} awk -F'\t' '$2 == ENVIRON["EX"] { print $1; exit }' "$SECONDS_FILE" 2>/dev/null)
+		printf '%d\t%d\n' "${s:-0}" "$i"
+	done | sort -s -t$'\t' -k1,1nr)
+for i in "${order[@]}"; do
+	b=${blocks[i]}
 	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
 	unshare -n bash "$0" --block "$b" >"$tmp/block-$b.out" 2>&1 </dev/null &
-	block_pids+=($!)
+	block_pids[i]=$!
 done
+took=()
 for i in "${!blocks[@]}"; do
 	wait "${block_pids[i]}"
 	rc=$?
 	block_pids[i]=''
 	out=$tmp/block-${blocks[i]}.out
-	grep -v '^#counts ' "$out"
+	grep -v '^#counts \|^#took ' "$out"
 	read -r _ bn bok bskip bfail < <(grep '^#counts ' "$out")
+	took[i]=$(sed -n 's/^#took //p' "$out")
 	if [ -z "${bn:-}" ]; then
 		echo "FAIL (exit $rc before its end)  the block at ${firsts[i]}"
 		failed=$((failed + 1))
@@ -588,4 +604,8 @@ for i in "${!blocks[@]}"; do
 	bn=''
 done
 echo "$n examples: $ok ok, $skipped skipped, $failed failed"
+if [ -z "${LATSCOPE_DOCS:-}" ] && [ -d "$ROOT/build" ]; then # every block ran: the next run's order
+	for i in "${!blocks[@]}"; do printf '%s\t%s\n' "${took[i]:-0}" "${block_ex[i]}"; done >"$SECONDS_FILE.new" &&
+		mv "$SECONDS_FILE.new" "$SECONDS_FILE"
+fi
 [ "$failed" -eq 0 ]
