@@ -9,11 +9,11 @@
 # BTF, the simulator watched), the attribution covers every rank's requests, each from its own
 # rank's events, and its server part of TTFT agrees with the truth per rank; `latscope report` of
 # the rank files gives the bench's numbers; a merge that does not fit is spilled. Skips (77)
-# without mpirun or in a build without libopenmpi-dev. ~40 s on a loaded 2-core VM.
+# without mpirun or in a build without libopenmpi-dev. ~25 s on a loaded 2-core VM.
 set -u
 . "$(dirname "$0")/mpi_lib.bash"
 
-NUM=120 RATE=30
+NUM=120 RATE=60
 start_sim --step-ms 5
 ARGS=(--base-url "$URL" --model latscope-sim --dataset-name random --random-input-len 32
       --random-output-len 16 --ignore-eos --num-prompts $NUM --request-rate $RATE --seed 7
