@@ -5,7 +5,8 @@
 #    at some instant inside that GET's [start, answer] (0.5 ms slack), the batch cap is never
 #    exceeded, KV use is absent for TGI and in 0..1 (0 exactly when nothing runs) for the others;
 # 2. `latscope report RECORD` gives the same series in the result JSON and the same text block;
-# 3. a /metrics that hangs (under load), answers 10 MB, or answers garbage: every request still
+# 3. a /metrics that hangs (while the sim has work: a poll that finds it idle is answered, with
+#    nothing running or waiting), answers 10 MB, or answers garbage: every request still
 #    succeeds, every poll is counted as a miss of the right reason with a note, the run lasts as
 #    long as with a sound /metrics (hang, garbage), bench's memory stays bounded (max RSS) and it
 #    ends within its bound;
