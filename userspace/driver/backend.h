@@ -59,8 +59,8 @@ void ls_backend_engine_header(struct ls_request *req, const char *line, size_t l
  * steady clock: CLOCK_MONOTONIC, the same host): entries in arrival order, each to the request
  * not yet joined that was open when it arrived (sent - 1 ms <= arrival <= its response head),
  * had not ended before the engine's last token, and whose window closes first
- * (backend_engine.c says why). A joined request gets source LS_ENGINE_TRTLLM, its parts, and its entry's malformed
- * values in engine_bad. 0, -EBADMSG when the body is no JSON list, or -ENOMEM; *st counts. */
+ * (backend_engine.c says why). A joined request gets source LS_ENGINE_TRTLLM, its parts, and
+ * its entry's malformed values in engine_bad. 0, -EBADMSG when the body is no JSON list, or -ENOMEM; *st counts. */
 struct ls_perf_join {
 	size_t   entries;     /* items in the list */
 	size_t   joined;      /* entries joined to a request */

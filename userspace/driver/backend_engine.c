@@ -343,7 +343,8 @@ static int perf_stamp(const cJSON *t, const char *name, double *out, uint32_t *b
 
 /* An entry's stamps. 1 when it has an arrival to join by (server_arrival_time, the HTTP
  * server's; else the executor's arrival_time: server_arrival_time alone may be null, when the
- * route had no request object), 0 when it cannot join. Stamps that run backwards are counted and none is kept. */
+ * route had no request object), 0 when it cannot join. Stamps that run backwards are counted
+ * and none is kept. */
 static int perf_entry_read(const cJSON *item, struct perf_entry *e)
 {
 	static const char *const names[3] = { "first_scheduled_time", "first_token_time", "last_token_time" };

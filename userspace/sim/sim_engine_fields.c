@@ -3,9 +3,9 @@
  * of these fields can be checked against it): llama.cpp's "timings" on the last token frame,
  * SGLang's meta_info timings (the finishing frame has them all), vLLM's "metrics" on the usage
  * frame, TensorRT-LLM's GET /perf_metrics list (seconds of CLOCK_MONOTONIC, its steady clock,
- * filled as requests finish, drained per read). --engine-fields-bad P: that share of requests (seeded by their number) get every time
- * value malformed, one kind per request: a string, a negative, NaN (as Python's json writes it)
- * or a huge number. docs/sim.md has each value's definition. */
+ * filled as requests finish, drained per read). --engine-fields-bad P: that share of requests
+ * (seeded by their number) get every time value malformed, one kind per request: a string, a
+ * negative, NaN (as Python's json writes it) or a huge number. docs/sim.md has each value's definition. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
