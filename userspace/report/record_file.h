@@ -5,8 +5,8 @@
  * per request whose engine's account was joined after its line (TensorRT-LLM's /perf_metrics,
  * read after the run): the reader puts those fields into that request; a last
  * {"latscope_run_end": 1, ...} line when the run ended normally or by signal, with every field
- * of struct ls_run (base/record_fields.h) and the server's speculative-decoding counters. Stamps are ns after base_ns (0 = did not happen), so
- * they stay exact as JSON doubles. Frames are arrays in the order the header's "frame_fields"
+ * of struct ls_run (base/record_fields.h) and the server's speculative-decoding counters.
+ * Stamps are ns after base_ns (0 = did not happen), so they stay exact as JSON doubles. Frames are arrays in the order the header's "frame_fields"
  * names. The header holds what the run was (struct ls_record_meta: its profile, server, model,
  * schedule, read percentiles and goodput SLOs), so `latscope report` of the file reports the run
  * as bench did (the same result JSON). Files written before these keys read as before. */
