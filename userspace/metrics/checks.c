@@ -457,6 +457,13 @@ static double dispatch_p99_ms(const struct ls_run *run)
 	return p99;
 }
 
+/* A client's own delay (ms) that sets the reported tails: over 1 ms and over LS_CHECK_CLIENT_LAG
+ * of the median ITL. The one rule for the probes' delay, the loop's lag and late slot starts. */
+static int sets_tails(double delay_ms, double itl_ms)
+{
+	return delay_ms > 1.0 && itl_ms > 0 && delay_ms > LS_CHECK_CLIENT_LAG * itl_ms;
+}
+
 /* Was the client the bottleneck? Its own CPU over the run (a spinning loop's is busy by
  * design), and how late requests left their slot against the median gap between frames. */
 static void check_client(const struct ls_run *run, const struct ls_metrics *m, struct ls_check *c)
@@ -465,12 +472,12 @@ static void check_client(const struct ls_run *run, const struct ls_metrics *m, s
 	double share = wall_ns > 0 && run->n_client_procs ? (double)run->client_cpu_ns / (wall_ns * run->n_client_procs) : -1;
 	double lag = dispatch_p99_ms(run), itl = m->itl_frame.median_ms;
 	int cpu_bound = share >= LS_CHECK_CLIENT_CPU && !run->loop_spins;
-	int late = lag > 1.0 && itl > 0 && lag > LS_CHECK_CLIENT_LAG * itl;
+	int late = sets_tails(lag, itl);
 	double delay = (double)run->client_delay_p99_ns / 1e6; /* the probes': kernel arrival -> stamp */
-	int slow = delay > 1.0 && itl > 0 && delay > LS_CHECK_CLIENT_LAG * itl;
+	int slow = sets_tails(delay, itl);
 	/* Without the probes' account, the loop's own: how late its ticks' turns started. */
 	double loop = (double)run->loop_lag_p99_ns / 1e6;
-	int stalled = !run->client_delay_p99_ns && loop > 1.0 && itl > 0 && loop > LS_CHECK_CLIENT_LAG * itl;
+	int stalled = !run->client_delay_p99_ns && sets_tails(loop, itl);
 	c->ok = !cpu_bound && !late && !slow && !stalled;
 	char cpu[64] = "client CPU unknown (an older record)";
 	if (share >= 0)
