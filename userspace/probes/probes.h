@@ -18,7 +18,7 @@
 #define LS_PROBES_DRAIN_PERIOD_NS 50000000ull /* timer drain when the loop is idle: 50 ms */
 #define LS_PROBES_DRAIN_SLICE 256                /* events per drain call in the loop, at first */
 #define LS_PROBES_DRAIN_SLICE_MAX 4096           /* ... and at most, while it falls behind (~2 ms) */
-#define LS_PROBES_RING_DEFAULT (4u << 20)
+#define LS_PROBES_RING_DEFAULT (2u << 20)
 
 struct ls_probes_opts {
 	const pid_t *client_pids;  /* processes whose connections are requests (the harness) */
