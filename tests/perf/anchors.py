@@ -4,7 +4,7 @@ figures of latscope, the bare C floor client (tests/perf/floor_client.c) and the
 client (tests/clients/aiohttp_client.py), each run against its own fresh `latscope sim`, read
 from their own files and the simulator's truth.
 
-usage: anchors.py CASE CLIENT RESULT TRUTH [REPORT] [--rusage FILE]; anchors.py --table ROWS.jsonl
+usage: anchors.py CASE CLIENT RESULT TRUTH [REPORT] [--rusage FILE] [--watch FILE]; anchors.py --table ROWS.jsonl
 (the table on stdout, the comparisons per case as one JSON list on stderr)
   CLIENT  latscope (RESULT: its --record JSONL, REPORT: its text report), floor (RESULT: its
           --out JSONL) or python (RESULT: its --save-result JSON)
@@ -21,7 +21,9 @@ Prints one JSON object (numbers, null where not measured), all times in ms:
   connect_minus_established: latscope's report line (libcurl CONNECT_TIME P50 - kernel
     connect()->ESTABLISHED P50), null without the probes.
   frame_delay_p50/p99: latscope's client delay per frame (harness stamp - kernel arrival, every
-    frame of the run), null without the probes.
+    frame of the run), null without the probes; the floor's from --watch FILE (the report of
+    `latscope watch` on a second run of it: kernel arrival of the oldest byte -> its read, per
+    read; the floor stamps a frame as its read returns), null without root.
   cpu_us_per_frame (user_us_per_frame + sys_us_per_frame), peak_rss_mib, rss_kib_per_stream
     (bursts: peak RSS over the streams held at once): from --rusage (tests/perf/rusage.py, the
     same outside measure for every client) over the token frames the simulator wrote (its truth).
@@ -90,6 +92,14 @@ def latscope(result, report):
     m = re.search(r"^client delay per frame .*: P50 ([0-9.]+) ms, P99 ([0-9.]+) ms", text, re.M)
     delay = (float(m.group(1)), float(m.group(2))) if m else (None, None)
     return sent, ttft, reported, ids, (conn, delay)
+
+
+def watched_delay(path):
+    """P50 and P99 of `latscope watch`'s held-bytes line (kernel arrival -> the client's read)."""
+    with open(path) as f:
+        m = re.search(r"^\s*per read \(oldest byte it delivered\)\s+\d+\s+[0-9.]+\s+([0-9.]+)\s+[0-9.]+\s+([0-9.]+)",
+                      f.read(), re.M)
+    return (float(m.group(1)), float(m.group(2))) if m else (None, None)
 
 
 def floor(result):
@@ -186,6 +196,8 @@ def table(path):
             "python_excess_ratio": ratio(py.get("excess"), ls.get("excess")),
             "cpu_per_frame_ratio_to_floor": ratio(ls.get("cpu_us_per_frame"), fl.get("cpu_us_per_frame")),
             "peak_rss_ratio_to_floor": ratio(ls.get("peak_rss_mib"), fl.get("peak_rss_mib")),
+            "frame_delay_p50_ratio_to_floor": ratio(ls.get("frame_delay_p50"), fl.get("frame_delay_p50")),
+            "frame_delay_p99_ratio_to_floor": ratio(ls.get("frame_delay_p99"), fl.get("frame_delay_p99")),
         }
         out.append(cmp)
         for name in ("floor", "latscope", "python"):
@@ -205,6 +217,11 @@ def table(path):
                     note += f"; CONNECT-ESTAB {r['connect_minus_established']:.3f}"
                 if r.get("frame_delay_p50") is not None:
                     note += f"; frame delay {r['frame_delay_p50']:.3f}/{r['frame_delay_p99']:.3f}"
+                    if cmp["frame_delay_p50_ratio_to_floor"] is not None:
+                        note += (f" (x{fmt(cmp['frame_delay_p50_ratio_to_floor'], 0)}/"
+                                 f"x{fmt(cmp['frame_delay_p99_ratio_to_floor'], 0)})")
+            elif name == "floor" and r.get("frame_delay_p50") is not None:
+                note = f"| frame delay {r['frame_delay_p50']:.3f}/{r['frame_delay_p99']:.3f} (latscope watch)"
             elif name == "python":
                 note = f"| python excess / latscope's: x{fmt(cmp['python_excess_ratio'], 0)}"
             print(f"{c:<11} {name:<9} {r['ok']:>5} | {fmt(r['sent_p50'])} {fmt(r['sent_max'])} | "
@@ -217,7 +234,8 @@ def table(path):
           "or deadline. TTFT 1st frm: first token frame after that start (python: after its own st); "
           "reportd: the client's own mean TTFT; excess: reportd - truth (first token frame written - received). "
           "CPU us/frm: user + kernel CPU (tests/perf/rusage.py, the same for every client) over the token frames "
-          "the simulator wrote; RSS: peak (VmHWM), per stream held in a burst.")
+          "the simulator wrote; RSS: peak (VmHWM), per stream held in a burst. frame delay P50/P99: kernel "
+          "arrival -> latscope's stamp (its probes), -> the floor's read (latscope watch, a second run).")
     return out
 
 
@@ -225,10 +243,14 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "--table":
         print(json.dumps(table(argv[2])), file=sys.stderr)
         return 0
-    rusage_path = None
+    rusage_path = watch_path = None
     if "--rusage" in argv:
         i = argv.index("--rusage")
         rusage_path = argv[i + 1] if i + 1 < len(argv) else None
+        argv = argv[:i] + argv[i + 2:]
+    if "--watch" in argv:
+        i = argv.index("--watch")
+        watch_path = argv[i + 1] if i + 1 < len(argv) else None
         argv = argv[:i] + argv[i + 2:]
     case, client, result, truth_path = argv[1:5]
     truth = load_truth(truth_path)
@@ -238,6 +260,8 @@ def main(argv):
             sent, ttft, reported, ids, (conn, delay) = latscope(result, argv[5])
         elif client == "floor":
             sent, ttft, reported, ids = floor(result)
+            if watch_path:
+                delay = watched_delay(watch_path)
         else:
             sent, ttft, reported, ids = python(result, truth)
     except (OSError, ValueError, KeyError, StopIteration, IndexError) as e:

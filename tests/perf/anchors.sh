@@ -55,8 +55,17 @@ run_case() {
 		$PIN_BENCH $RUSAGE "$OUT/$t-floor.rusage" -- "$FLOOR" --port "$PORT" "${flargs[@]}" --input-words $WORDS --output-len $TOKENS --ignore-eos \
 			--seed 1 --out "$OUT/$t-floor.jsonl" >"$OUT/$t-floor.out" 2>&1
 		stop_sim
+		# The floor's own client delay (kernel arrival -> its read), from `latscope watch` in a
+		# second pass (root): watched, the probes' cost would be in its CPU and RSS above.
+		local watch=()
+		if [ "$(id -u)" = 0 ] && start_sim "$t-floorw" "$step"; then
+			$PIN_BENCH "$BIN" watch --no-tls --port "$PORT" --output "$OUT/$t-floor.watch" -- "$FLOOR" --port "$PORT" \
+				"${flargs[@]}" --input-words $WORDS --output-len $TOKENS --ignore-eos --seed 1 \
+				--out "$OUT/$t-floorw.jsonl" >"$OUT/$t-floorw.out" 2>&1 && watch=(--watch "$OUT/$t-floor.watch")
+			stop_sim
+		fi
 		$PY tests/perf/anchors.py "$name" floor "$OUT/$t-floor.jsonl" "$OUT/$t-floor.truth" \
-			--rusage "$OUT/$t-floor.rusage" >>"$ROWS"
+			--rusage "$OUT/$t-floor.rusage" "${watch[@]}" >>"$ROWS"
 	fi
 	if start_sim "$t-latscope" "$step"; then
 		$PIN_BENCH $RUSAGE "$OUT/$t-latscope.rusage" -- "$BIN" bench --base-url "http://127.0.0.1:$PORT" --model latscope-sim --profile vllm \
