@@ -31,8 +31,8 @@ base = int(lines[0]["base_ns"])  # the records' stamps count from it; the kernel
 own = {r["id"]: (r["started_ns"], r["finished_ns"] or 1 << 62) for r in lines
        if "id" in r and not r["warmup"] and r["started_ns"]}
 # A request that failed before its status line was never in the server's queue: llama-server
-# serves connections past its fixed HTTP threads on threads that close them after one request,
-# so a pooled connection can be dead when reused (latscope fails that request, as aiohttp does).
+# closes a connection after a streamed response, and the pool may reuse it before that close
+# arrives (docs/engine.md; latscope fails that request, as aiohttp does: 1-4 of 24 here).
 served = {r["id"] for r in lines if "id" in r and r["id"] in own and r["fail"] == "ok"}
 sm = [o for o in lines if "latscope_run_end" in o][-1]["server_metrics"]
 if sm["engine"] != "llama.cpp":
