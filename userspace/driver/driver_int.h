@@ -169,6 +169,13 @@ struct io_uring_sqe *drv_sqe(struct drv *d);
 int  drv_multi_setup(struct drv *d);
 void drv_multi_teardown(struct drv *d);
 void drv_note_socket(struct drv *d, struct ls_request *rec, curl_socket_t fd);
+/* Connection sockets libcurl holds open (every multi of the process: the pool outlives a run):
+ * counted from CURLOPT_SOCKOPTFUNCTION to CURLOPT_CLOSESOCKETFUNCTION (drv_conn_close). */
+void drv_conn_opened(void);
+int  drv_conn_close(void *clientp, curl_socket_t fd);
+/* Whether the keep-alive pool can hold an idle connection for the next transfer: more sockets
+ * open than transfers in flight. */
+int  drv_pool_may_have_idle(const struct drv *d);
 void drv_sock_arm(struct drv *d, struct loop_sock *s);
 void drv_sock_cqe(struct drv *d, struct loop_sock *s, int res, int more);
 void drv_sock_ctl_cqe(struct drv *d, struct loop_sock *s, int res);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include "base/auth.h"
 #include "base/clock.h"
 #include "driver/driver_int.h"
@@ -75,6 +76,26 @@ void drv_note_socket(struct drv *d, struct ls_request *rec, curl_socket_t fd)
 	rec->fd = fd;
 	rec->socket_cookie = getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) ? 0 : cookie;
 	rec->conn_seq = conn_seq(d, rec->socket_cookie);
+}
+
+static size_t open_conns;
+
+void drv_conn_opened(void)
+{
+	open_conns++;
+}
+
+int drv_conn_close(void *clientp, curl_socket_t fd)
+{
+	(void)clientp;
+	if (open_conns)
+		open_conns--;
+	return close(fd);
+}
+
+int drv_pool_may_have_idle(const struct drv *d)
+{
+	return open_conns > d->in_flight;
 }
 
 /* ---- the multi handle's callbacks ---- */
