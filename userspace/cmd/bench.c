@@ -604,7 +604,7 @@ static int prepare(struct bench *b)
 	if (ls_bench_mpi_share(c, &b->plan, &b->run)) /* MPI: this rank's share of the plan */
 		return -1;
 	b->server.model = b->plan.model;
-	if (ls_bench_probes_open(c, &b->probes))
+	if (ls_bench_probes_open(c, &b->run, &b->probes))
 		return -1;
 	run_meta(b);
 	if (ls_bench_mpi_on()) /* FILE.rank<K> from the run's start, FILE merged at its end */

@@ -41,7 +41,21 @@ struct ls_bench_probes {
 };
 
 
-int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out)
+/* Events a request's socket gets: two a frame (arrival, read), the frames its requested length
+ * makes (tokens + usage + [DONE], as the driver reserves them), and its connect and send. A
+ * sizing hint only (ls_evstore_expect); the mean over run's requests, capped where the driver's
+ * frame reservation is. */
+static uint32_t socket_events(const struct ls_run *run)
+{
+	uint64_t sum = 0;
+	size_t n = 0;
+	for (size_t i = 0; run && i < run->n_requests; i++, n++)
+		sum += run->requests[i].output_len && run->requests[i].output_len < 4096 ? run->requests[i].output_len
+											  : 4096;
+	return n ? (uint32_t)(2 * (sum / n + 8) + 16) : 0;
+}
+
+int ls_bench_probes_open(const struct ls_config *cfg, const struct ls_run *run, struct ls_bench_probes **out)
 {
 	struct ls_bench_probes *bp = calloc(1, sizeof(*bp));
 	pid_t self = getpid(), srv[LS_MAX_SERVER_PIDS];
@@ -61,6 +75,7 @@ int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **o
 			.server_pids = cfg->n_server_pids ? srv : NULL, .n_server_pids = cfg->n_server_pids,
 			.server_comm = cfg->server_comm,
 			.engine_steps = 1, /* queue / prefill / decode from a llama.cpp server's steps */
+			.socket_events = socket_events(run),
 		};
 		bp->probes = ls_probes_open(&po, bp->why, sizeof(bp->why));
 		if (!bp->probes && cfg->probes == LS_PROBES_ON) {

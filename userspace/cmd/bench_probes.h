@@ -17,11 +17,11 @@
 
 struct ls_bench_probes;
 
-/* Opens the probes for this process and the servers cfg names. Returns 0 with *out set (also
- * when the probes are off: the reason is kept for the report and, under auto, printed on
- * stderr), or -1 when --probes on could not open them (one line on stderr naming why) or on
- * ENOMEM. */
-int ls_bench_probes_open(const struct ls_config *cfg, struct ls_bench_probes **out);
+/* Opens the probes for this process and the servers cfg names (run: the requests it will send,
+ * to size each socket's event store). Returns 0 with *out set (also when the probes are off: the
+ * reason is kept for the report and, under auto, printed on stderr), or -1 when --probes on
+ * could not open them (one line on stderr naming why) or on ENOMEM. */
+int ls_bench_probes_open(const struct ls_config *cfg, const struct ls_run *run, struct ls_bench_probes **out);
 
 /* Adds the probes' drain hook to a driver run (nothing when the probes are off). bp may be NULL. */
 void ls_bench_probes_hook(struct ls_bench_probes *bp, struct ls_driver_opts *o);

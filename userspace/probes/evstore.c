@@ -11,6 +11,7 @@ struct ls_evstore {
 	size_t n_list, cap_list;
 	uint64_t count[LS_EV__COUNT];
 	uint64_t lost[LS_EV__COUNT];
+	size_t first_cap;              /* a socket's first array (ls_evstore_expect) */
 };
 
 static const char *const kind_names[LS_EV__COUNT] = {
@@ -52,12 +53,18 @@ struct ls_evstore *ls_evstore_new(void)
 	if (!st)
 		return NULL;
 	st->n_slots = 256;
+	st->first_cap = 32;
 	st->slots = calloc(st->n_slots, sizeof(*st->slots));
 	if (!st->slots) {
 		free(st);
 		return NULL;
 	}
 	return st;
+}
+
+void ls_evstore_expect(struct ls_evstore *st, size_t per_socket)
+{
+	st->first_cap = per_socket > 32 ? per_socket : 32;
 }
 
 void ls_evstore_free(struct ls_evstore *st)
@@ -134,7 +141,7 @@ int ls_evstore_add(struct ls_evstore *st, const struct ls_event *ev)
 	if (!s)
 		return -ENOMEM;
 	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 32;
+		size_t cap = s->cap ? s->cap * 2 : st->first_cap;
 		struct ls_event *e = realloc(s->ev, cap * sizeof(*e));
 
 		if (!e)

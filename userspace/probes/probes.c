@@ -771,6 +771,7 @@ struct ls_probes *ls_probes_open(const struct ls_probes_opts *opts, char *why, s
 		free(p);
 		return NULL;
 	}
+	ls_evstore_expect(p->store, opts->socket_events);
 	p->stats_fd = -1;
 	p->slice = LS_PROBES_DRAIN_SLICE;
 	p->follow = opts->follow_forks;

@@ -33,6 +33,7 @@ struct ls_probes_opts {
 	int          follow_forks; /* watch: a process a watched one forks is watched too (ls_probes_follow) */
 	int          tls_entry_all;/* watch: also SSL_do_handshake and SSL_write_ex (Python's ssl module) */
 	int          engine_steps; /* also probe llama_decode in the servers (bpf/engine.bpf.c; bench) */
+	uint32_t     socket_events;/* events a request's socket is expected to get (0: unknown) */
 };
 
 /* What the probes cost: per program, runs and time inside the BPF program (opts.stats), and the
