@@ -236,7 +236,30 @@ def table(path):
           "CPU us/frm: user + kernel CPU (tests/perf/rusage.py, the same for every client) over the token frames "
           "the simulator wrote; RSS: peak (VmHWM), per stream held in a burst. frame delay P50/P99: kernel "
           "arrival -> latscope's stamp (its probes), -> the floor's read (latscope watch, a second run).")
+    targets_1400(rows)
     return out
+
+
+def targets_1400(rows):
+    """Where the 1,400-stream targets (issue 32) stand in this run, the floor's figure beside each."""
+    by = {r["client"]: r for r in rows if r["case"] == "burst-1400" and "error" not in r}
+    ls, fl = by.get("latscope"), by.get("floor", {})
+    if not ls:
+        return
+
+    def line(what, value, bound, floor_value, unit):
+        if value is None:
+            print(f"  {what:<44} not measured")
+            return
+        fv = f"; the floor {floor_value:.2f} {unit}" if floor_value is not None else ""
+        print(f"  {what:<44} {value:.2f} {unit} (<= {bound:g}): {'met' if value <= bound else 'missed'}{fv}")
+    cpu, fcpu = ls.get("cpu_us_per_frame"), fl.get("cpu_us_per_frame")
+    print("where the 1,400-stream targets stand (this run):")
+    line("CPU per frame", cpu, 6, fcpu, "us")
+    line("CPU per frame / the floor's", ratio(cpu, fcpu), 2, None, "x")
+    line("peak RSS", ls.get("peak_rss_mib"), 64, fl.get("peak_rss_mib"), "MiB")
+    line("client delay per frame P50", ls.get("frame_delay_p50"), 0.2, fl.get("frame_delay_p50"), "ms")
+    line("client delay per frame P99", ls.get("frame_delay_p99"), 2, fl.get("frame_delay_p99"), "ms")
 
 
 def main(argv):
